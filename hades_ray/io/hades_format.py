@@ -1,0 +1,125 @@
+"""The published HaDes instance format: one JSON object per line.
+
+``replaced`` is whitespace-separated words with the target span wrapped in ``===``; ``replaced_ids``
+is ``[first, last]`` (inclusive) word indices of the span; ``hallucination`` is 1, 0, or -1 (unknown).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+MARK = "==="
+LABELS = (-1, 0, 1)
+
+
+class HadesFormatError(ValueError):
+    """A line that is not a valid HaDes instance; the message names file, line and field."""
+
+
+@dataclass
+class Instance:
+    words: list[str]  # the text's words, markers removed
+    start: int  # first word of the span
+    end: int  # last word of the span (inclusive)
+    label: int = -1
+    extra: dict[str, Any] = field(default_factory=dict)  # any other fields (id, doc_id, ...) kept as is
+
+    @property
+    def span_words(self) -> list[str]:
+        return self.words[self.start : self.end + 1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"replaced": mark_span(self.words, self.start, self.end), "replaced_ids": [self.start, self.end],
+                "hallucination": self.label, **self.extra}
+
+
+def mark_span(words: list[str], start: int, end: int) -> str:
+    """Join ``words`` with single spaces, wrapping words ``start..end`` in ``===``."""
+    marked = list(words)
+    marked[start] = MARK + marked[start]
+    marked[end] = marked[end] + MARK
+    return " ".join(marked)
+
+
+def _unmark(replaced: str) -> tuple[list[str], int | None, int | None]:
+    words: list[str] = []
+    start = end = None
+    for index, word in enumerate(replaced.split()):
+        if word.startswith(MARK) and len(word) > len(MARK) and start is None:
+            start, word = index, word[len(MARK) :]
+        if word.endswith(MARK) and len(word) > len(MARK) and end is None and start is not None:
+            end, word = index, word[: -len(MARK)]
+        words.append(word)
+    return words, start, end
+
+
+def parse_instance(record: Any, where: str = "") -> Instance:
+    """Validate one decoded JSON record; errors name ``where`` (``file:line``) and the field."""
+    prefix = f"{where}: " if where else ""
+    if not isinstance(record, dict):
+        raise HadesFormatError(f"{prefix}expected a JSON object")
+    replaced = record.get("replaced")
+    if not isinstance(replaced, str) or not replaced.strip():
+        raise HadesFormatError(f"{prefix}field 'replaced': missing or not a non-empty string")
+    ids = record.get("replaced_ids")
+    if not (isinstance(ids, list) and len(ids) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)):
+        raise HadesFormatError(f"{prefix}field 'replaced_ids': expected [first, last] word indices")
+    label = record.get("hallucination", -1)
+    if label not in LABELS or isinstance(label, bool):
+        raise HadesFormatError(f"{prefix}field 'hallucination': {label!r} is not one of -1, 0, 1")
+    words, start, end = _unmark(replaced)
+    first, last = ids
+    if first > last:
+        raise HadesFormatError(f"{prefix}field 'replaced_ids': {ids} is reversed")
+    if first < 0 or last >= len(words):
+        raise HadesFormatError(f"{prefix}field 'replaced_ids': {ids} out of range for {len(words)} words")
+    if start is not None and (start, end) != (first, last):
+        raise HadesFormatError(
+            f"{prefix}field 'replaced_ids': {ids} disagrees with the === markers at [{start}, {end}]"
+        )
+    extra = {k: v for k, v in record.items() if k not in ("replaced", "replaced_ids", "hallucination")}
+    return Instance(words=words, start=first, end=last, label=label, extra=extra)
+
+
+def iter_instances(path: str | Path, skip_bad: bool = False, bad: list | None = None) -> Iterator[Instance]:
+    """Read a HaDes file. Bad lines raise ``HadesFormatError`` naming file and line, or with
+    ``skip_bad`` are appended to ``bad`` as ``{"file", "line", "reason"}`` records."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"HaDes file not found: {path}")
+    with path.open(encoding="utf-8", errors="strict") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise HadesFormatError(f"{where}: not valid JSON ({error.msg})") from None
+                yield parse_instance(record, where)
+            except HadesFormatError as error:
+                if not skip_bad:
+                    raise
+                if bad is not None:
+                    bad.append({"file": str(path), "line": number, "reason": str(error)})
+
+
+def read_instances(path: str | Path, skip_bad: bool = False, bad: list | None = None) -> list[Instance]:
+    return list(iter_instances(path, skip_bad=skip_bad, bad=bad))
+
+
+def write_instances(instances, path: str | Path) -> Path:
+    """Write instances (``Instance`` or ready dicts) as HaDes JSON lines, atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for item in instances:
+            record = item.to_json() if isinstance(item, Instance) else item
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,48 @@
+"""Starting or joining Ray the same way from the CLI, the jobs and the tests.
+
+Local clusters stay on 127.0.0.1 (RAY_NOTES.md: Ray binds the external interface otherwise) and
+never attach to a stale cluster left by a killed head.
+"""
+
+from __future__ import annotations
+
+import os
+
+QUIET_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # makes the node address 127.0.0.1
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "RAY_DATA_DISABLE_PROGRESS_BARS": "1",
+}
+
+
+def init_ray(address: str = "", num_cpus: int = 0, quiet: bool = True):
+    """Join ``address`` (or ``RAY_ADDRESS``), else start a private local cluster on loopback."""
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    import ray
+
+    if ray.is_initialized():
+        return ray
+    target = address or os.environ.get("RAY_ADDRESS", "")
+    runtime_env = {"env_vars": {k: os.environ[k] for k in QUIET_ENV}}
+    if target:
+        ray.init(address=target, runtime_env=runtime_env, log_to_driver=not quiet)
+        return ray
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(
+        address="local",
+        num_cpus=num_cpus or os.cpu_count(),
+        include_dashboard=False,
+        log_to_driver=not quiet,
+        logging_level="ERROR",
+        runtime_env=runtime_env,
+    )
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    return ray
+
+
+def cluster_cpus() -> float:
+    import ray
+
+    return float(ray.cluster_resources().get("CPU", 1))
