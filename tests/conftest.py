@@ -1,0 +1,61 @@
+"""Shared fixtures: micro models under a private HADES_RAY_HOME, one local Ray cluster per session,
+and the ``../shared`` data (tests that need it skip where it is absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is absent")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def micro_home(tmp_path_factory) -> Path:
+    """A HADES_RAY_HOME holding micro random-weight models in the offline kit's layout."""
+    from hades_ray.models.micro import build_micro_kit
+
+    home = tmp_path_factory.mktemp("hades_home")
+    build_micro_kit(home)
+    previous = os.environ.get("HADES_RAY_HOME")
+    os.environ["HADES_RAY_HOME"] = str(home)
+    yield home
+    if previous is None:
+        os.environ.pop("HADES_RAY_HOME", None)
+    else:
+        os.environ["HADES_RAY_HOME"] = previous
+
+
+@pytest.fixture(scope="session")
+def ray_local(micro_home):
+    """One local Ray cluster on 127.0.0.1 for the whole session (RAY_NOTES: per-test clusters double the time)."""
+    from hades_ray.ray_runtime import init_ray
+
+    ray = init_ray(num_cpus=2)
+    yield ray
+    ray.shutdown()
