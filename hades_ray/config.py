@@ -140,7 +140,7 @@ def _load_sections() -> None:
     # Imported lazily so that config.py has no import-time dependency on the stage packages.
     import importlib
 
-    for module in ("hades_ray.detect.settings", "hades_ray.select.settings"):
+    for module in ("hades_ray.detect.settings", "hades_ray.select.settings", "hades_ray.annotate.settings"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as error:

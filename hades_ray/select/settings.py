@@ -1,14 +1,52 @@
-"""The ``select`` config section (selectors and their training)."""
+"""The ``select`` config section: how a round chooses the instances judges see (paper Sec. 3.2)."""
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-from hades_ray.config import register_section
+from dataclasses import dataclass, field
+
+from hades_ray.config import ConfigError, register_section
 
 
 @dataclass
 class SelectConfig:
+    # Batch size per round; rounds past the end of the list reuse its last value (paper: 200 first, then ~4,000).
+    round_sizes: list[int] = field(default_factory=lambda: [200, 4000])
+    # p(H) thresholds; a negative value means "find it this round" so that ``candidate_target`` remain.
+    p_low: float = -1.0
+    p_high: float = -1.0
+    candidate_target: int = 0  # candidates left after the p(H) thresholds; 0: 3x the round's batch size
+    paraphrase_threshold: float = 0.9  # cosine similarity above which a replacement counts as a paraphrase
+    paraphrase_pooling: str = "mean"  # cls | mean (paper: RoBERTa [CLS]; MiniLM was trained for mean)
+    paraphrase_context_words: int = 0  # words either side of the span that the similarity sees; 0: span only
+    similarity_batch_size: int = 64
+    similarity_num_cpus: float = 0.5  # fractional: read/write tasks need a free CPU (RAY_NOTES)
+    date_name_drop_share: float = 0.8  # share of DATE->DATE and PERSON->PERSON swaps dropped, sampled by seed
+    swap_entity_types: list[str] = field(default_factory=lambda: ["DATE", "PERSON"])
+    ner_context_words: int = 15  # window around the span that spaCy sees for NER, POS and lemmas
+    heldout_share: float = 0.2  # judged instances kept out of detector training to estimate alpha, beta, gamma
+    min_train_instances: int = 20  # fewer judged instances (or one class only): the round falls back to random
+    detector: str = "transformer"
+    detector_workers: int = 1
+
+    def round_size(self, round_index: int) -> int:
+        return self.round_sizes[min(round_index, len(self.round_sizes) - 1)]
+
     def validate(self) -> None:
-        pass
+        checks = [
+            (bool(self.round_sizes) and all(s >= 1 for s in self.round_sizes), "select.round_sizes: positive sizes"),
+            (self.p_low < 0 or self.p_high < 0 or self.p_low < self.p_high, "select.p_low must be below select.p_high"),
+            (self.p_low <= 1 and self.p_high <= 1, "select.p_low/p_high must be <= 1 (negative: found per round)"),
+            (self.candidate_target >= 0, "select.candidate_target must be >= 0"),
+            (0.0 < self.paraphrase_threshold <= 1.0, "select.paraphrase_threshold must be in (0, 1]"),
+            (self.paraphrase_pooling in ("cls", "mean"), "select.paraphrase_pooling: cls or mean"),
+            (0.0 <= self.date_name_drop_share <= 1.0, "select.date_name_drop_share must be in [0, 1]"),
+            (0.0 < self.heldout_share < 1.0, "select.heldout_share must be in (0, 1)"),
+            (self.paraphrase_context_words >= 0 and self.ner_context_words >= 0, "select.*_context_words >= 0"),
+            (self.similarity_batch_size >= 1, "select.similarity_batch_size must be >= 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
 
 
 register_section("select", SelectConfig)
