@@ -1,0 +1,77 @@
+"""spaCy analysis of a kept text: its sentences and the word spans that MASK may choose.
+
+A unit is one content word, or one whole named entity, from the third sentence on; stop words and
+punctuation never are.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from hades_ray.config import MaskConfig
+
+
+@lru_cache(maxsize=4)
+def stop_words(source: str = "auto") -> frozenset[str]:
+    """NLTK's English stop words where its data is installed, else spaCy's (RAY_NOTES: no NLTK data here)."""
+    if source in ("auto", "nltk"):
+        try:
+            from nltk.corpus import stopwords
+
+            return frozenset(w.lower() for w in stopwords.words("english"))
+        except LookupError:
+            if source == "nltk":
+                raise
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(w.lower() for w in STOP_WORDS)
+
+
+@lru_cache(maxsize=2)
+def load_spacy(name: str):
+    import spacy
+
+    return spacy.load(name)
+
+
+def _is_content(token, stops: frozenset[str]) -> bool:
+    return (
+        not token.is_punct
+        and not token.is_space
+        and any(c.isalnum() for c in token.text)
+        and token.text.lower() not in stops
+        and token.lemma_.lower() not in stops
+    )
+
+
+def sentence_starts(doc) -> list[int]:
+    return [sent.start_char for sent in doc.sents]
+
+
+def mask_units(doc, config: MaskConfig, stops: frozenset[str]) -> list[dict]:
+    """Candidate spans as ``{start, end, ner, pos}`` character ranges, in text order."""
+    sentences = list(doc.sents)
+    if len(sentences) <= config.context_sentences:
+        return []
+    region_start = sentences[config.context_sentences].start_char
+    units: list[dict] = []
+    covered: set[int] = set()
+    if config.entity_whole:
+        for ent in doc.ents:
+            if ent.start_char < region_start or not any(_is_content(t, stops) for t in ent):
+                continue
+            units.append({"start": ent.start_char, "end": ent.end_char, "ner": ent.label_, "pos": ent.root.pos_})
+            covered.update(range(ent.start, ent.end))
+    for token in doc:
+        if token.idx < region_start or token.i in covered or not _is_content(token, stops):
+            continue
+        units.append({"start": token.idx, "end": token.idx + len(token.text),
+                      "ner": token.ent_type_, "pos": token.pos_})
+    units.sort(key=lambda unit: unit["start"])
+    return units
+
+
+def analyse(nlp, text: str, config: MaskConfig, stops: frozenset[str]) -> tuple[int, list[dict]]:
+    """(number of sentences, mask units) of one text."""
+    doc = nlp(text)
+    return len(list(doc.sents)), mask_units(doc, config, stops)

@@ -1,0 +1,73 @@
+"""Span bookkeeping: apply replacements to the original text, and cut HaDes instances from the result."""
+
+from __future__ import annotations
+
+import re
+
+from hades_ray.io.hades_format import mark_span
+
+_WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def decode_replacement(tokenizer, token_ids: list[int], original: str) -> str:
+    """The replacement's text; an uncased tokenizer's output takes the original's leading capital."""
+    text = tokenizer.decode(token_ids, clean_up_tokenization_spaces=True).strip()
+    lowercasing = getattr(tokenizer, "do_lower_case", False) or tokenizer.tokenize("A") == tokenizer.tokenize("a")
+    if lowercasing and text and original[:1].isupper():
+        text = text[0].upper() + text[1:]
+    return text
+
+
+def apply_replacements(original: str, spans: list[dict]) -> tuple[str, list[dict]]:
+    """``spans`` (ascending, non-overlapping, with ``orig_start``, ``orig_end``, ``replacement``) applied
+    to ``original``; returns the perturbed text and the spans with ``start``/``end`` in it."""
+    pieces, placed, cursor, shift = [], [], 0, 0
+    for span in spans:
+        pieces.append(original[cursor : span["orig_start"]])
+        start = span["orig_start"] + shift
+        pieces.append(span["replacement"])
+        end = start + len(span["replacement"])
+        shift += len(span["replacement"]) - (span["orig_end"] - span["orig_start"])
+        cursor = span["orig_end"]
+        placed.append({**span, "start": start, "end": end, "original": original[span["orig_start"] : span["orig_end"]]})
+    pieces.append(original[cursor:])
+    return "".join(pieces), placed
+
+
+def words_with_span_indices(text: str, spans: list[dict]) -> tuple[list[str], list[tuple[int, int]]]:
+    """Whitespace/punctuation words of ``text`` and each span's [first, last] word indices.
+    Words are cut per segment between span edges, so span edges are always word edges."""
+    words: list[str] = []
+    ranges: list[tuple[int, int]] = []
+    cursor = 0
+    for span in spans:
+        words += _WORDS.findall(text[cursor : span["start"]])
+        first = len(words)
+        words += _WORDS.findall(text[span["start"] : span["end"]])
+        ranges.append((first, len(words) - 1))
+        cursor = span["end"]
+    words += _WORDS.findall(text[cursor:])
+    return words, ranges
+
+
+def hades_instances(doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False) -> list[dict]:
+    """One HaDes-format record per replaced span (label -1: not yet judged)."""
+    words, ranges = words_with_span_indices(perturbed, spans)
+    if lowercase:
+        words = [w.lower() for w in words]
+    records = []
+    for index, (span, (first, last)) in enumerate(zip(spans, ranges)):
+        if last < first:
+            continue  # a replacement with no word characters cannot be a target span
+        records.append({
+            "replaced": mark_span(words, first, last),
+            "replaced_ids": [first, last],
+            "hallucination": -1,
+            "id": f"{doc_id}#{index}",
+            "doc_id": doc_id,
+            "original_span": span["original"],
+            "replacement": span["replacement"],
+            "ner": span["ner"],
+            "pos": span["pos"],
+        })
+    return records
