@@ -1,0 +1,5 @@
+"""Judges: exporting items for crowd-sourcing or Label Studio, importing judgments, consensus, the dataset."""
+
+from hades_ray.annotate.consensus import agreement_report, item_status, krippendorff_alpha
+
+__all__ = ["item_status", "agreement_report", "krippendorff_alpha"]

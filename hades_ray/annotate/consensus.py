@@ -1,0 +1,102 @@
+"""Consensus among judges, as in the paper: 4 judges per item, 2 more where they do not agree.
+
+Rule (the paper asks for consensus but gives no vote counts; this is our reading, both strict majorities):
+* fewer than ``judges`` (4) judgments: ``pending``;
+* a first panel (``judges <= n < max_judges``): consensus when the minority holds at most
+  ``judges - min_agree_first`` votes, i.e. 3-1 or 4-0 of 4 (a 5th judgment that makes it 3-2 waits for
+  the 6th); a 2-2 tie is ``needs_more`` and the next export asks for exactly the missing judges;
+* a full panel (``n >= max_judges``, 6): consensus when the majority holds ``min_agree_final`` (4 of 6)
+  votes and is a strict majority; otherwise ``no_consensus`` and the item is left out of the dataset.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+LABELS = ("N", "H")  # index = the HaDes label: 0 not a hallucination, 1 hallucination
+
+
+def item_status(n_h: int, n_n: int, judges: int = 4, max_judges: int = 6, min_agree_first: int = 3,
+                min_agree_final: int = 4) -> tuple[str, int | None]:
+    """(status, label) of one item from its H and N vote counts; label is 1/0 only with consensus."""
+    total, top = n_h + n_n, max(n_h, n_n)
+    label = 1 if n_h > n_n else 0
+    if total < judges:
+        return "pending", None
+    if total >= max_judges:
+        ok = top >= min_agree_final and top * 2 > total
+        return ("consensus", label) if ok else ("no_consensus", None)
+    if total - top <= judges - min_agree_first:
+        return "consensus", label
+    return "needs_more", None
+
+
+def judges_needed(status: str, total: int, judges: int = 4, max_judges: int = 6) -> int:
+    """How many more judgments the next export asks for."""
+    if status == "pending":
+        return judges - total
+    if status == "needs_more":
+        return max_judges - total
+    return 0
+
+
+def item_table(items: list[str], judgments: pd.DataFrame, cfg) -> pd.DataFrame:
+    """One row per item: H/N votes, status, consensus label, agreement share and judgments still needed."""
+    votes = pd.DataFrame({"item_id": items})
+    if len(judgments):
+        counts = judgments.pivot_table(index="item_id", columns="label", values="judge_id", aggfunc="count",
+                                       fill_value=0)
+        counts = counts.reindex(columns=list(LABELS), fill_value=0).rename(columns={"H": "n_h", "N": "n_n"})
+        votes = votes.merge(counts.reset_index(), on="item_id", how="left")
+    for column in ("n_h", "n_n"):
+        votes[column] = votes.get(column, 0)
+        votes[column] = votes[column].fillna(0).astype(int)
+    votes["total"] = votes["n_h"] + votes["n_n"]
+    results = [item_status(h, n, cfg.judges, cfg.max_judges, cfg.min_agree_first, cfg.min_agree_final)
+               for h, n in zip(votes["n_h"], votes["n_n"])]
+    votes["status"] = [r[0] for r in results]
+    votes["label"] = [r[1] if r[1] is not None else -1 for r in results]
+    votes["agreement"] = np.where(votes["total"] > 0,
+                                  votes[["n_h", "n_n"]].max(axis=1) / votes["total"].clip(lower=1), np.nan)
+    votes["needed"] = [judges_needed(s, t, cfg.judges, cfg.max_judges) for s, t in zip(votes["status"], votes["total"])]
+    return votes
+
+
+def krippendorff_alpha(value_counts: np.ndarray) -> float | None:
+    """Nominal Krippendorff's alpha from an items x categories count matrix (None when undefined)."""
+    import krippendorff
+
+    value_counts = np.asarray(value_counts)
+    value_counts = value_counts[value_counts.sum(axis=1) >= 2]
+    if len(value_counts) == 0:
+        return None
+    try:
+        value = float(krippendorff.alpha(value_counts=value_counts, level_of_measurement="nominal"))
+    except (ValueError, ZeroDivisionError):
+        return None  # e.g. a single category overall: no expected disagreement
+    return None if np.isnan(value) else value
+
+
+def agreement_report(table: pd.DataFrame) -> dict:
+    """Shares over the items with at least one full panel: consensus, >= 80% and 100% agreement; alpha."""
+    decided = table[table["status"] != "pending"]
+    n = len(decided)
+
+    def share(mask) -> float | None:
+        return round(float(mask.sum()) / n, 4) if n else None
+
+    alpha = krippendorff_alpha(decided[["n_n", "n_h"]].to_numpy()) if n else None
+    return {
+        "items": int(len(table)), "judged": n,
+        "consensus": int((decided["status"] == "consensus").sum()),
+        "needs_more": int((decided["status"] == "needs_more").sum()),
+        "no_consensus": int((decided["status"] == "no_consensus").sum()),
+        "pending": int((table["status"] == "pending").sum()),
+        "share_consensus": share(decided["status"] == "consensus"),
+        "share_agreement_80": share(decided["agreement"] >= 0.8 - 1e-9),
+        "share_agreement_100": share(decided["agreement"] >= 1.0 - 1e-9),
+        "krippendorff_alpha": None if alpha is None else round(alpha, 4),
+        "labels": {"H": int(((table["status"] == "consensus") & (table["label"] == 1)).sum()),
+                   "N": int(((table["status"] == "consensus") & (table["label"] == 0)).sum())},
+    }

@@ -1,0 +1,109 @@
+"""Items for judges: a CSV for crowd-sourcing and Label Studio tasks with their labeling config.
+
+Corpus text is escaped wherever it is rendered: HTML-escaped inside the ``<mark>`` markup of Label
+Studio and of the CSV's ``*_html`` columns, CSV-quoted by the csv module, and spreadsheet formula
+prefixes (= + - @) neutralized in plain-text cells.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from pathlib import Path
+
+from hades_ray.annotate.consensus import item_table
+from hades_ray.annotate.judgments import batch_items, load_judgments
+from hades_ray.io.hades_format import parse_instance
+from hades_ray.select.workdir import round_dir
+
+LABEL_CONFIG = """<View>
+  <Header value="Original text"/>
+  <HyperText name="original" value="$original_html"/>
+  <Header value="Perturbed text (the highlighted span was replaced)"/>
+  <HyperText name="perturbed" value="$perturbed_html"/>
+  <Header value="$question"/>
+  <Choices name="label" toName="perturbed" choice="single" required="true" showInline="true">
+    <Choice value="H" hint="hallucination"/>
+    <Choice value="N" hint="not a hallucination"/>
+  </Choices>
+</View>
+"""
+
+
+def highlight_html(text: str, start: int, end: int) -> str:
+    """``text`` HTML-escaped, with characters ``start:end`` in a ``<mark>``."""
+    return (html.escape(text[:start]) + "<mark>" + html.escape(text[start:end]) + "</mark>"
+            + html.escape(text[end:]))
+
+
+def highlight_plain(text: str, start: int, end: int) -> str:
+    return text[:start] + "[[" + text[start:end] + "]]" + text[end:]
+
+
+def perturbed_text(item: dict) -> tuple[str, int, int]:
+    instance = parse_instance(item)
+    words, start, end = instance.words, instance.start, instance.end
+    before = " ".join(words[:start])
+    offset = len(before) + (1 if before else 0)
+    return " ".join(words), offset, offset + len(" ".join(words[start : end + 1]))
+
+
+def safe_cell(value: str) -> str:
+    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+
+
+def export_rows(config, workdir: str | Path, round_index: int) -> list[dict]:
+    """One row per item that still needs judgments, with how many more it needs."""
+    items = batch_items(workdir, round_index)
+    table = item_table([str(i["id"]) for i in items], load_judgments(workdir, round_index), config.annotate)
+    needed = dict(zip(table["item_id"], table["needed"]))
+    rows = []
+    for item in items:
+        if needed[str(item["id"])] <= 0:
+            continue
+        text, start, end = perturbed_text(item)
+        orig, o_start, o_end = item["original_text"], item["original_start"], item["original_end"]
+        rows.append({"item_id": str(item["id"]), "judges_needed": int(needed[str(item["id"])]),
+                     "original_text": highlight_plain(orig, o_start, o_end),
+                     "perturbed_text": highlight_plain(text, start, end),
+                     "original_html": highlight_html(orig, o_start, o_end),
+                     "perturbed_html": highlight_html(text, start, end),
+                     "original_span": item.get("original_span", ""), "replacement": item.get("replacement", ""),
+                     "question": config.annotate.question})
+    return rows
+
+
+def _next_export(directory: Path) -> str:
+    numbers = [int(p.name.split("-")[1].split(".")[0]) for p in directory.glob("export-[0-9][0-9][0-9]*")]
+    return f"export-{max(numbers, default=0) + 1:03d}"
+
+
+def export_items(config, workdir: str | Path, round_index: int, fmt: str = "csv") -> dict:
+    """Write the round's next export (``csv`` or ``label-studio``); earlier exports are kept."""
+    rows = export_rows(config, workdir, round_index)
+    directory = round_dir(workdir, round_index) / "exports"
+    directory.mkdir(parents=True, exist_ok=True)
+    name = _next_export(directory)
+    if fmt == "csv":
+        path = directory / f"{name}.csv"
+        with path.open("x", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["item_id"],
+                                    quoting=csv.QUOTE_ALL)
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: safe_cell(v) if isinstance(v, str) and not k.endswith("_html") else v
+                                 for k, v in row.items()})
+        files = [str(path)]
+    elif fmt == "label-studio":
+        tasks = [{"data": row} for row in rows]
+        path = directory / f"{name}.tasks.json"
+        with path.open("x", encoding="utf-8") as handle:
+            json.dump(tasks, handle, ensure_ascii=False, indent=1)
+        xml = directory / f"{name}.labeling_config.xml"
+        xml.write_text(LABEL_CONFIG, encoding="utf-8")
+        files = [str(path), str(xml)]
+    else:
+        raise ValueError(f"unknown export format {fmt!r}: csv or label-studio")
+    return {"export": name, "items": len(rows), "judgments_requested": sum(r["judges_needed"] for r in rows),
+            "files": files}

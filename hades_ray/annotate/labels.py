@@ -1,0 +1,30 @@
+"""Consensus labels of the judged items, per round: what detectors train on and the dataset holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hades_ray.annotate.consensus import agreement_report, item_table
+from hades_ray.annotate.judgments import batch_items, load_judgments
+from hades_ray.select.workdir import existing_rounds
+
+
+def round_labels(config, workdir: str | Path, round_index: int) -> tuple[list[dict], dict]:
+    """(batch records with ``hallucination`` set by consensus, agreement report) of one round."""
+    items = batch_items(workdir, round_index)
+    table = item_table([str(i["id"]) for i in items], load_judgments(workdir, round_index), config.annotate)
+    labels = dict(zip(table["item_id"], table["label"]))
+    status = dict(zip(table["item_id"], table["status"]))
+    labeled = [{**item, "hallucination": int(labels[str(item["id"])]), "round": round_index}
+               for item in items if status[str(item["id"])] == "consensus"]
+    return labeled, agreement_report(table)
+
+
+def consensus_items(config, workdir: str | Path, rounds: list[int] | None = None) -> list[dict]:
+    """Every consensus-labeled item of ``rounds`` (default: every round that has a batch)."""
+    rounds = existing_rounds(workdir) if rounds is None else rounds
+    records: list[dict] = []
+    for k in rounds:
+        if (Path(workdir) / f"round-{k:03d}" / "batch.jsonl").is_file():
+            records += round_labels(config, workdir, k)[0]
+    return records
