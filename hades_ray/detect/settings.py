@@ -1,14 +1,68 @@
-"""The ``detect`` config section (detectors and their training)."""
+"""The ``detect`` config section: detectors, their features and their training."""
+
+from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hades_ray.config import register_section
+from hades_ray.config import ConfigError, register_section
+
+DETECTORS = ("transformer", "lr", "svm")
+MODES = ("offline", "online")
 
 
 @dataclass
 class DetectConfig:
+    backbone: str = ""  # empty: models.encoder (MiniLM locally, RoBERTa-large in the paper preset)
+    mode: str = "offline"  # offline: context on both sides; online: only the span and what precedes it
+    window: int = 160  # subword tokens the backbone sees around the span (specials included)
+    pooling: str = "max"  # over the span's subword states: max | mean
+    mlp_layers: int = 2  # head depth; hidden size h/2 with tanh between layers
+    freeze: str = "last_layer"  # last_layer: only the last layer trains | all: fully frozen | none: all trains
+    lr: float = 1e-3
+    epochs: int = 3
+    batch_size: int = 16
+    class_weighting: str = "balanced"  # balanced (inverse class frequency) | none
+    selection_metric: str = "gmean"  # validation metric that picks the best epoch (higher is better)
+    workers: int = 1  # Ray Train workers
+    worker_cpus: float = 0.5  # fractional so Ray Data's read tasks always find a CPU (RAY_NOTES)
+    use_gpu: bool = False
+    torch_threads: int = 1
+    max_failures: int = 1  # FailureConfig: worker restarts resumed from the last checkpoint
+    # Feature detectors (LR/SVM) and their Ray Data stages
+    linear_max_iter: int = 100  # the paper's limit; training stops earlier when the loss stalls
+    linear_n_iter_no_change: int = 5
+    linear_tol: float = 1e-4
+    svm_calibration_folds: int = 3
+    ppmi_vocab: int = 5000  # most frequent training words with a co-occurrence row
+    ppmi_window: int = 5  # co-occurrence window in words
+    feature_window: int = 256  # MLM tokens around the masked span
+    feature_batch_size: int = 16
+    score_batch_size: int = 32
+    actors: int = 1  # actor-pool size of the model stages (feature extraction and prediction)
+    actor_cpus: float = 0.5
+    skip_bad: bool = False  # quarantine bad lines instead of failing on the first one
+
     def validate(self) -> None:
-        pass
+        checks = [
+            (self.mode in MODES, "detect.mode: offline or online"),
+            (self.pooling in ("max", "mean"), "detect.pooling: max or mean"),
+            (self.freeze in ("last_layer", "all", "none"), "detect.freeze: last_layer, all or none"),
+            (self.mlp_layers >= 1, "detect.mlp_layers must be >= 1"),
+            (self.window >= 8, "detect.window must be >= 8 tokens"),
+            (self.feature_window >= 8, "detect.feature_window must be >= 8 tokens"),
+            (self.lr > 0, "detect.lr must be > 0"),
+            (self.epochs >= 1 and self.batch_size >= 1, "detect.epochs and detect.batch_size must be >= 1"),
+            (self.class_weighting in ("balanced", "none"), "detect.class_weighting: balanced or none"),
+            (self.selection_metric in ("gmean", "auc", "accuracy", "h_f1", "n_f1"),
+             "detect.selection_metric: gmean, auc, accuracy, h_f1 or n_f1"),
+            (self.workers >= 1 and self.actors >= 1, "detect.workers and detect.actors must be >= 1"),
+            (self.worker_cpus > 0 and self.actor_cpus > 0, "detect.worker_cpus and detect.actor_cpus must be > 0"),
+            (1 <= self.linear_max_iter <= 100, "detect.linear_max_iter must be in [1, 100] (the paper's limit)"),
+            (self.svm_calibration_folds >= 2, "detect.svm_calibration_folds must be >= 2"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
 
 
 register_section("detect", DetectConfig)

@@ -1,0 +1,178 @@
+"""The detector API the CLI, the jobs and the annotation rounds share.
+
+A detector folder holds ``detector.json`` (its ``type``: transformer, lr or svm), its weights, the
+resolved config and ``metrics.json`` of the best epoch on the validation set.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from hades_ray.config import ConfigError, HadesConfig, config_from_dict, save_config
+from hades_ray.detect.data import LoadReport, instances_from_records, load_all, load_labelled
+from hades_ray.detect.settings import DETECTORS, MODES
+from hades_ray.io.hades_format import Instance, write_instances
+from hades_ray.metrics import binary_metrics, write_metrics
+
+log = logging.getLogger(__name__)
+
+
+def _ray(config: HadesConfig):
+    from hades_ray.ray_runtime import init_ray
+
+    return init_ray(config.ray.address, config.ray.num_cpus)
+
+
+def _model_config(model_dir: Path) -> HadesConfig:
+    return config_from_dict(yaml.safe_load((model_dir / "config.resolved.yaml").read_text(encoding="utf-8")))
+
+
+def _detector_type(model_dir: Path) -> dict:
+    path = Path(model_dir) / "detector.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{model_dir} is not a detector folder (no detector.json)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _linear_settings(config: HadesConfig, kind: str) -> dict:
+    d = config.detect
+    return {"type": kind, "mode": "offline", "mlm": config.models.mlm, "feature_window": d.feature_window,
+            "spacy_model": config.spacy_model}
+
+
+def _with_source(settings: dict) -> dict:
+    from hades_ray.models.registry import resolve_model
+
+    return {**settings, "mlm_source": resolve_model(settings["mlm"])}
+
+
+def _train_linear(config: HadesConfig, kind: str, train: list[Instance], valid: list[Instance], out: Path) -> dict:
+    from hades_ray.detect.feature_pipeline import FEATURE_NAMES, feature_matrix
+    from hades_ray.detect.lexical import LexicalStats
+    from hades_ray.detect.linear import fit_linear, predict_linear, save_linear
+
+    d = config.detect
+    settings = _linear_settings(config, kind)
+    lexical = LexicalStats.fit([i.words for i in train], d.ppmi_vocab, d.ppmi_window)
+    X = feature_matrix(train + valid, lexical, _with_source(settings), d)
+    y = np.array([i.label for i in train])
+    params = fit_linear(kind, X[: len(train)], y, d, config.seed, list(FEATURE_NAMES))
+    p, pred = predict_linear(params, X[len(train) :])
+    save_linear(params, out)
+    lexical.save(out)
+    (out / "detector.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    return {"iterations": params["iterations"], **binary_metrics([i.label for i in valid], pred, p)}
+
+
+def _train_transformer(config: HadesConfig, mode: str, workers: int, train, valid, out: Path) -> dict:
+    from hades_ray.detect.trainer import detector_settings, export_best, fit_transformer
+
+    result, best, best_metrics = fit_transformer(config, train, valid, out, mode, workers)
+    export_best(best, detector_settings(config, mode), out)
+    keep = ("epoch", "train_loss", "examples_per_s", "selection_score", "n", "accuracy", "h_precision",
+            "h_recall", "h_f1", "n_precision", "n_recall", "n_f1", "gmean", "bss", "auc")
+    return {k: best_metrics[k] for k in keep if k in best_metrics}
+
+
+def train_detector(config: HadesConfig, train_path, valid_path, output_dir, detector: str = "transformer",
+                   mode: str = "offline", workers: int = 1) -> Path:
+    """Train a detector; returns its folder, holding ``metrics.json`` of the best epoch on ``valid_path``."""
+    if detector not in DETECTORS:
+        raise ConfigError(f"detector {detector!r}: choose one of {', '.join(DETECTORS)}")
+    if mode not in MODES:
+        raise ConfigError(f"mode {mode!r}: choose offline or online")
+    if detector != "transformer" and mode != "offline":
+        raise ConfigError("the feature detectors (lr, svm) are offline only, as in the paper")
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = LoadReport()
+    train = load_labelled(train_path, config.detect.skip_bad, report)
+    valid = load_labelled(valid_path, config.detect.skip_bad, report)
+    if len({i.label for i in train}) < 2:
+        raise ConfigError(f"{train_path}: training needs both labels 0 and 1 among the labelled instances")
+    report.write_quarantine(out)
+    save_config(config, out)
+    _ray(config)
+    if detector == "transformer":
+        metrics = _train_transformer(config, mode, workers, train, valid, out)
+    else:
+        metrics = _train_linear(config, detector, train, valid, out)
+    write_metrics(metrics, out, name=f"{detector} ({mode})")
+    summary = {"detector": detector, "mode": mode, "workers": workers, "train": len(train), "valid": len(valid),
+               **report.summary()}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    log.info("detector saved to %s: %s", out, summary)
+    return out
+
+
+def _score(model_dir: Path, instances: list[Instance], config: HadesConfig, use_ray: bool) -> tuple:
+    """(p(H), pred) for instances, through Ray Data actors or in-process."""
+    meta = _detector_type(model_dir)
+    if not instances:
+        return np.zeros(0), np.zeros(0, dtype=int)
+    if meta["type"] == "transformer":
+        p = _score_transformer(model_dir, instances, config, use_ray)
+        return p, (p >= 0.5).astype(int)
+    from hades_ray.detect.feature_pipeline import feature_matrix
+    from hades_ray.detect.lexical import LexicalStats
+    from hades_ray.detect.linear import load_linear, predict_linear
+
+    X = feature_matrix(instances, LexicalStats.load(model_dir), _with_source(meta), config.detect, use_ray)
+    return predict_linear(load_linear(model_dir), X)
+
+
+def _score_transformer(model_dir: Path, instances: list[Instance], config: HadesConfig, use_ray: bool):
+    from hades_ray.detect.data import to_rows
+    from hades_ray.detect.scoring import SpanScorer
+
+    d = config.detect
+    if not use_ray:
+        scorer = SpanScorer(str(model_dir), d.torch_threads, d.score_batch_size)
+        rows = to_rows(instances)
+        return scorer({k: [r[k] for r in rows] for k in ("row", "text", "start", "end")})["p_hallucination"]
+    import ray.data
+
+    ds = ray.data.from_items(to_rows(instances)).map_batches(
+        SpanScorer, fn_constructor_kwargs={"model_dir": str(Path(model_dir).resolve()),
+                                           "torch_threads": d.torch_threads, "batch_size": d.score_batch_size},
+        batch_size=d.score_batch_size * 4, compute=ray.data.ActorPoolStrategy(size=d.actors), num_cpus=d.actor_cpus)
+    out = sorted(ds.take_all(), key=lambda r: r["row"])
+    return np.array([r["p_hallucination"] for r in out], dtype=np.float64)
+
+
+def predict_file(model_dir, data_path, output_path, config: HadesConfig | None = None) -> Path:
+    """Score every instance of ``data_path`` (labelled or not) on a Ray Data actor pool; writes JSONL
+    with the input records plus ``p_hallucination`` and ``pred``."""
+    model_dir = Path(model_dir)
+    config = config or _model_config(model_dir)
+    report = LoadReport()
+    instances = load_all(data_path, config.detect.skip_bad, report)
+    report.write_quarantine(Path(output_path).parent)
+    _ray(config)
+    p, pred = _score(model_dir, instances, config, use_ray=True)
+    records = [{**inst.to_json(), "p_hallucination": float(pi), "pred": int(yi)}
+               for inst, pi, yi in zip(instances, p, pred)]
+    return write_instances(records, output_path)
+
+
+def evaluate_file(model_dir, data_path, config: HadesConfig | None = None) -> dict:
+    """The paper's metrics on the labelled instances of ``data_path`` (-1 ones are ignored)."""
+    model_dir = Path(model_dir)
+    config = config or _model_config(model_dir)
+    report = LoadReport()
+    instances = load_labelled(data_path, config.detect.skip_bad, report)
+    _ray(config)
+    p, pred = _score(model_dir, instances, config, use_ray=True)
+    return {**binary_metrics([i.label for i in instances], pred, p), **report.summary()}
+
+
+def score_records(model_dir, records: list[dict]) -> np.ndarray:
+    """p(H) of in-memory HaDes records, in-process (no Ray): for small sets."""
+    model_dir = Path(model_dir)
+    p, _ = _score(model_dir, instances_from_records(records), _model_config(model_dir), use_ray=False)
+    return np.asarray(p, dtype=np.float64)

@@ -1,0 +1,86 @@
+"""``hades-ray train | evaluate | predict``: thin handlers over ``hades_ray.detect.api``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from hades_ray.cli_common import add_config_args, config_from_args
+
+
+def _config(args: argparse.Namespace):
+    config = config_from_args(args)
+    if getattr(args, "skip_bad", False):
+        config.detect.skip_bad = True
+    return config
+
+
+def _train(args: argparse.Namespace) -> int:
+    from hades_ray.detect.api import train_detector
+
+    config = _config(args)
+    workers = args.workers or config.detect.workers
+    mode = args.mode or config.detect.mode
+    out = train_detector(config, args.train, args.valid, args.output, args.detector, mode, workers)
+    if args.test:
+        _evaluate_into(out, args.test, out / "test", config)
+    print((out / "metrics.md").read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _evaluate_into(model: Path, data: str, out: Path, config=None) -> dict:
+    from hades_ray.detect.api import evaluate_file
+    from hades_ray.metrics import write_metrics
+
+    metrics = evaluate_file(model, data, config)
+    write_metrics(metrics, out, name=Path(model).name)
+    return metrics
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    config = _config(args) if (args.overrides or args.config_file or args.preset or args.skip_bad) else None
+    out = Path(args.output) if args.output else Path(args.model) / "eval" / Path(args.data).stem
+    metrics = _evaluate_into(Path(args.model), args.data, out, config)
+    print((out / "metrics.md").read_text(encoding="utf-8"), end="")
+    print(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}))
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from hades_ray.detect.api import predict_file
+
+    config = _config(args) if (args.overrides or args.config_file or args.preset or args.skip_bad) else None
+    print(predict_file(args.model, args.data, args.output, config))
+    return 0
+
+
+def register(subparsers) -> None:
+    train = subparsers.add_parser("train", help="train a hallucination detector (transformer, lr or svm)")
+    train.add_argument("--train", required=True, help="HaDes JSONL (published files or instances.jsonl)")
+    train.add_argument("--valid", required=True, help="validation file; picks the best epoch")
+    train.add_argument("--test", default=None, help="optional test file evaluated with the best model")
+    train.add_argument("--output", required=True, help="detector folder to write")
+    train.add_argument("--detector", choices=("transformer", "lr", "svm"), default="transformer")
+    train.add_argument("--mode", choices=("offline", "online"), default=None, help="default: detect.mode")
+    train.add_argument("--workers", type=int, default=None, help="Ray Train workers (default: detect.workers)")
+    train.add_argument("--skip-bad", action="store_true", help="quarantine bad lines instead of failing")
+    add_config_args(train)
+    train.set_defaults(func=_train)
+
+    evaluate = subparsers.add_parser("evaluate", help="the paper's metrics of a detector on a labelled file")
+    evaluate.add_argument("--model", required=True)
+    evaluate.add_argument("--data", required=True)
+    evaluate.add_argument("--output", default=None, help="folder for metrics.json/.md (default: MODEL/eval/NAME)")
+    evaluate.add_argument("--skip-bad", action="store_true")
+    add_config_args(evaluate)
+    evaluate.set_defaults(func=_evaluate)
+
+    predict = subparsers.add_parser("predict", help="add p_hallucination and pred to every instance")
+    predict.add_argument("--model", required=True)
+    predict.add_argument("--data", required=True)
+    predict.add_argument("--output", required=True, help="JSONL to write")
+    predict.add_argument("--skip-bad", action="store_true")
+    add_config_args(predict)
+    predict.set_defaults(func=_predict)

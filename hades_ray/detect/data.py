@@ -1,0 +1,65 @@
+"""Detector inputs: published HaDes files and this project's ``instances.jsonl``, read the same way.
+
+Bad lines fail naming file and line, or (``detect.skip_bad``) go to ``quarantine.jsonl`` with their
+reason. Unlabelled (-1) instances are counted and left out of training and evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hades_ray.io.hades_format import Instance, parse_instance, read_instances
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoadReport:
+    """What reading cost: quarantined lines and unlabelled instances, per file."""
+
+    bad: list[dict] = field(default_factory=list)
+    unlabelled: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        return {"quarantined": len(self.bad), "unlabelled_ignored": dict(self.unlabelled)}
+
+    def write_quarantine(self, directory: str | Path) -> Path | None:
+        if not self.bad:
+            return None
+        path = Path(directory) / "quarantine.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as handle:
+            for record in self.bad:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        log.warning("%d bad lines quarantined in %s", len(self.bad), path)
+        return path
+
+
+def load_all(path: str | Path, skip_bad: bool, report: LoadReport) -> list[Instance]:
+    """Every valid instance of ``path``, labelled or not."""
+    return read_instances(path, skip_bad=skip_bad, bad=report.bad)
+
+
+def load_labelled(path: str | Path, skip_bad: bool, report: LoadReport) -> list[Instance]:
+    """Instances labelled 0 or 1; the -1 ones are counted in ``report`` and logged."""
+    instances = load_all(path, skip_bad, report)
+    labelled = [inst for inst in instances if inst.label in (0, 1)]
+    unlabelled = len(instances) - len(labelled)
+    if unlabelled:
+        report.unlabelled[str(path)] = unlabelled
+        log.info("%s: %d unlabelled (-1) instances ignored", path, unlabelled)
+    return labelled
+
+
+def instances_from_records(records: list[dict]) -> list[Instance]:
+    """Parse in-memory records (``score_records``); errors name the record's position."""
+    return [parse_instance(record, f"record {i}") for i, record in enumerate(records)]
+
+
+def to_rows(instances: list[Instance]) -> list[dict]:
+    """Flat rows for Ray Data: words joined by single spaces so word offsets are plain arithmetic."""
+    return [{"row": i, "text": " ".join(inst.words), "start": inst.start, "end": inst.end, "label": inst.label}
+            for i, inst in enumerate(instances)]

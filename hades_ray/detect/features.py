@@ -1,0 +1,89 @@
+"""Model-based span features of the paper's feature detectors, as two Ray Data stages.
+
+* ``mlm_span_features``: the span masked (all its subwords at once), context on both sides; the
+  average probability the MLM gives the original subwords and the average entropy at those positions.
+* ``tag_spans``: the share of the span's words with each spaCy POS tag and entity type.
+
+Each is a pure function over a batch plus a callable class that loads its model once per actor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hades_ray.detect.spans import context_window, rows_to_items
+
+UPOS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
+        "PUNCT", "SCONJ", "SYM", "VERB", "X")
+ENTITY_TYPES = ("O", "CARDINAL", "DATE", "EVENT", "FAC", "GPE", "LANGUAGE", "LAW", "LOC", "MONEY", "NORP",
+                "ORDINAL", "ORG", "PERCENT", "PERSON", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART")
+TAG_NAMES = tuple(f"pos_{t}" for t in UPOS) + tuple(f"ner_{t}" for t in ENTITY_TYPES)
+
+
+@torch.no_grad()
+def mlm_span_features(model, tokenizer, items: list[dict], window: int) -> np.ndarray:
+    """``[n, 2]``: average original-subword probability and average entropy over the masked span."""
+    views = [context_window(tokenizer, it["words"], it["start"], it["end"], "offline", window) for it in items]
+    enc = tokenizer([v["text"] for v in views], padding=True, return_offsets_mapping=True, return_tensors="pt")
+    offsets = enc.pop("offset_mapping")
+    cs = torch.tensor([v["char_start"] for v in views]).unsqueeze(1)
+    ce = torch.tensor([v["char_end"] for v in views]).unsqueeze(1)
+    real = (offsets[..., 1] > offsets[..., 0]) & enc["attention_mask"].bool()
+    span = real & (offsets[..., 0] < ce) & (offsets[..., 1] > cs)
+    original = enc["input_ids"].clone()
+    enc["input_ids"] = enc["input_ids"].masked_fill(span, tokenizer.mask_token_id)
+    device = next(model.parameters()).device
+    logits = model(**{k: v.to(device) for k, v in enc.items()}).logits.float().cpu()
+    logp = torch.log_softmax(logits, dim=-1)
+    p_orig = logp.gather(-1, original.unsqueeze(-1)).squeeze(-1).exp()
+    entropy = -(logp.exp() * logp).sum(-1)
+    count = span.sum(1).clamp(min=1)
+    return torch.stack([(p_orig * span).sum(1) / count, (entropy * span).sum(1) / count], dim=1).numpy()
+
+
+def tag_spans(nlp, items: list[dict]) -> np.ndarray:
+    """``[n, len(TAG_NAMES)]``: per span, the share of its words with each POS tag and entity type."""
+    from spacy.tokens import Doc
+
+    out = np.zeros((len(items), len(TAG_NAMES)), dtype=np.float32)
+    pos_index = {t: i for i, t in enumerate(UPOS)}
+    ent_index = {t: len(UPOS) + i for i, t in enumerate(ENTITY_TYPES)}
+    # Tagging the given words (not a re-tokenized string) keeps spaCy's tokens aligned with HaDes words.
+    docs = nlp.pipe(Doc(nlp.vocab, words=it["words"]) for it in items)
+    for row, (item, doc) in enumerate(zip(items, docs)):
+        span = doc[item["start"] : item["end"] + 1]
+        for token in span:
+            out[row, pos_index.get(token.pos_, pos_index["X"])] += 1
+            out[row, ent_index.get(token.ent_type_ or "O", ent_index["O"])] += 1
+        out[row] /= max(len(span), 1)
+    return out
+
+
+class SpanTagger:
+    """Ray Data stage: spaCy POS/NER shares per span (CPU)."""
+
+    def __init__(self, spacy_model: str):
+        import spacy
+
+        self.nlp = spacy.load(spacy_model, exclude=["lemmatizer"])
+
+    def __call__(self, batch: dict) -> dict:
+        return {**batch, "tags": tag_spans(self.nlp, rows_to_items(batch))}
+
+
+class MlmFeaturizer:
+    """Ray Data stage: MLM probability and entropy of the masked span (model loaded once per actor)."""
+
+    def __init__(self, source: str, window: int, torch_threads: int = 1):
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+        torch.set_num_threads(torch_threads)
+        self.tokenizer = AutoTokenizer.from_pretrained(source)
+        self.model = AutoModelForMaskedLM.from_pretrained(source).eval()
+        if torch.cuda.is_available():
+            self.model = self.model.to("cuda")
+        self.window = window
+
+    def __call__(self, batch: dict) -> dict:
+        return {**batch, "mlm": mlm_span_features(self.model, self.tokenizer, rows_to_items(batch), self.window)}

@@ -1,0 +1,27 @@
+"""Small synthetic inputs for tests and smoke runs: labelled instances with a learnable signal,
+and a perturbation pool laid out like ``hades_ray.perturb``'s output."""
+
+from __future__ import annotations
+
+import random
+
+from hades_ray.io.hades_format import Instance
+
+_SUBJECTS = ["the river", "a painter", "the city council", "her brother", "the old bridge", "this museum"]
+_VERBS = ["was built in", "moved to", "is known for", "was founded by", "lies near", "opened in"]
+_PLACES = ["paris", "london", "berlin", "madrid", "vienna", "rome"]
+_ODD = ["banana", "trombone", "seventeen", "purple", "sandwich", "volcano"]
+
+
+def toy_instances(n: int, seed: int = 0) -> list[Instance]:
+    """Sentences whose span is a plausible place (label 0) or an odd word (label 1)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        label = i % 2
+        words = (f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)}").split()
+        start = len(words)
+        words.append(rng.choice(_ODD if label else _PLACES))
+        words += "and it remained there for many years .".split()
+        out.append(Instance(words=words, start=start, end=start, label=label, extra={"id": f"toy-{i}"}))
+    return out

@@ -1,0 +1,124 @@
+"""Ray Train for the span classifier: the per-worker loop and the driver around ``TorchTrainer``.
+
+Rank 0 checkpoints the trained weights (safetensors), the optimizer, the epoch and the resolved
+config after every epoch; a restarted worker group resumes from ``ray.train.get_checkpoint()``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from hades_ray.detect.spans import encode_spans, rows_to_items
+from hades_ray.metrics import binary_metrics
+
+FAULT_ENV = "HADES_RAY_INJECT_FAULT"  # marker-file path: one worker raises once after epoch 0 (tests)
+
+
+def _resume(model, optimizer, checkpoint) -> tuple[int, float]:
+    from safetensors.torch import load_file
+
+    with checkpoint.as_directory() as folder:
+        model.load_state_dict(load_file(os.path.join(folder, "weights.safetensors")), strict=False)
+        optimizer.load_state_dict(torch.load(os.path.join(folder, "optimizer.pt"), weights_only=True))
+        state = json.loads(Path(folder, "state.json").read_text())
+    return state["epoch"] + 1, state["best_score"]
+
+
+def _save(model, optimizer, epoch: int, metrics: dict, best: float, cfg: dict) -> str:
+    from safetensors.torch import save_file
+
+    from hades_ray.detect.model import trainable_state
+
+    folder = tempfile.mkdtemp(prefix="hades_ckpt_")
+    save_file(trainable_state(model), os.path.join(folder, "weights.safetensors"))
+    torch.save(optimizer.state_dict(), os.path.join(folder, "optimizer.pt"))
+    state = {"epoch": epoch, "metrics": metrics, "best_score": best, "settings": cfg["settings"],
+             "config": cfg["config"]}
+    Path(folder, "state.json").write_text(json.dumps(state, indent=2, default=str))
+    return folder
+
+
+def _validate(model, tokenizer, cfg: dict) -> dict:
+    from hades_ray.detect.scoring import score_items
+
+    items, labels = cfg["valid_items"], [it["label"] for it in cfg["valid_items"]]
+    net = getattr(model, "module", model)
+    p = score_items(net, tokenizer, items, cfg["settings"]["mode"], cfg["settings"]["window"], cfg["batch_size"])
+    return binary_metrics(labels, (p >= 0.5).astype(int), p)
+
+
+def train_loop_per_worker(cfg: dict) -> None:
+    import ray.train
+    import ray.train.torch
+
+    from hades_ray.detect.model import build_classifier
+
+    torch.set_num_threads(cfg["torch_threads"])
+    torch.manual_seed(cfg["seed"])
+    rank, world = ray.train.get_context().get_world_rank(), ray.train.get_context().get_world_size()
+    settings = cfg["settings"]
+    tokenizer, model = build_classifier(cfg["source"], settings)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=cfg["lr"])
+    start, best = 0, -math.inf
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint:
+        start, best = _resume(model, optimizer, checkpoint)
+    # A fully trainable backbone has parameters the span head never uses (BERT's pooler): DDP must know.
+    model = ray.train.torch.prepare_model(
+        model, parallel_strategy_kwargs={"find_unused_parameters": settings["freeze"] == "none"})
+    loss_fn = torch.nn.CrossEntropyLoss(weight=torch.tensor(cfg["class_weights"], dtype=torch.float32))
+    shard = ray.train.get_dataset_shard("train")
+    for epoch in range(start, cfg["epochs"]):
+        model.train()
+        torch.manual_seed(cfg["seed"] + epoch)
+        began, seen, total = time.perf_counter(), 0, 0.0
+        for batch in shard.iter_batches(batch_size=cfg["batch_size"], batch_format="numpy",
+                                        local_shuffle_buffer_size=4 * cfg["batch_size"],
+                                        local_shuffle_seed=cfg["seed"] + epoch):
+            enc = encode_spans(tokenizer, rows_to_items(batch), settings["mode"], settings["window"])
+            enc = {k: v.to(ray.train.torch.get_device()) for k, v in enc.items()}
+            labels = torch.as_tensor(batch["label"], dtype=torch.long, device=enc["input_ids"].device)
+            loss = loss_fn(model(**enc), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            seen, total = seen + len(labels), total + float(loss) * len(labels)
+        elapsed = time.perf_counter() - began
+        metrics = {"epoch": epoch, "train_loss": total / max(seen, 1), "examples": seen * world,
+                   "train_seconds": elapsed, "examples_per_s": seen * world / max(elapsed, 1e-9),
+                   "resumed": bool(checkpoint)}
+        if rank == 0:
+            metrics.update(_validate(model, tokenizer, cfg))
+            score = metrics.get(cfg["selection_metric"], math.nan)
+            metrics["selection_score"] = -1.0 if score is None or math.isnan(score) else float(score)
+            best = max(best, metrics["selection_score"])
+            folder = _save(model, optimizer, epoch, metrics, best, cfg)
+            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            ray.train.report(metrics)
+        _maybe_fail(cfg, epoch, rank, world)
+
+
+def _maybe_fail(cfg: dict, epoch: int, rank: int, world: int) -> None:
+    marker = cfg.get("fault_marker")
+    if marker and epoch == 0 and rank == world - 1 and not os.path.exists(marker):
+        Path(marker).write_text("raised once\n")
+        raise RuntimeError(f"injected fault on rank {rank} after epoch {epoch} ({FAULT_ENV})")
+
+
+def class_weights(labels: list[int], scheme: str) -> list[float]:
+    """Inverse class frequency (``balanced``, as scikit-learn defines it) or uniform weights."""
+    counts = np.bincount(np.asarray(labels, dtype=int), minlength=2).astype(float)
+    if scheme != "balanced" or (counts == 0).any():
+        return [1.0, 1.0]
+    return list(counts.sum() / (2 * counts))

@@ -1,0 +1,92 @@
+"""Driver of the span-classifier training: ``TorchTrainer`` over a Ray Data train set, then export.
+
+The best epoch by the validation metric (G-Mean by default) is exported as a plain detector folder;
+Ray's own run folder (every kept checkpoint) stays under ``output_dir/ray_train``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+from pathlib import Path
+
+from hades_ray.config import HadesConfig
+from hades_ray.detect.data import to_rows
+from hades_ray.detect.train_loop import FAULT_ENV, class_weights, train_loop_per_worker
+from hades_ray.io.hades_format import Instance
+
+log = logging.getLogger(__name__)
+RUN_NAME = "detector"
+
+
+def detector_settings(config: HadesConfig, mode: str) -> dict:
+    """What a saved detector must remember to rebuild itself and to score the same way."""
+    d = config.detect
+    return {"backbone": d.backbone or config.models.encoder, "mode": mode, "window": d.window,
+            "pooling": d.pooling, "mlp_layers": d.mlp_layers, "freeze": d.freeze}
+
+
+def loop_config(config: HadesConfig, train: list[Instance], valid: list[Instance], mode: str) -> dict:
+    from hades_ray.models.registry import resolve_model
+
+    d = config.detect
+    settings = detector_settings(config, mode)
+    return {
+        "settings": settings, "source": resolve_model(settings["backbone"]), "config": config.to_dict(),
+        "lr": d.lr, "epochs": d.epochs, "batch_size": d.batch_size, "seed": config.seed,
+        "torch_threads": d.torch_threads, "selection_metric": d.selection_metric,
+        "class_weights": class_weights([i.label for i in train], d.class_weighting),
+        "valid_items": [{"words": i.words, "start": i.start, "end": i.end, "label": i.label} for i in valid],
+        "fault_marker": os.environ.get(FAULT_ENV) or None,
+    }
+
+
+def fit_transformer(config: HadesConfig, train: list[Instance], valid: list[Instance], output_dir: Path,
+                    mode: str, workers: int):
+    """Train on ``workers`` Ray Train workers; returns (Ray ``Result``, best checkpoint's metrics)."""
+    import ray.data
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    d = config.detect
+    storage = (Path(output_dir) / "ray_train").resolve()
+    # A fresh fit each time: Train V2 would otherwise restore a same-named run trained on other data.
+    shutil.rmtree(storage / RUN_NAME, ignore_errors=True)
+    trainer = TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config=loop_config(config, train, valid, mode),
+        scaling_config=ScalingConfig(num_workers=workers, use_gpu=d.use_gpu,
+                                     resources_per_worker={"CPU": d.worker_cpus}),
+        run_config=RunConfig(
+            name=RUN_NAME, storage_path=str(storage),
+            failure_config=FailureConfig(max_failures=d.max_failures),
+            checkpoint_config=CheckpointConfig(num_to_keep=2, checkpoint_score_attribute="selection_score",
+                                               checkpoint_score_order="max")),
+        datasets={"train": ray.data.from_items(to_rows(train))},
+    )
+    result = trainer.fit()
+    if result.error:
+        raise result.error
+    best_checkpoint, best_metrics = max(result.best_checkpoints, key=lambda cm: (cm[1]["selection_score"],
+                                                                                 -cm[1]["epoch"]))
+    log.info("best epoch %d: %s %.4f", best_metrics["epoch"], d.selection_metric, best_metrics["selection_score"])
+    return result, best_checkpoint, best_metrics
+
+
+def export_best(checkpoint, settings: dict, output_dir: Path) -> Path:
+    """Copy the best checkpoint's weights and the backbone's tokenizer into the detector folder."""
+    from safetensors.torch import load_file
+
+    from hades_ray.detect.model import export_detector, load_tokenizer
+    from hades_ray.models.registry import resolve_model
+
+    with checkpoint.as_directory() as folder:
+        state = load_file(os.path.join(folder, "weights.safetensors"))
+    tokenizer = load_tokenizer(resolve_model(settings["backbone"]))
+    return export_detector(output_dir, state, settings, tokenizer)
+
+
+def nan_to_none(metrics: dict) -> dict:
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
