@@ -1,0 +1,98 @@
+"""``hades-ray annotations export | import | simulate`` and ``hades-ray dataset build``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from hades_ray.cli_common import add_config_args, config_from_args
+
+
+def _agreement_line(config, workdir, round_index: int) -> str:
+    from hades_ray.annotate.labels import round_labels
+
+    report = round_labels(config, workdir, round_index)[1]
+    return "agreement: " + json.dumps(report)
+
+
+def _export(args) -> int:
+    from hades_ray.annotate.export import export_items
+
+    report = export_items(config_from_args(args), args.workdir, args.round, args.format)
+    print(f"{report['export']}: {report['items']} items, {report['judgments_requested']} judgments requested")
+    for path in report["files"]:
+        print(f"  {path}")
+    return 0
+
+
+def _import(args) -> int:
+    from hades_ray.annotate.judgments import JudgmentError, import_judgments
+
+    config = config_from_args(args)
+    try:
+        report = import_judgments(config, args.workdir, args.round, args.file, skip_bad=args.skip_bad)
+    except JudgmentError as error:
+        print(f"hades-ray annotations import: error: {error}", file=sys.stderr)
+        return 2
+    print(f"{report['import']}: {report['accepted']} judgments accepted, {report['quarantined']} quarantined"
+          + (f" ({report['quarantine']})" if report.get("quarantine") else ""))
+    print(_agreement_line(config, args.workdir, args.round))
+    return 0
+
+
+def _simulate(args) -> int:
+    from hades_ray.annotate.simulate import simulate_judgments
+
+    config = config_from_args(args)
+    report = simulate_judgments(config, args.workdir, args.round, judges=args.judges, noise=args.noise)
+    print(f"SIMULATED judges (not people): {report['import']}: {report['accepted']} simulated judgments, "
+          f"panel of {report['judges']}, noise {report['noise']}")
+    print("simulated: true; " + _agreement_line(config, args.workdir, args.round))
+    return 0
+
+
+def _build(args) -> int:
+    from hades_ray.annotate.dataset import build_dataset
+
+    stats = build_dataset(config_from_args(args), args.workdir, args.output)
+    print(f"dataset: {stats['instances']} instances ({stats['H']} H, {stats['N']} N); "
+          + ", ".join(f"{s}={v['instances']}" for s, v in stats["splits"].items()))
+    print(f"  {args.output}/train.txt valid.txt test.txt stats.json stats.md")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    annotations = subparsers.add_parser("annotations", help="export items for judges, import judgments, simulate")
+    sub = annotations.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    parser = sub.add_parser("export", help="items still needing judgments: crowd-sourcing CSV or Label Studio")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--round", type=int, required=True)
+    parser.add_argument("--format", choices=("csv", "label-studio"), default="csv")
+    add_config_args(parser)
+    parser.set_defaults(func=_export)
+
+    parser = sub.add_parser("import", help="add judgments (CSV item_id,judge_id,label or a Label Studio export)")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--round", type=int, required=True)
+    parser.add_argument("file")
+    parser.add_argument("--skip-bad", action="store_true", help="quarantine bad rows with reasons instead of failing")
+    add_config_args(parser)
+    parser.set_defaults(func=_import)
+
+    parser = sub.add_parser("simulate", help="SIMULATED judges for offline demos and tests")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--round", type=int, required=True)
+    parser.add_argument("--judges", type=int, default=None)
+    parser.add_argument("--noise", type=float, default=None)
+    add_config_args(parser)
+    parser.set_defaults(func=_simulate)
+
+    dataset = subparsers.add_parser("dataset", help="build the HaDes-format dataset from consensus judgments")
+    sub = dataset.add_subparsers(dest="action", metavar="ACTION", required=True)
+    parser = sub.add_parser("build", help="train/valid/test.txt split by document, with stats.json and stats.md")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--output", required=True)
+    add_config_args(parser)
+    parser.set_defaults(func=_build)

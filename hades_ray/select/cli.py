@@ -1,0 +1,68 @@
+"""``hades-ray round | tune | tune-selection``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from hades_ray.cli_common import add_config_args, config_from_args
+
+
+def print_round(summary: dict) -> None:
+    counts = summary["counts"]
+    print(f"round {summary['round']}: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    for key in ("thresholds", "rates", "ratio"):
+        if key in summary:
+            print(f"  {key}: {json.dumps(summary[key], default=str)}")
+    for message in summary.get("messages", []):
+        print(f"  note: {message}")
+
+
+def _round(args) -> int:
+    from hades_ray.select.round import run_round
+
+    summary = run_round(config_from_args(args), args.workdir, args.round, pool=args.pool)
+    print_round(summary)
+    return 0
+
+
+def _tune(args) -> int:
+    from hades_ray.select.tune import tune_detector
+
+    summary = tune_detector(config_from_args(args), args.train, args.valid, args.output,
+                            num_samples=args.num_samples, restore=not args.fresh)
+    print(f"best {summary['metric']}: {summary['best_score']} with {json.dumps(summary['best_config'])}")
+    print(f"results: {args.output}/best.json; trials under {summary['experiment']}")
+    return 0
+
+
+def _tune_selection(args) -> int:
+    from hades_ray.select.tune_selection import tune_selection
+
+    report = tune_selection(config_from_args(args), args.workdir, args.round)
+    print(f"round {args.round}: best cuts {json.dumps(report['best'])} -> {json.dumps(report['best_metrics'])}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("round", help="select one round's batch for judges (model in the loop)")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--round", type=int, required=True, help="round number: 0 is random, >= 1 uses a detector")
+    parser.add_argument("--pool", default=None, help="the perturbation job's output folder (default WORKDIR/pool)")
+    add_config_args(parser)
+    parser.set_defaults(func=_round)
+
+    parser = subparsers.add_parser("tune", help="sweep the detector's configuration with Ray Tune (ASHA)")
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--valid", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--num-samples", type=int, default=4)
+    parser.add_argument("--fresh", action="store_true", help="start over instead of resuming a sweep in --output")
+    add_config_args(parser)
+    parser.set_defaults(func=_tune)
+
+    parser = subparsers.add_parser("tune-selection", help="sweep a round's p(H) and similarity cuts over stored scores")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--round", type=int, required=True)
+    add_config_args(parser)
+    parser.set_defaults(func=_tune_selection)
