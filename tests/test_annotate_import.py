@@ -1,0 +1,90 @@
+"""Import validation (line numbers, quarantine), append-only imports, and escaping in exports."""
+
+import csv
+import json
+
+import pytest
+
+from hades_ray.annotate.export import export_items
+from hades_ray.annotate.judgments import JudgmentError, import_judgments, load_judgments
+from hades_ray.config import load_config
+
+TEXT = 'Ann & "Bob" <b>met</b> in ===Rome=== .'
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    batch = tmp_path / "round-000" / "batch.jsonl"
+    batch.parent.mkdir(parents=True)
+    items = []
+    for k in range(3):
+        items.append({"replaced": TEXT, "replaced_ids": [6, 6], "hallucination": -1, "id": f"i{k}",
+                      "doc_id": "d", "original_span": "Paris", "replacement": "Rome",
+                      "original_text": "=cmd Ann & \"Bob\" <b>met</b> in Paris .", "original_start": 31,
+                      "original_end": 36})
+    batch.write_text("".join(json.dumps(i) + "\n" for i in items))
+    return tmp_path
+
+
+def write_csv(path, rows):
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["item_id", "judge_id", "label"])
+        writer.writerows(rows)
+    return path
+
+
+def test_bad_rows_fail_with_line_numbers(workdir, tmp_path):
+    config = load_config()
+    path = write_csv(tmp_path / "j.csv", [["i0", "a", "H"], ["nope", "a", "H"], ["i1", "a", "maybe"],
+                                          ["i0", "a", "N"]])
+    with pytest.raises(JudgmentError) as error:
+        import_judgments(config, workdir, 0, path)
+    message = str(error.value)
+    assert "line 3: unknown item 'nope'" in message and "line 4: unknown label 'maybe'" in message
+    assert "line 5: judge 'a' already judged item 'i0'" in message
+    assert len(load_judgments(workdir, 0)) == 0  # nothing imported
+
+
+def test_skip_bad_quarantines_and_imports_append(workdir, tmp_path):
+    config = load_config()
+    path = write_csv(tmp_path / "j.csv", [["i0", "a", "H"], ["nope", "a", "H"], ["i1", "a", "n"]])
+    report = import_judgments(config, workdir, 0, path, skip_bad=True)
+    assert report["accepted"] == 2 and report["quarantined"] == 1
+    bad = (workdir / "round-000" / "quarantine" / "import-001.bad.csv").read_text()
+    assert "unknown item" in bad
+    again = write_csv(tmp_path / "k.csv", [["i0", "a", "N"], ["i0", "b", "N"]])  # a judged i0 in import 1
+    report = import_judgments(config, workdir, 0, again, skip_bad=True)
+    assert report["import"] == "import-002" and report["accepted"] == 1
+    assert sorted(p.name for p in (workdir / "round-000" / "judgments").glob("import-00?.csv")) == [
+        "import-001.csv", "import-002.csv"]
+    assert len(load_judgments(workdir, 0)) == 3
+
+
+def test_label_studio_import(workdir, tmp_path):
+    export = [{"data": {"item_id": "i0"}, "annotations": [
+        {"completed_by": {"id": 7, "email": "x@y"}, "result": [{"from_name": "label", "value": {"choices": ["H"]}}]},
+        {"completed_by": 8, "result": [{"value": {"choices": ["N"]}}]},
+        {"completed_by": 9, "was_cancelled": True, "result": []}]},
+        {"data": {"item_id": "i1"}, "annotations": [{"completed_by": 8, "result": [{"value": {"choices": ["X"]}}]}]}]
+    path = tmp_path / "ls.json"
+    path.write_text(json.dumps(export))
+    with pytest.raises(JudgmentError, match="task 2 annotation 1: unknown label 'X'"):
+        import_judgments(load_config(), workdir, 0, path)
+    assert import_judgments(load_config(), workdir, 0, path, skip_bad=True)["accepted"] == 2
+
+
+def test_exports_escape_corpus_text(workdir):
+    config = load_config()
+    report = export_items(config, workdir, 0, "label-studio")
+    tasks = json.loads(open(report["files"][0]).read())
+    html = tasks[0]["data"]["perturbed_html"]
+    assert "&lt;b&gt;met&lt;/b&gt;" in html and "&amp;" in html and "&quot;Bob&quot;" in html
+    assert "<mark>Rome</mark>" in html and "<mark>Paris</mark>" in tasks[0]["data"]["original_html"]
+    assert tasks[0]["data"]["judges_needed"] == 4
+    report = export_items(config, workdir, 0, "csv")
+    assert report["export"] == "export-002"  # earlier exports are kept
+    with open(report["files"][0], newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 3 and rows[0]["perturbed_text"].endswith("[[Rome]] .")
+    assert rows[0]["original_text"].startswith("'=cmd")  # spreadsheet formula neutralized

@@ -1,0 +1,58 @@
+"""Two rounds end to end on a small synthetic pool: the real detector (one Ray Train fit on MiniLM)
+when detect.api is importable, simulated judges, the dataset build and the CLI's guards."""
+
+import json
+import sys
+
+import pytest
+
+from hades_ray.config import load_config
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from select_fakes import build_pool, fake_detect_api  # noqa: E402
+
+
+@pytest.mark.ray
+def test_two_rounds_end_to_end(ray_local, tmp_path, monkeypatch):
+    from hades_ray.annotate.dataset import build_dataset
+    from hades_ray.annotate.labels import round_labels
+    from hades_ray.annotate.simulate import simulate_judgments
+    from hades_ray.select.round import run_round
+
+    try:
+        import hades_ray.detect.api  # noqa: F401
+    except ImportError:
+        monkeypatch.setitem(sys.modules, "hades_ray.detect.api", fake_detect_api())
+    workdir = tmp_path / "wd"
+    build_pool(workdir / "pool", n_docs=10)
+    config = load_config(overrides=["select.round_sizes=[50,30]", "select.min_train_instances=10",
+                                    "detect.epochs=1", "detect.window=32", "detect.batch_size=16"])
+    first = run_round(config, workdir, 0)
+    assert first["counts"]["batch"] == 50 and "rates" not in first
+    for _ in range(2):
+        simulate_judgments(config, workdir, 0)
+    labeled, report = round_labels(config, workdir, 0)
+    assert report["judged"] == 50 and 0 <= report["share_agreement_80"] <= 1
+    assert all(name.endswith(".simulated.csv") for name in
+               [p.name for p in (workdir / "round-000" / "judgments").glob("import-*.csv")
+                if ".source" not in p.name])
+    second = run_round(config, workdir, 1)
+    counts = second["counts"]
+    assert counts["unjudged"] == 120 - 50 and counts["scored"] == counts["unjudged"]
+    assert counts["after_thresholds"] >= counts["after_paraphrase"] >= counts["after_swaps"] >= counts["batch"]
+    assert {"alpha", "beta", "gamma"} <= set(second["rates"]) and "R" in second["ratio"]
+    saved = json.loads((workdir / "round-001" / "round.json").read_text())
+    assert saved["counts"] == counts
+    batch_ids = {json.loads(x)["id"] for x in (workdir / "round-001" / "batch.jsonl").read_text().splitlines()}
+    first_ids = {json.loads(x)["id"] for x in (workdir / "round-000" / "batch.jsonl").read_text().splitlines()}
+    assert not batch_ids & first_ids
+    with pytest.raises(FileExistsError):
+        run_round(config, workdir, 1)  # rounds are never overwritten
+    simulate_judgments(config, workdir, 1)
+    stats = build_dataset(config, workdir, tmp_path / "dataset")
+    assert stats["instances"] > 0 and set(stats["splits"]) == {"train", "valid", "test"}
+    docs = {}
+    for split in ("train", "valid", "test"):
+        for line in (tmp_path / "dataset" / f"{split}.txt").read_text().splitlines():
+            docs.setdefault(json.loads(line)["doc_id"], set()).add(split)
+    assert all(len(s) == 1 for s in docs.values())  # no document crosses splits
