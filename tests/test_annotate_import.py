@@ -10,6 +10,7 @@ from hades_ray.annotate.judgments import JudgmentError, import_judgments, load_j
 from hades_ray.config import load_config
 
 TEXT = 'Ann & "Bob" <b>met</b> in ===Rome=== .'
+ORIGINAL = '=cmd Ann & "Bob" <b>met</b> in Paris .'
 
 
 @pytest.fixture
@@ -18,10 +19,10 @@ def workdir(tmp_path):
     batch.parent.mkdir(parents=True)
     items = []
     for k in range(3):
-        items.append({"replaced": TEXT, "replaced_ids": [6, 6], "hallucination": -1, "id": f"i{k}",
+        items.append({"replaced": TEXT, "replaced_ids": [5, 5], "hallucination": -1, "id": f"i{k}",
                       "doc_id": "d", "original_span": "Paris", "replacement": "Rome",
-                      "original_text": "=cmd Ann & \"Bob\" <b>met</b> in Paris .", "original_start": 31,
-                      "original_end": 36})
+                      "original_text": ORIGINAL, "original_start": ORIGINAL.index("Paris"),
+                      "original_end": ORIGINAL.index("Paris") + 5})
     batch.write_text("".join(json.dumps(i) + "\n" for i in items))
     return tmp_path
 

@@ -13,7 +13,7 @@ def rates_for(h, n, alpha, beta):
     return alpha, beta, tp / (tp + fp)
 
 
-@pytest.mark.parametrize("h,n,alpha,beta", [(100, 50, 0.8, 0.7), (300, 100, 0.9, 0.6), (120, 80, 0.6, 0.5)])
+@pytest.mark.parametrize("h,n,alpha,beta", [(100, 50, 0.8, 0.7), (300, 100, 0.9, 0.6), (150, 100, 0.8, 0.7)])
 def test_balance_after_subsampling(h, n, alpha, beta):
     a, b, g = rates_for(h, n, alpha, beta)
     r = subsampling_ratio(a, b, g)
