@@ -59,8 +59,9 @@ def run_stages_ray(items: list[dict], config: HadesConfig) -> Iterator[dict]:
     res = config.perturb.resources
     config_dict = config.to_dict()
     items = sorted(items, key=lambda r: len(r["text"]))  # similar lengths share a batch: less padding
-    blocks = max(1, min(len(items), 4 * max(res.replace.concurrency, res.rank.concurrency, 1),
-                        -(-len(items) // res.annotate.batch_size)))
+    # One block per CPU-stage batch: each batch's output block is one unit of work for the model
+    # stages, so small inputs still spread over every actor.
+    blocks = max(1, min(len(items), 10_000, -(-len(items) // res.annotate.batch_size)))
     ds = ray.data.from_items(items, override_num_blocks=blocks)
     for stage, cls in (("annotate", DocumentPreparer), ("replace", MaskFiller), ("rank", PerplexityRanker)):
         r = getattr(res, stage)

@@ -1,0 +1,47 @@
+"""``hades-ray perturb``: raw Wikipedia text to a pool of perturbed texts and HaDes instances."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hades_ray.cli_common import add_config_args, config_from_args
+from hades_ray.io.demo_corpus import DEMO_INPUT
+from hades_ray.perturb.report import print_report
+
+
+def add_perturb_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", required=True,
+                        help=f"JSONL or Parquet file or folder (id, text[, title]; Wiki-40B Parquet too), "
+                             f"or '{DEMO_INPUT}' for the embedded Wikipedia leads")
+    parser.add_argument("--output", required=True, help="output folder (pool/, instances.jsonl, summary.json)")
+    parser.add_argument("--limit", type=int, default=None, help="read at most N input rows")
+    parser.add_argument("--force", action="store_true", help="redo shards that are already finished")
+    parser.add_argument("--executor", choices=("ray", "local"), default="ray",
+                        help="ray: Ray Data actor pools (local cluster or RAY_ADDRESS); local: in-process, serial")
+    parser.add_argument("--examples", type=int, default=3, help="perturbed examples to print at the end")
+    add_config_args(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hades_ray.perturb.runner import run_perturb
+
+    config = config_from_args(args)
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit must be >= 1")
+    summary = run_perturb(config, args.input, args.output, limit=args.limit, force=args.force,
+                          executor=args.executor)
+    print_report(Path(args.output), summary, examples=args.examples)
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("perturb", help="MASK -> REPLACE -> RANK raw text into a perturbed pool",
+                                   description=__doc__)
+    add_perturb_args(parser)
+    parser.set_defaults(func=run)
+
+
+def summary_json(path: Path) -> dict:
+    return json.loads((path / "summary.json").read_text(encoding="utf-8"))

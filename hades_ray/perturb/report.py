@@ -1,0 +1,48 @@
+"""The end-of-run report: a summary table and a few perturbed examples with the replaced spans marked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from hades_ray.perturb.shards import finished_shards, part_name
+
+
+def mark_replacements(text: str, spans: list[dict], left: str = "[[", right: str = "]]") -> str:
+    """``text`` with each replaced span shown as ``[[replacement (was: original)]]``."""
+    pieces, cursor = [], 0
+    for span in spans:
+        pieces += [text[cursor : span["start"]], f"{left}{span['replacement']} (was: {span['original']}){right}"]
+        cursor = span["end"]
+    return "".join(pieces + [text[cursor:]])
+
+
+def summary_table(summary: dict) -> str:
+    rows = [("read", summary["read"]), ("kept (perturbed)", summary["kept"]), ("too short (< 5 sentences)",
+            summary["too_short"]), ("no maskable words", summary["no_maskable_words"]),
+            ("quarantined", summary["quarantined"])]
+    rows += [(f"  - {reason}", n) for reason, n in summary["quarantined_by_reason"].items()]
+    rows += [("instances (replaced spans)", summary["instances"]),
+             ("shards done now / skipped", f"{summary['shards']['processed_now']} / {summary['shards']['skipped_finished']}"),
+             ("wall seconds", summary["timings"]["wall_seconds"])]
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def first_rows(output: Path, count: int) -> list[dict]:
+    found: list[dict] = []
+    for shard in finished_shards(output):
+        if len(found) >= count:
+            break
+        table = pq.read_table(output / "pool" / f"{part_name(shard)}.parquet")
+        found += table.slice(0, count - len(found)).to_pylist()
+    return found
+
+
+def print_report(output: Path, summary: dict, examples: int = 3) -> None:
+    print("\n" + summary_table(summary))
+    for row in first_rows(output, examples):
+        print(f"\n--- {row['doc_id']} ({row['title']}) ppl={row['ppl']:.2f}, candidate {row['candidate']}")
+        print(mark_replacements(row["perturbed"], row["spans"]))
+    print(f"\noutputs: {output}/pool/, {output}/instances.jsonl, {output}/summary.json")

@@ -1,0 +1,68 @@
+"""Span alignment and windows; online scores cannot see the text after the span (bit-identical)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from hades_ray.detect.spans import context_window, encode_spans
+
+
+@pytest.fixture(scope="module")
+def micro(micro_home):
+    from hades_ray.detect.model import build_classifier
+    from hades_ray.models.registry import resolve_model
+
+    torch.manual_seed(0)
+    return build_classifier(resolve_model("local:mlm"), {"pooling": "max", "mlp_layers": 2, "freeze": "last_layer"})
+
+
+def test_span_subwords_found_through_offsets(micro):
+    tokenizer, _ = micro
+    words = "the painter moved to kaiserslautern in 1901 .".split()
+    enc = encode_spans(tokenizer, [{"words": words, "start": 4, "end": 4}], "offline", 64)
+    ids = enc["input_ids"][0][enc["span_mask"][0]].tolist()
+    assert tokenizer.decode(ids).replace(" ", "") == "kaiserslautern"
+
+
+def test_windows_cut_at_word_boundaries(micro):
+    tokenizer, _ = micro
+    words = [f"w{i}" for i in range(200)]
+    view = context_window(tokenizer, words, 100, 101, "offline", 24)
+    kept = view["text"].split(" ")
+    assert "w100" in kept and "w101" in kept and set(kept) <= set(words)
+    assert view["text"][view["char_start"] : view["char_end"]] == "w100 w101"
+    assert len(tokenizer(view["text"])["input_ids"]) <= 24
+    online = context_window(tokenizer, words, 100, 101, "online", 24)
+    assert online["text"].endswith("w100 w101") and len(tokenizer(online["text"])["input_ids"]) <= 24
+
+
+def test_online_score_ignores_text_after_the_span(micro):
+    from hades_ray.detect.scoring import score_items
+
+    tokenizer, model = micro
+    words = "the museum opened in vienna in 1891 and".split()
+    base = {"words": words + "it has stayed open ever since .".split(), "start": 4, "end": 4}
+    other = {"words": words + "zebras sang loudly on the moon all night".split(), "start": 4, "end": 4}
+    online = [score_items(model, tokenizer, [item], "online", 64)[0] for item in (base, other)]
+    assert online[0] == online[1]  # bit-identical, not approximately equal
+    offline = [score_items(model, tokenizer, [item], "offline", 64)[0] for item in (base, other)]
+    assert offline[0] != offline[1]  # the offline detector does read the right context
+
+
+def test_pooling_and_freezing(micro_home):
+    from hades_ray.detect.model import build_classifier
+    from hades_ray.models.registry import resolve_model
+
+    src = resolve_model("local:mlm")
+    for freeze, expected in (("all", 0), ("none", None)):
+        _, model = build_classifier(src, {"pooling": "mean", "mlp_layers": 1, "freeze": freeze})
+        trainable = [n for n, p in model.named_parameters() if p.requires_grad and n.startswith("backbone.")]
+        assert (len(trainable) == 0) if expected == 0 else len(trainable) > 10
+    _, model = build_classifier(src, {"pooling": "max", "mlp_layers": 2, "freeze": "last_layer"})
+    trainable = {n.split(".")[3] for n, p in model.named_parameters() if p.requires_grad and "layer." in n}
+    assert trainable == {"1"}  # the micro model has 2 layers: only the last trains
+    assert [type(m).__name__ for m in model.head] == ["Linear", "Tanh", "Linear"]
+    assert model.head[0].out_features == model.backbone.config.hidden_size // 2
+    assert np.isfinite(1.0)
