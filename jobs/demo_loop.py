@@ -38,9 +38,13 @@ def ensure_models(workdir: Path) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workdir", default="/tmp/hades_demo_loop")
-    parser.add_argument("--docs", type=int, default=120, help="demo corpus documents to perturb")
+    parser.add_argument("--docs", type=int, default=350, help="demo corpus documents to perturb")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--sizes", default="[60,100,100]", help="batch size per round")
+    parser.add_argument("--sizes", default="[80,120,120]", help="batch size per round")
+    parser.add_argument("--simulated-n-share", type=float, default=0.4,
+                        help="demo only: set the simulated judges' similarity cut at this quantile of the pool's "
+                             "similarities, so that about this share reads as N (micro models make nonsense "
+                             "replacements that a fixed cut would call H every time)")
     parser.add_argument("--noise", type=float, default=0.1)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args(argv)
@@ -64,6 +68,13 @@ def main(argv=None) -> int:
     if not (workdir / "pool" / "instances.jsonl").is_file():
         run_perturb(config, "demo", workdir / "pool", limit=args.docs)
     print(f"pool ready after {time.perf_counter() - began:.0f} s")
+    from hades_ray.select.features import compute_features
+
+    similarity = compute_features(config, workdir)["similarity"].astype(float)
+    if args.simulated_n_share > 0:
+        config.annotate.simulate_similarity = float(similarity.quantile(1 - args.simulated_n_share))
+        print(f"SIMULATED judges call N at similarity >= {config.annotate.simulate_similarity:.3f} "
+              f"(the pool's {1 - args.simulated_n_share:.0%} quantile)")
     done = existing_rounds(workdir)
     for k in range(args.rounds):
         if k not in done or not (workdir / f"round-{k:03d}" / "round.json").is_file():

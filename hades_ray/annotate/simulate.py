@@ -52,8 +52,11 @@ def simulate_judgments(config, workdir, round_index: int, judges: int | None = N
     from hades_ray.select.features import compute_features
 
     cfg = config.annotate
+    if judges:  # the first panel's size; the consensus rule scales with it (see consensus.py)
+        cfg.judges, cfg.max_judges = judges, max(cfg.max_judges, judges)
+        cfg.validate()
     noise = cfg.simulate_noise if noise is None else noise
-    n_judges = max(cfg.max_judges, judges or cfg.judges)
+    n_judges = cfg.max_judges
     items = [str(i["id"]) for i in batch_items(workdir, round_index)]
     judged = load_judgments(workdir, round_index)
     table = item_table(items, judged, cfg)

@@ -92,7 +92,7 @@ def similarity_stage(config, frame: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame({"id": frame["id"].values, "orig_text": originals, "repl_text": replaced})
     table = table.assign(length=table["repl_text"].str.len()).sort_values("length").drop(columns="length")
     ds = ray.data.from_pandas(table).map_batches(
-        SimilarityScorer, fn_constructor_args=(config.models.encoder, sel.paraphrase_pooling),
+        SimilarityScorer, fn_constructor_args=(config.models.encoder, sel.pooling_for(config.models.encoder)),
         batch_size=sel.similarity_batch_size, batch_format="numpy", num_cpus=sel.similarity_num_cpus,
         compute=ray.data.ActorPoolStrategy(size=1))
     return ds.to_pandas()
@@ -126,7 +126,7 @@ def span_linguistics(nlp, frame: pd.DataFrame, context: int) -> pd.DataFrame:
 
 def _meta(config, n: int) -> dict:
     sel = config.select
-    return {"encoder": config.models.encoder, "pooling": sel.paraphrase_pooling,
+    return {"encoder": config.models.encoder, "pooling": sel.pooling_for(config.models.encoder),
             "paraphrase_context_words": sel.paraphrase_context_words, "ner_context_words": sel.ner_context_words,
             "spacy_model": config.spacy_model, "instances": n}
 

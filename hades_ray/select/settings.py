@@ -16,7 +16,9 @@ class SelectConfig:
     p_high: float = -1.0
     candidate_target: int = 0  # candidates left after the p(H) thresholds; 0: 3x the round's batch size
     paraphrase_threshold: float = 0.9  # cosine similarity above which a replacement counts as a paraphrase
-    paraphrase_pooling: str = "mean"  # cls | mean (paper: RoBERTa [CLS]; MiniLM was trained for mean)
+    # cls | mean | auto (paper: RoBERTa [CLS]; auto: mean for the local MiniLM, trained for mean pooling,
+    # [CLS] for any other encoder)
+    paraphrase_pooling: str = "auto"
     paraphrase_context_words: int = 0  # words either side of the span that the similarity sees; 0: span only
     similarity_batch_size: int = 64
     similarity_num_cpus: float = 0.5  # fractional: read/write tasks need a free CPU (RAY_NOTES)
@@ -28,6 +30,11 @@ class SelectConfig:
     detector: str = "transformer"
     detector_workers: int = 1
 
+    def pooling_for(self, encoder: str) -> str:
+        if self.paraphrase_pooling != "auto":
+            return self.paraphrase_pooling
+        return "mean" if encoder == "local:minilm" or "minilm" in encoder.lower() else "cls"
+
     def round_size(self, round_index: int) -> int:
         return self.round_sizes[min(round_index, len(self.round_sizes) - 1)]
 
@@ -38,7 +45,7 @@ class SelectConfig:
             (self.p_low <= 1 and self.p_high <= 1, "select.p_low/p_high must be <= 1 (negative: found per round)"),
             (self.candidate_target >= 0, "select.candidate_target must be >= 0"),
             (0.0 < self.paraphrase_threshold <= 1.0, "select.paraphrase_threshold must be in (0, 1]"),
-            (self.paraphrase_pooling in ("cls", "mean"), "select.paraphrase_pooling: cls or mean"),
+            (self.paraphrase_pooling in ("auto", "cls", "mean"), "select.paraphrase_pooling: auto, cls or mean"),
             (0.0 <= self.date_name_drop_share <= 1.0, "select.date_name_drop_share must be in [0, 1]"),
             (0.0 < self.heldout_share < 1.0, "select.heldout_share must be in (0, 1)"),
             (self.paraphrase_context_words >= 0 and self.ner_context_words >= 0, "select.*_context_words >= 0"),
