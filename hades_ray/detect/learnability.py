@@ -1,0 +1,74 @@
+"""Labelled instances without human judgments, from the perturbation job's pool.
+
+Replaced spans are label 1; untouched content words (alphabetic, not stop words) of the same
+perturbed texts are label 0. Splits go by ``doc_id``, so no text is on both sides of a split.
+A replacement equal to its original (the MLM predicted the original) is no hallucination: skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+
+from hades_ray.io.hades_format import Instance
+
+
+def _stop_words() -> set[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return set(STOP_WORDS)
+
+
+def doc_instances(doc_id: str, perturbed: str, spans: list[dict], rng: random.Random,
+                  negatives_per_positive: float = 1.0, stop: set[str] | None = None) -> list[Instance]:
+    """Positives (replaced spans) and sampled negatives (untouched content words) of one text."""
+    from hades_ray.perturb.spans import words_with_span_indices
+
+    stop = _stop_words() if stop is None else stop
+    spans = sorted(spans, key=lambda s: s["start"])
+    words, ranges = words_with_span_indices(perturbed, spans)
+    touched = {i for first, last in ranges for i in range(first, last + 1)}
+    out = []
+    for k, (span, (first, last)) in enumerate(zip(spans, ranges)):
+        if last >= first and span["replacement"].strip().lower() != span["original"].strip().lower():
+            out.append(Instance(words, first, last, 1, {"id": f"{doc_id}#r{k}", "doc_id": doc_id}))
+    candidates = [i for i, w in enumerate(words) if i not in touched and w.isalpha() and w.lower() not in stop]
+    n_neg = min(len(candidates), round(len(out) * negatives_per_positive))
+    for i in sorted(rng.sample(candidates, n_neg)):
+        out.append(Instance(words, i, i, 0, {"id": f"{doc_id}#k{i}", "doc_id": doc_id}))
+    return out
+
+
+def pool_instances(pool_dir: str | Path, seed: int = 0, negatives_per_positive: float = 1.0,
+                   limit_docs: int | None = None) -> list[Instance]:
+    """Labelled instances from ``pool/part-*.parquet`` (columns doc_id, perturbed, spans)."""
+    import pyarrow.parquet as pq
+
+    parts = sorted(Path(pool_dir).glob("part-*.parquet"))
+    if not parts:
+        raise FileNotFoundError(f"no part-*.parquet under {pool_dir}")
+    rng, stop, out, docs = random.Random(seed), _stop_words(), [], 0
+    for part in parts:
+        for row in pq.read_table(part, columns=["doc_id", "perturbed", "spans"]).to_pylist():
+            if limit_docs is not None and docs >= limit_docs:
+                return out
+            if row["spans"]:
+                out += doc_instances(str(row["doc_id"]), row["perturbed"], row["spans"], rng,
+                                     negatives_per_positive, stop)
+                docs += 1
+    return out
+
+
+def split_by_doc(instances: list[Instance], fractions=(0.7, 0.1, 0.2), seed: int = 0) -> list[list[Instance]]:
+    """Train/valid/test (or any number of parts) by a seeded hash of ``doc_id``."""
+    bounds, total = [], 0.0
+    for f in fractions:
+        total += f
+        bounds.append(total / sum(fractions))
+    parts: list[list[Instance]] = [[] for _ in fractions]
+    for inst in instances:
+        digest = hashlib.sha256(f"{seed}:{inst.extra['doc_id']}".encode()).digest()
+        u = int.from_bytes(digest[:8], "big") / 2**64
+        parts[next(i for i, b in enumerate(bounds) if u < b or i == len(bounds) - 1)].append(inst)
+    return parts

@@ -1,0 +1,12 @@
+"""Entry point for `ray job submit -- python jobs/predict_detector.py ...`: the arguments of `hades-ray predict`.
+
+On a cluster, Ray is joined through RAY_ADDRESS (set by the Jobs API); locally a private cluster on
+127.0.0.1 is started.
+"""
+
+import sys
+
+from hades_ray.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["predict", *sys.argv[1:]]))
