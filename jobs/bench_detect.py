@@ -1,0 +1,168 @@
+"""Detector benchmarks (``make bench``): Ray Train throughput, and a learnability check without human labels.
+
+1. Examples/s of the MiniLM span classifier: Ray Train with 1 and 2 workers, and a plain PyTorch loop
+   doing the same steps in one process (aims: Ray overhead < 10 %, 2 workers >= 1.6x; reported as measured).
+2. Learnability: the perturbation job on ../shared/data/enwiki2015_first_paragraphs.jsonl (subsampled);
+   replaced spans are label 1, untouched content words label 0, split by document; offline and online
+   MiniLM detectors, LR and SVM trained and evaluated on the held-out documents.
+
+Writes jobs/results/bench_detect.{json,md}. Where the project's MLM/GPT-2 are not built, micro
+random-weight models stand in (said in the report): the replacements are then random words.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "jobs" / "results"
+ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+
+
+def plain_loop(config, rows: list[dict], threads: int) -> float:
+    """Examples/s of the same training steps in one process, without Ray."""
+    import torch
+
+    from hades_ray.detect.model import build_classifier
+    from hades_ray.detect.spans import encode_spans
+    from hades_ray.detect.trainer import detector_settings
+    from hades_ray.models.registry import resolve_model
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(config.seed)
+    settings = detector_settings(config, "offline")
+    tokenizer, model = build_classifier(resolve_model(settings["backbone"]), settings)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=config.detect.lr)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    bs = config.detect.batch_size
+    model.train()
+    began = time.perf_counter()
+    for lo in range(0, len(rows), bs):
+        batch = rows[lo : lo + bs]
+        enc = encode_spans(tokenizer, batch, "offline", settings["window"])
+        loss = loss_fn(model(**enc), torch.tensor([r["label"] for r in batch]))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return len(rows) / (time.perf_counter() - began)
+
+
+def throughput(config, n: int) -> dict:
+    from hades_ray.detect.synthetic import toy_instances
+    from hades_ray.detect.trainer import fit_transformer
+
+    train, valid = toy_instances(n, seed=1), toy_instances(16, seed=2)
+    rows = [{"words": i.words, "start": i.start, "end": i.end, "label": i.label} for i in train]
+    out: dict = {"examples": n, "batch_size": config.detect.batch_size, "window": config.detect.window,
+                 "plain_1_thread": plain_loop(config, rows, 1), "plain_2_threads": plain_loop(config, rows, 2)}
+    for workers in (1, 2):
+        began = time.perf_counter()
+        with tempfile.TemporaryDirectory() as tmp:
+            result, _, _ = fit_transformer(config, train, valid, Path(tmp), "offline", workers)
+        out[f"ray_{workers}_worker"] = result.metrics["examples_per_s"]
+        out[f"ray_{workers}_worker_wall_s"] = time.perf_counter() - began
+    out["ray_overhead_1_worker"] = 1 - out["ray_1_worker"] / out["plain_1_thread"]
+    out["speedup_2_vs_1_worker"] = out["ray_2_worker"] / out["ray_1_worker"]
+    out["ray_2_workers_vs_plain_2_threads"] = out["ray_2_worker"] / out["plain_2_threads"]
+    return out
+
+
+def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
+    from hades_ray.detect.api import evaluate_file, train_detector
+    from hades_ray.detect.learnability import pool_instances, split_by_doc
+    from hades_ray.io.hades_format import write_instances
+
+    if pool_dir is None:
+        from hades_ray.perturb.runner import run_perturb
+
+        summary = run_perturb(config, ENWIKI, work / "perturb", limit=docs, force=True)
+        pool_dir = work / "perturb" / "pool"
+        (work / "perturb_summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    instances = pool_instances(pool_dir, seed=config.seed)
+    parts = split_by_doc(instances, (0.7, 0.1, 0.2), seed=config.seed)
+    paths = [write_instances(p, work / f"{name}.jsonl") for p, name in zip(parts, ("train", "valid", "test"))]
+    out = {"instances": {n: len(p) for n, p in zip(("train", "valid", "test"), parts)}, "metrics": {}, "seconds": {}}
+    for detector, mode in (("transformer", "offline"), ("transformer", "online"), ("lr", "offline"),
+                           ("svm", "offline")):
+        name = f"{detector} ({mode})" if detector == "transformer" else detector.upper()
+        began = time.perf_counter()
+        model = train_detector(config, paths[0], paths[1], work / f"{detector}_{mode}", detector, mode, 1)
+        out["metrics"][name] = evaluate_file(model, paths[2])
+        out["seconds"][name] = time.perf_counter() - began
+    return out
+
+
+def _markdown(report: dict) -> str:
+    from hades_ray.metrics import markdown_table
+
+    lines = ["# Detector benchmarks", "", f"Machine: {os.cpu_count()} cores, CPU only. {report['note']}", ""]
+    t = report.get("throughput")
+    if t:
+        lines += ["## Training throughput (examples/s, in-loop, MiniLM span classifier)", "",
+                  "| run | examples/s | wall s |", "|---|---|---|",
+                  f"| plain PyTorch, 1 thread | {t['plain_1_thread']:.1f} | |",
+                  f"| plain PyTorch, 2 threads | {t['plain_2_threads']:.1f} | |",
+                  f"| Ray Train, 1 worker | {t['ray_1_worker']:.1f} | {t['ray_1_worker_wall_s']:.1f} |",
+                  f"| Ray Train, 2 workers | {t['ray_2_worker']:.1f} | {t['ray_2_worker_wall_s']:.1f} |", "",
+                  f"Ray overhead, 1 worker vs plain 1 thread: {100 * t['ray_overhead_1_worker']:.1f} % (aim < 10 %). "
+                  f"2 workers vs 1: {t['speedup_2_vs_1_worker']:.2f}x (aim >= 1.6x). "
+                  f"2 workers vs plain 2 threads: {t['ray_2_workers_vs_plain_2_threads']:.2f}x.", ""]
+    lr = report.get("learnability")
+    if lr:
+        lines += ["## Learnability without human labels (held-out documents)", "",
+                  f"Instances: {lr['instances']}", "", markdown_table(lr["metrics"]),
+                  "Seconds per detector (train + evaluate): "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in lr["seconds"].items()), ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=512, help="training examples for the throughput runs")
+    parser.add_argument("--docs", type=int, default=150, help="enwiki documents perturbed for learnability")
+    parser.add_argument("--pool", default=None, help="an existing perturbation output's pool/ folder")
+    parser.add_argument("--skip", choices=("throughput", "learnability"), action="append", default=[])
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    args = parser.parse_args(argv)
+
+    from hades_ray.config import load_config
+    from hades_ray.models.registry import ModelNotFoundError, resolve_model
+    from hades_ray.ray_runtime import init_ray
+
+    note = "Project models: built."
+    try:
+        resolve_model("local:mlm"), resolve_model("local:gpt2")
+    except ModelNotFoundError:
+        from hades_ray.models.micro import build_micro_kit
+
+        home = Path(tempfile.mkdtemp(prefix="hades_bench_home_"))
+        build_micro_kit(home)
+        os.environ["HADES_RAY_HOME"] = str(home)
+        note = ("Project MLM/GPT-2 not built: micro random-weight models stand in for REPLACE, RANK and the "
+                "MLM features (replacements are random words; MLM features are noise).")
+    config = load_config(overrides=["detect.epochs=2", "detect.window=64", "detect.batch_size=16",
+                                    "detect.feature_window=128", *args.overrides])
+    init_ray(config.ray.address, config.ray.num_cpus)
+    report: dict = {"note": note, "config": config.to_dict()["detect"]}
+    if "throughput" not in args.skip:
+        report["throughput"] = throughput(config, args.examples)
+        print(json.dumps(report["throughput"], indent=2), flush=True)
+    if "learnability" not in args.skip:
+        with tempfile.TemporaryDirectory() as tmp:
+            pool = Path(args.pool) if args.pool else None
+            report["learnability"] = learnability(config, pool, args.docs, Path(tmp))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bench_detect.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    (RESULTS / "bench_detect.md").write_text(_markdown(report))
+    print(_markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
