@@ -12,8 +12,13 @@ import math
 from pathlib import Path
 
 import numpy as np
-from sklearn.metrics import (accuracy_score, brier_score_loss, confusion_matrix,
-                             precision_recall_fscore_support, roc_auc_score)
+from sklearn.metrics import (
+    accuracy_score,
+    brier_score_loss,
+    confusion_matrix,
+    precision_recall_fscore_support,
+    roc_auc_score,
+)
 
 log = logging.getLogger(__name__)
 

@@ -110,15 +110,15 @@ def _markdown(report: dict) -> str:
                   f"| plain PyTorch, 2 threads | {t['plain_2_threads']:.1f} | |",
                   f"| Ray Train, 1 worker | {t['ray_1_worker']:.1f} | {t['ray_1_worker_wall_s']:.1f} |",
                   f"| Ray Train, 2 workers | {t['ray_2_worker']:.1f} | {t['ray_2_worker_wall_s']:.1f} |", "",
-                  f"Ray overhead, 1 worker vs plain 1 thread: {100 * t['ray_overhead_1_worker']:.1f} % (aim < 10 %). "
-                  f"2 workers vs 1: {t['speedup_2_vs_1_worker']:.2f}x (aim >= 1.6x). "
-                  f"2 workers vs plain 2 threads: {t['ray_2_workers_vs_plain_2_threads']:.2f}x.", ""]
+                  (f"Ray overhead, 1 worker vs plain 1 thread: {100 * t['ray_overhead_1_worker']:.1f} % (aim < 10 %). "
+                   f"2 workers vs 1: {t['speedup_2_vs_1_worker']:.2f}x (aim >= 1.6x). "
+                   f"2 workers vs plain 2 threads: {t['ray_2_workers_vs_plain_2_threads']:.2f}x."), ""]
     lr = report.get("learnability")
     if lr:
         lines += ["## Learnability without human labels (held-out documents)", "",
                   f"Instances: {lr['instances']}", "", markdown_table(lr["metrics"]),
-                  "Seconds per detector (train + evaluate): "
-                  + ", ".join(f"{k} {v:.0f}" for k, v in lr["seconds"].items()), ""]
+                  ("Seconds per detector (train + evaluate): "
+                   + ", ".join(f"{k} {v:.0f}" for k, v in lr["seconds"].items())), ""]
     return "\n".join(lines) + "\n"
 
 

@@ -9,9 +9,9 @@ from hades_ray.detect.features import TAG_NAMES, mlm_span_features, tag_spans
 from hades_ray.detect.lexical import LexicalStats
 
 ROWS = [
-    {"words": "the bridge was built in paris in 1850 .".split(), "start": 5, "end": 5},
-    {"words": "angela merkel visited the new museum yesterday .".split(), "start": 0, "end": 1},
-    {"words": "the river flows quickly through the valley .".split(), "start": 2, "end": 3},
+    {"words": ["the", "bridge", "was", "built", "in", "paris", "in", "1850", "."], "start": 5, "end": 5},
+    {"words": ["angela", "merkel", "visited", "the", "new", "museum", "yesterday", "."], "start": 0, "end": 1},
+    {"words": ["the", "river", "flows", "quickly", "through", "the", "valley", "."], "start": 2, "end": 3},
 ]
 
 

@@ -20,7 +20,7 @@ def micro(micro_home):
 
 def test_span_subwords_found_through_offsets(micro):
     tokenizer, _ = micro
-    words = "the painter moved to kaiserslautern in 1901 .".split()
+    words = ["the", "painter", "moved", "to", "kaiserslautern", "in", "1901", "."]
     enc = encode_spans(tokenizer, [{"words": words, "start": 4, "end": 4}], "offline", 64)
     ids = enc["input_ids"][0][enc["span_mask"][0]].tolist()
     assert tokenizer.decode(ids).replace(" ", "") == "kaiserslautern"
@@ -42,9 +42,9 @@ def test_online_score_ignores_text_after_the_span(micro):
     from hades_ray.detect.scoring import score_items
 
     tokenizer, model = micro
-    words = "the museum opened in vienna in 1891 and".split()
-    base = {"words": words + "it has stayed open ever since .".split(), "start": 4, "end": 4}
-    other = {"words": words + "zebras sang loudly on the moon all night".split(), "start": 4, "end": 4}
+    words = ["the", "museum", "opened", "in", "vienna", "in", "1891", "and"]
+    base = {"words": words + ["it", "has", "stayed", "open", "ever", "since", "."], "start": 4, "end": 4}
+    other = {"words": words + ["zebras", "sang", "loudly", "on", "the", "moon", "all", "night"], "start": 4, "end": 4}
     online = [score_items(model, tokenizer, [item], "online", 64)[0] for item in (base, other)]
     assert online[0] == online[1]  # bit-identical, not approximately equal
     offline = [score_items(model, tokenizer, [item], "offline", 64)[0] for item in (base, other)]

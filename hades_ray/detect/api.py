@@ -72,7 +72,7 @@ def _train_linear(config: HadesConfig, kind: str, train: list[Instance], valid: 
 def _train_transformer(config: HadesConfig, mode: str, workers: int, train, valid, out: Path) -> dict:
     from hades_ray.detect.trainer import detector_settings, export_best, fit_transformer
 
-    result, best, best_metrics = fit_transformer(config, train, valid, out, mode, workers)
+    _, best, best_metrics = fit_transformer(config, train, valid, out, mode, workers)
     export_best(best, detector_settings(config, mode), out)
     keep = ("epoch", "train_loss", "examples_per_s", "selection_score", "n", "accuracy", "h_precision",
             "h_recall", "h_f1", "n_precision", "n_recall", "n_f1", "gmean", "bss", "auc")

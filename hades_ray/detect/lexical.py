@@ -24,7 +24,7 @@ class LexicalStats:
         self.total = float(self.row_sums.sum()) or 1.0
 
     @classmethod
-    def fit(cls, texts: list[list[str]], vocab_size: int = 5000, window: int = 5) -> "LexicalStats":
+    def fit(cls, texts: list[list[str]], vocab_size: int = 5000, window: int = 5) -> LexicalStats:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         lowered = [[w.lower() for w in words] for words in texts]
@@ -76,7 +76,7 @@ class LexicalStats:
         sp.save_npz(directory / "cooccurrence.npz", self.counts)
 
     @classmethod
-    def load(cls, directory: str | Path) -> "LexicalStats":
+    def load(cls, directory: str | Path) -> LexicalStats:
         directory = Path(directory)
         meta = json.loads((directory / "lexical.json").read_text(encoding="utf-8"))
         return cls(meta["idf"], meta["vocab"], sp.load_npz(directory / "cooccurrence.npz"), meta["window"])

@@ -22,6 +22,6 @@ def toy_instances(n: int, seed: int = 0) -> list[Instance]:
         words = (f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)}").split()
         start = len(words)
         words.append(rng.choice(_ODD if label else _PLACES))
-        words += "and it remained there for many years .".split()
+        words += ["and", "it", "remained", "there", "for", "many", "years", "."]
         out.append(Instance(words=words, start=start, end=start, label=label, extra={"id": f"toy-{i}"}))
     return out
