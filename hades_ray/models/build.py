@@ -1,0 +1,168 @@
+"""Build the offline model kit once: ``$HADES_RAY_HOME/models/{mlm,gpt2}`` as ``save_pretrained`` folders.
+
+Each model is trained in a temporary sibling folder and renamed into place after its
+``build_info.json`` (the completion marker, with its stats) is written, so a killed build leaves
+nothing that looks finished; a rerun skips finished models unless forced.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hades_ray.models.train_gpt2 import Gpt2TrainConfig
+from hades_ray.models.train_mlm import MlmTrainConfig
+
+log = logging.getLogger(__name__)
+
+MODEL_NAMES = ("mlm", "gpt2")
+INFO_FILE = "build_info.json"
+NUM_THREADS = 2
+
+
+@dataclass
+class KitConfig:
+    """Everything a build depends on; stored (resolved) in each model's ``build_info.json``."""
+
+    mlm: MlmTrainConfig = field(default_factory=MlmTrainConfig)
+    gpt2: Gpt2TrainConfig = field(default_factory=Gpt2TrainConfig)
+    heldout_fraction: float = 0.1
+    mlm_eval_texts: int = 300
+    gpt2_pairs: int = 200
+    baseline: bool = True  # also score MiniLM with an untrained head
+    seed: int = 0
+
+
+def kit_config(seed: int = 0, mlm_minutes: float | None = None, gpt2_minutes: float | None = None,
+               mlm_steps: int | None = None, gpt2_steps: int | None = None) -> KitConfig:
+    """The default kit with the CLI's overrides; minutes <= 0 means no time box (steps only)."""
+    config = KitConfig(seed=seed)
+    config.mlm.seed = config.gpt2.seed = seed
+    for limits, minutes, steps in ((config.mlm.limits, mlm_minutes, mlm_steps),
+                                   (config.gpt2.limits, gpt2_minutes, gpt2_steps)):
+        if minutes is not None:
+            limits.max_seconds = minutes * 60 if minutes > 0 else None
+        if steps is not None:
+            limits.max_steps = steps
+    return config
+
+
+def models_root(home: str | Path | None = None) -> Path:
+    from hades_ray.models.registry import hades_home
+
+    return Path(home).expanduser() / "models" if home else hades_home() / "models"
+
+
+def is_built(directory: Path) -> bool:
+    """A finished model folder: a config and the completion marker."""
+    return (directory / "config.json").is_file() and (directory / INFO_FILE).is_file()
+
+
+def _library_versions() -> dict:
+    import tokenizers
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__}
+
+
+def _commit(staging: Path, directory: Path, info: dict) -> None:
+    """Write the marker last into the staged folder, then move it into place."""
+    (staging / INFO_FILE).write_text(json.dumps(info, indent=2, default=str) + "\n")
+    if directory.exists():
+        shutil.rmtree(directory)
+    staging.rename(directory)
+
+
+def build_mlm(directory: Path, train_texts: list[str], config: MlmTrainConfig) -> dict:
+    """Grow the masked LM from MiniLM, train it, save it; returns its build info."""
+    import torch
+
+    from hades_ray.models.train_mlm import encode_chunks, init_masked_lm, masked_positions_loss, mlm_batches
+    from hades_ray.models.training import train_time_boxed
+
+    started = time.perf_counter()
+    torch.manual_seed(config.seed)
+    tokenizer, model = init_masked_lm(config.encoder_path)
+    chunks = encode_chunks(train_texts, tokenizer, config.max_length)
+    stats = train_time_boxed(model, mlm_batches(chunks, tokenizer, config), config.limits, masked_positions_loss)
+    return _save(directory, model, tokenizer, started, stats, asdict(config), len(train_texts))
+
+
+def build_gpt2(directory: Path, train_texts: list[str], config: Gpt2TrainConfig) -> dict:
+    """Fit a BPE, train a small GPT-2 from scratch, save both; returns its build info."""
+    from hades_ray.models.train_gpt2 import gpt2_batches, init_gpt2, token_stream, train_bpe_tokenizer
+    from hades_ray.models.training import train_time_boxed
+
+    started = time.perf_counter()
+    tokenizer = train_bpe_tokenizer(train_texts, config.vocab_size, config.n_positions)
+    model = init_gpt2(tokenizer, config)
+    stream = token_stream(train_texts, tokenizer)
+    stats = train_time_boxed(model, gpt2_batches(stream, config), config.limits)
+    stats["train_tokens"] = int(len(stream))
+    return _save(directory, model, tokenizer, started, stats, asdict(config), len(train_texts))
+
+
+def _save(directory: Path, model, tokenizer, started: float, stats: dict, config: dict, n_texts: int) -> dict:
+    staging = directory.with_name(f".{directory.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    info = {"model": directory.name, "architecture": type(model).__name__, "train_texts": n_texts,
+            **stats, "build_seconds": round(time.perf_counter() - started, 1), "seed": config["seed"],
+            "config": config, "versions": _library_versions()}
+    _commit(staging, directory, info)
+    log.info("built %s in %.0fs (%d steps)", directory, info["build_seconds"], info["steps"])
+    return info
+
+
+def build_models(names=MODEL_NAMES, home: str | Path | None = None, force: bool = False,
+                 config: KitConfig | None = None, evaluate: bool = True) -> dict[str, str]:
+    """Build the named models that are missing (all with ``force``); evaluate if any was built."""
+    import torch
+
+    from hades_ray.models.kit_data import demo_split
+
+    config = config or kit_config()
+    root = models_root(home)
+    todo = [n for n in names if force or not is_built(root / n)]
+    outcome = {n: "skipped (already built)" for n in names if n not in todo}
+    if todo:
+        torch.set_num_threads(NUM_THREADS)
+        root.mkdir(parents=True, exist_ok=True)
+        train_texts, _ = demo_split(config.heldout_fraction)
+        builders = {"mlm": lambda d: build_mlm(d, train_texts, config.mlm),
+                    "gpt2": lambda d: build_gpt2(d, train_texts, config.gpt2)}
+        for name in todo:
+            info = builders[name](root / name)
+            outcome[name] = f"built in {info['build_seconds']}s, {info['steps']} steps"
+        if evaluate:
+            from hades_ray.models.evaluate import evaluate_models
+
+            evaluate_models(home, config=config)
+    return outcome
+
+
+def ensure_models(names=MODEL_NAMES, home: str | Path | None = None) -> list[str]:
+    """Build whichever of ``names`` is missing (used by ``make demo``); returns those built."""
+    missing = [n for n in names if not is_built(models_root(home) / n)]
+    if missing:
+        build_models(missing, home)
+    return missing
+
+
+def model_status(home: str | Path | None = None) -> dict[str, dict]:
+    """Per model: its folder, whether it is built, and its build info when it is."""
+    root = models_root(home)
+    status = {}
+    for name in MODEL_NAMES:
+        directory = root / name
+        built = is_built(directory)
+        info = json.loads((directory / INFO_FILE).read_text()) if built else None
+        status[name] = {"path": str(directory), "built": built, "info": info}
+    return status
