@@ -1,0 +1,90 @@
+"""``hades-ray models build | status | evaluate``: the offline model kit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from hades_ray.models.build import MODEL_NAMES, build_models, kit_config, model_status, models_root
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("models", help="build, inspect and evaluate the offline model kit")
+    commands = parser.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    build = commands.add_parser("build", help="train the missing kit models (about 10 minutes on 2 cores)")
+    _add_common(build)
+    build.add_argument("--force", action="store_true", help="rebuild models that are already built")
+    build.add_argument("--only", choices=MODEL_NAMES, action="append", help="build only this model (repeatable)")
+    build.add_argument("--mlm-minutes", type=float, default=None, help="MLM training time box (0: steps only)")
+    build.add_argument("--gpt2-minutes", type=float, default=None, help="GPT-2 training time box (0: steps only)")
+    build.add_argument("--mlm-steps", type=int, default=None, help="MLM step limit")
+    build.add_argument("--gpt2-steps", type=int, default=None, help="GPT-2 step limit")
+    build.add_argument("--no-evaluate", action="store_true", help="skip the held-out quality report")
+    build.set_defaults(func=run_build)
+    status = commands.add_parser("status", help="show which kit models are built and where")
+    _add_common(status)
+    status.set_defaults(func=run_status)
+    evaluate = commands.add_parser("evaluate", help="recompute models/quality.json on held-out leads")
+    _add_common(evaluate)
+    evaluate.add_argument("--no-baseline", action="store_true", help="skip the untrained-head MiniLM baseline")
+    evaluate.set_defaults(func=run_evaluate)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", default=None, help="kit home (default: $HADES_RAY_HOME or ~/.cache/hades_ray)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
+
+
+def run_build(args: argparse.Namespace) -> int:
+    config = kit_config(args.seed, args.mlm_minutes, args.gpt2_minutes, args.mlm_steps, args.gpt2_steps)
+    outcome = build_models(tuple(args.only or MODEL_NAMES), args.home, args.force, config,
+                           evaluate=not args.no_evaluate)
+    for name, what in outcome.items():
+        print(f"{name:5s} {what}")
+    _print_quality(models_root(args.home) / "quality.json")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    for name, entry in model_status(args.home).items():
+        info = entry["info"] or {}
+        detail = f"{info.get('steps')} steps, {info.get('build_seconds')}s" if entry["built"] else "not built"
+        print(f"{name:5s} {'built' if entry['built'] else 'MISSING':8s} {entry['path']}  ({detail})")
+    _print_quality(models_root(args.home) / "quality.json")
+    return 0
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from hades_ray.models.evaluate import evaluate_models
+
+    config = kit_config(args.seed)
+    config.baseline = not args.no_baseline
+    evaluate_models(args.home, config=config)
+    _print_quality(models_root(args.home) / "quality.json")
+    return 0
+
+
+def quality_rows(report: dict) -> list[tuple[str, str, str]]:
+    """(model, metric, value) rows of a quality report, for printing."""
+    rows = []
+    mlm = report.get("mlm")
+    if mlm:
+        rows.append(("mlm", "top-10 hit rate, masked content word", f"{mlm['top10']} (n={mlm['n']})"))
+        base = mlm.get("baseline_untrained_head")
+        if base:
+            rows.append(("minilm", "same, untrained MLM head (baseline)", f"{base['top10']} (n={base['n']})"))
+    gpt2 = report.get("gpt2")
+    if gpt2:
+        rows.append(("gpt2", "original < 3-words-swapped perplexity",
+                     f"{gpt2['pairwise_accuracy']} (n={gpt2['n']})"))
+        rows.append(("gpt2", "median perplexity original / swapped",
+                     f"{gpt2['median_ppl_original']} / {gpt2['median_ppl_swapped']}"))
+    return rows
+
+
+def _print_quality(path) -> None:
+    if not path.is_file():
+        return
+    print(f"\nheld-out quality ({path}):")
+    for model, metric, value in quality_rows(json.loads(path.read_text())):
+        print(f"  {model:7s} {metric:40s} {value}")

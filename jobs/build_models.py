@@ -1,0 +1,13 @@
+"""Build the offline model kit (same as ``hades-ray models build``); flags pass through.
+
+    python jobs/build_models.py [--force] [--home DIR] [--mlm-minutes X] [--gpt2-minutes Y]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from hades_ray.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["models", "build", *sys.argv[1:]]))
