@@ -150,6 +150,10 @@ def main(argv=None) -> int:
                                     "detect.feature_window=128", *args.overrides])
     init_ray(config.ray.address, config.ray.num_cpus)
     report: dict = {"note": note, "config": config.to_dict()["detect"]}
+    previous = RESULTS / "bench_detect.json"
+    if args.skip and previous.is_file():  # a part run alone keeps the other part's last figures
+        old = json.loads(previous.read_text())
+        report.update({k: old[k] for k in args.skip if k in old})
     if "throughput" not in args.skip:
         report["throughput"] = throughput(config, args.examples)
         print(json.dumps(report["throughput"], indent=2), flush=True)
