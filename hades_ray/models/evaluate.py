@@ -73,7 +73,9 @@ def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: K
         n = config.mlm_eval_texts
         report["mlm"] = _mlm_report(root, texts[:n], docs[:n], config)
     if "gpt2" in names and is_built(root / "gpt2"):
-        vocabulary = quality.replacement_vocabulary(train, stop_words)
+        # A tiny training set may repeat no word three times; then any seen word will do.
+        vocabulary = (quality.replacement_vocabulary(train, stop_words)
+                      or quality.replacement_vocabulary(train, stop_words, min_count=1))
         pairs = quality.swap_pairs(texts, docs, vocabulary, np.random.default_rng(config.seed), config.gpt2_pairs)
         tokenizer, model = load_causal_lm(str(root / "gpt2"), device="cpu")
         report["gpt2"] = evaluate_gpt2(model, tokenizer, pairs)

@@ -20,12 +20,12 @@ from hades_ray.models.training import TrainLimits
 class MlmTrainConfig:
     encoder_path: str | None = None  # None: the pretrained MiniLM from its wheel
     max_length: int = 128
-    batch_size: int = 16
+    batch_size: int = 8  # a short CPU build gets more from many small updates than from few large ones
     mask_probability: float = 0.15
     seed: int = 0
     # The fresh head learns 10x faster than the pretrained encoder, which only needs nudging.
     limits: TrainLimits = field(default_factory=lambda: TrainLimits(
-        max_steps=2000, max_seconds=240, lr=1e-4, warmup_fraction=0.05, log_every=10,
+        max_steps=3000, max_seconds=240, lr=2e-4, warmup_fraction=0.05, log_every=10,
         fresh_prefixes=("cls.",), fresh_lr_scale=10.0))
 
 

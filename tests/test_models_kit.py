@@ -1,0 +1,196 @@
+"""The offline model kit on tiny configs: training, saving, skip-if-built, and the quality metrics."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from hades_ray.models import build, quality
+from hades_ray.models.train_gpt2 import Gpt2TrainConfig
+from hades_ray.models.train_mlm import MlmTrainConfig
+from hades_ray.models.training import TrainLimits, lr_factor
+
+TEXTS = [
+    "Paris is the capital and largest city of France, on the river Seine.",
+    "The violin is a wooden string instrument played with a bow in orchestras.",
+    "Mount Everest is the highest mountain above sea level, in the Himalayas.",
+    "Photosynthesis converts light energy into chemical energy stored in glucose.",
+    "The Danube flows through Vienna, Budapest and Belgrade to the Black Sea.",
+    "Jazz originated in New Orleans among African-American communities around 1900.",
+] * 2
+
+
+@pytest.fixture(scope="module")
+def micro_encoder(tmp_path_factory):
+    from hades_ray.models.micro import build_micro_mlm
+
+    return build_micro_mlm(tmp_path_factory.mktemp("encoder") / "micro")
+
+
+def tiny_config(encoder) -> build.KitConfig:
+    limits = dict(max_steps=3, max_seconds=None, log_every=1)
+    return build.KitConfig(
+        mlm=MlmTrainConfig(encoder_path=str(encoder), max_length=32, batch_size=4,
+                           limits=TrainLimits(lr=1e-3, fresh_prefixes=("cls.",), fresh_lr_scale=10, **limits)),
+        gpt2=Gpt2TrainConfig(vocab_size=300, n_layer=1, n_embd=16, n_head=2, n_positions=32, block_size=16,
+                             batch_size=2, limits=TrainLimits(**limits)),
+        mlm_eval_texts=4, gpt2_pairs=3, baseline=False)
+
+
+@pytest.fixture
+def tiny_corpus(monkeypatch):
+    from hades_ray.models import kit_data
+
+    monkeypatch.setattr(kit_data, "demo_split", lambda fraction=0.1: (TEXTS[:8], TEXTS[8:]))
+
+
+def test_split_is_deterministic_and_disjoint():
+    from hades_ray.models.kit_data import split_texts
+
+    records = [{"id": f"r{i}", "text": f"text {i}"} for i in range(2000)]
+    train, heldout = split_texts(records)
+    assert split_texts(list(reversed(records)))[1] == list(reversed(heldout))
+    assert not set(train) & set(heldout) and len(train) + len(heldout) == 2000
+    assert 120 < len(heldout) < 280
+
+
+def test_lr_schedule_warms_up_then_decays():
+    assert lr_factor(0.0, 0.1, 0.1) < lr_factor(0.05, 0.1, 0.1) < lr_factor(0.1, 0.1, 0.1) == pytest.approx(1.0)
+    assert lr_factor(1.0, 0.1, 0.1) == pytest.approx(0.1)
+
+
+def test_whole_word_mask_labels_whole_words(micro_encoder):
+    from transformers import AutoTokenizer
+
+    from hades_ray.models.train_mlm import encode_chunks, whole_word_mask
+
+    tokenizer = AutoTokenizer.from_pretrained(str(micro_encoder))
+    ids, word_ids = encode_chunks(["Photosynthesis converts unbelievably luminous energy"] * 1, tokenizer, 32)[0]
+    masked, labels = whole_word_mask(ids, word_ids, tokenizer, np.random.default_rng(0), probability=0.5)
+    chosen = {word_ids[i] for i in np.flatnonzero(labels != -100)}
+    assert chosen and None not in chosen
+    assert all((labels[i] != -100) == (word_ids[i] in chosen) for i in range(len(ids)))
+    assert (labels[labels != -100] == np.array(ids)[labels != -100]).all()
+
+
+def test_build_saves_loadable_models_and_skips_built_ones(tmp_path, micro_encoder, tiny_corpus):
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    config = tiny_config(micro_encoder)
+    outcome = build.build_models(home=tmp_path, config=config)
+    assert all(v.startswith("built") for v in outcome.values())
+    root = tmp_path / "models"
+    assert AutoModelForMaskedLM.from_pretrained(root / "mlm").config.model_type == "bert"
+    gpt2 = AutoModelForCausalLM.from_pretrained(root / "gpt2")
+    assert type(gpt2).__name__ == "GPT2LMHeadModel"
+    tokenizer = AutoTokenizer.from_pretrained(root / "gpt2")
+    assert tokenizer.decode(tokenizer("Zürich, 1999: ÉCOLE!")["input_ids"]) == "Zürich, 1999: ÉCOLE!"
+    assert AutoTokenizer.from_pretrained(root / "mlm").mask_token == "[MASK]"
+    info = build.model_status(tmp_path)["gpt2"]["info"]
+    assert info["steps"] == 3 and info["seed"] == 0 and "torch" in info["versions"]
+    assert (root / "quality.json").is_file()
+    assert set(build.build_models(home=tmp_path, config=config, evaluate=False).values()) == {
+        "skipped (already built)"}
+    assert build.ensure_models(home=tmp_path) == []
+    assert build.build_models(("gpt2",), home=tmp_path, force=True, config=config, evaluate=False)[
+        "gpt2"].startswith("built")
+
+
+def test_unfinished_folder_counts_as_missing(tmp_path):
+    (tmp_path / "models" / "mlm").mkdir(parents=True)
+    (tmp_path / "models" / "mlm" / "config.json").write_text("{}")
+    assert not build.model_status(tmp_path)["mlm"]["built"]
+
+
+def test_topk_hits_and_pairwise_accuracy_on_hand_made_cases():
+    logits = np.array([[0.0, 5.0, 1.0, 2.0], [9.0, 0.0, 1.0, 2.0]])
+    assert quality.topk_hits(logits, np.array([1, 1]), k=2).tolist() == [True, False]
+    assert quality.pairwise_accuracy(np.array([1.0, 2.0, 5.0, 3.0]), np.array([2.0, 3.0, 4.0, 3.0])) == 0.5
+
+
+def _docs(texts):
+    import spacy
+
+    nlp = spacy.blank("en")
+    return [nlp.make_doc(t) for t in texts], nlp.Defaults.stop_words
+
+
+def test_swap_words_replaces_three_content_words_keeping_case():
+    docs, stop_words = _docs(TEXTS[:1])
+    spans = quality.content_word_spans(docs[0])
+    assert "the" not in [TEXTS[0][s:e].lower() for s, e in spans]
+    swapped = quality.swap_words(TEXTS[0], spans, ["zebra"], np.random.default_rng(0))
+    assert swapped.lower().count("zebra") == 3
+    capital = quality.swap_words("Paris and Rome and NASA", [(0, 5), (10, 14), (19, 23)], ["zebra"],
+                                 np.random.default_rng(0))
+    assert capital == "Zebra and Zebra and ZEBRA"
+    assert quality.swap_words("Short text.", [(0, 5)], ["zebra"], np.random.default_rng(0)) is None
+
+
+class OracleMLM:
+    """Puts the original word first at the mask (``good``) or never in the top 10 (bad)."""
+
+    def __init__(self, answers: dict, vocab_size: int, good: bool):
+        self.answers, self.vocab_size, self.good = answers, vocab_size, good
+
+    def __call__(self, input_ids, attention_mask):
+        import torch
+
+        logits = torch.zeros((*input_ids.shape, self.vocab_size))
+        for row, ids in enumerate(input_ids.tolist()):
+            target = self.answers[tuple(i for i in ids if i)]
+            logits[row, :, target] = 10.0 if self.good else -10.0
+        return SimpleNamespace(logits=logits)
+
+
+def test_mlm_hit_rate_separates_good_from_bad_model(micro_encoder):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(micro_encoder))
+    docs, _ = _docs(TEXTS)
+    cases = quality.mlm_cases(TEXTS, docs, tokenizer, np.random.default_rng(0))
+    assert len(cases) >= 10 and all(ids[p] == tokenizer.mask_token_id for ids, p, _ in cases)
+    answers = {tuple(ids): target for ids, _, target in cases}
+    good = quality.mlm_topk_hit_rate(OracleMLM(answers, len(tokenizer), True), tokenizer, cases, batch_size=5)
+    bad = quality.mlm_topk_hit_rate(OracleMLM(answers, len(tokenizer), False), tokenizer, cases)
+    assert good == {"top10": 1.0, "n": len(cases)} and bad["top10"] == 0.0
+
+
+class UnigramLM:
+    """A causal 'LM' that predicts every position from fixed unigram log-probabilities."""
+
+    def __init__(self, log_probs):
+        import torch
+
+        self.log_probs, self.config = torch.as_tensor(log_probs, dtype=torch.float), SimpleNamespace(n_positions=64)
+
+    def __call__(self, input_ids, attention_mask):
+        return SimpleNamespace(logits=self.log_probs.expand(*input_ids.shape, -1))
+
+
+def test_pairwise_accuracy_separates_good_from_bad_scorer(tmp_path):
+    from hades_ray.models.train_gpt2 import train_bpe_tokenizer
+
+    tokenizer = train_bpe_tokenizer(TEXTS + ["zebra quokka marmalade"] * 3, vocab_size=320)
+    docs, stop_words = _docs(TEXTS[:6])
+    pairs = quality.swap_pairs(TEXTS[:6], docs, ["zebra", "quokka", "marmalade"], np.random.default_rng(0))
+    counts = np.ones(len(tokenizer))
+    for ids in tokenizer(TEXTS[:6])["input_ids"]:
+        np.add.at(counts, ids, 20)
+    good, bad = UnigramLM(np.log(counts / counts.sum())), UnigramLM(-np.log(counts / counts.sum()))
+    score = lambda m: quality.pairwise_accuracy(quality.perplexities(m, tokenizer, [a for a, _ in pairs]),  # noqa: E731
+                                                quality.perplexities(m, tokenizer, [b for _, b in pairs]))
+    assert len(pairs) == 6 and score(good) == 1.0 and score(bad) == 0.0
+
+
+def test_cli_status_and_quality_rows(tmp_path, capsys):
+    from hades_ray.cli import main
+    from hades_ray.models.cli import quality_rows
+
+    assert main(["models", "status", "--home", str(tmp_path)]) == 0
+    assert "MISSING" in capsys.readouterr().out
+    rows = quality_rows({"mlm": {"top10": 0.5, "n": 4}, "gpt2": {"pairwise_accuracy": 0.9, "n": 3,
+                                                               "median_ppl_original": 1, "median_ppl_swapped": 2}})
+    assert [r[0] for r in rows] == ["mlm", "gpt2", "gpt2"]
