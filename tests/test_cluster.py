@@ -1,0 +1,95 @@
+"""The job as users run it on clusters: through `ray job submit`, and surviving the loss of a node."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.ray
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(micro_home) -> dict:
+    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+               HADES_RAY_HOME=str(micro_home), PATH=f"{BIN}:{os.environ['PATH']}", PYTHONUNBUFFERED="1")
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def _input(shared_data, tmp_path, rows: int) -> Path:
+    lines = (shared_data / "enwiki2015_first_paragraphs.jsonl").read_text(encoding="utf-8").splitlines()[:rows]
+    path = tmp_path / "input.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _doc_ids(output: Path) -> list[str]:
+    return [r for p in sorted((output / "pool").glob("*.parquet")) for r in pq.read_table(p)["doc_id"].to_pylist()]
+
+
+def test_job_submitted_through_the_jobs_api(micro_home, shared_data, tmp_path):
+    port, dashboard = _free_port(), _free_port()
+    env = _env(micro_home)
+    head = subprocess.Popen(
+        [str(BIN / "ray"), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1",
+         "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--num-cpus=2", "--block",
+         # Fixed default agent ports would collide with any other Ray on this machine.
+         f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}",
+         f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}",
+         f"--temp-dir={tempfile.mkdtemp(prefix='hr', dir='/tmp')}"],  # short: socket paths are limited
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        output = tmp_path / "out"
+        runtime_env = json.dumps({"env_vars": {"HADES_RAY_HOME": str(micro_home)}, "excludes": [".venv", ".git", "out"]})
+        submit = [str(BIN / "ray"), "job", "submit", "--address", f"http://127.0.0.1:{dashboard}",
+                  "--working-dir", str(ROOT), "--runtime-env-json", runtime_env, "--",
+                  "python", "jobs/perturb.py", "--input", str(_input(shared_data, tmp_path, 6)),
+                  "--output", str(output), "--set", "perturb.rank.num_candidates=2"]
+        deadline = time.time() + 120
+        while True:  # the dashboard and its job agent take a few seconds to accept jobs
+            done = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=600)
+            not_ready = any(s in done.stdout + done.stderr for s in ("Failed to connect", "No available agent"))
+            if done.returncode == 0 or not not_ready or time.time() > deadline:
+                break
+            time.sleep(3)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert "succeeded" in done.stdout
+        summary = json.loads((output / "summary.json").read_text())
+        assert summary["read"] == 6 and summary["kept"] == len(_doc_ids(output)) > 0
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)  # our own head only: `ray stop` would stop everyone's Ray
+        try:
+            head.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+
+
+def test_job_finishes_every_row_once_after_losing_a_node(micro_home, shared_data, tmp_path):
+    output = tmp_path / "out"
+    script = ROOT / "tests" / "scripts" / "node_removal.py"
+    done = subprocess.run([sys.executable, str(script), str(_input(shared_data, tmp_path, 24)), str(output)],
+                          env=_env(micro_home), capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    verdict = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not verdict["alive"]
+    summary = verdict["summary"]
+    assert summary["read"] == 24
+    ids = _doc_ids(output)
+    assert len(ids) == len(set(ids)) == summary["kept"]
+    assert summary["kept"] + summary["too_short"] + summary["no_maskable_words"] + summary["quarantined"] == 24
