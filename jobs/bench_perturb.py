@@ -1,0 +1,253 @@
+"""Benchmark of REPLACE (the MLM work of the perturbation job), side by side in one run.
+
+On leads of ../shared/data/enwiki2015_first_paragraphs.jsonl with the local preset's masked LM:
+  * pipeline      - this project's REPLACE stage (all candidates of a batch share each step's forward)
+  * model-only    - the very same forwards replayed with no pipeline around them
+  * naive loop    - Hugging Face fill-mask style: one full forward per masked token per candidate, batch 1
+  * nlpaug        - ContextualWordEmbsAug on the same MLM folder, substituting as many words per candidate
+  * 1 vs 2 actors - the REPLACE stage as a Ray Data actor pool, 1 thread per actor
+Every variant fills the same masks (prepared once); rates are candidates per second. The slow baselines
+run on a subset of the documents; their rate is what is compared.
+  python jobs/bench_perturb.py [--docs 200 --candidates 20 --naive-docs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+RESULTS = ROOT / "jobs" / "results"
+
+
+def _prepared_rows(config, docs: int) -> list[dict]:
+    from transformers import AutoTokenizer
+
+    from hades_ray.io.readers import read_rows
+    from hades_ray.models.registry import resolve_model
+    from hades_ray.perturb.annotate import load_spacy
+    from hades_ray.perturb.stages import prepare_rows
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(config.models.mlm))
+    nlp = load_spacy(config.spacy_model)
+    rows, kept = [], []
+    for row in read_rows(SHARED):
+        rows = prepare_rows([{"doc_id": row.doc_id, "title": row.title, "text": row.text, "reject": row.reject,
+                              "source": row.source}], nlp, tokenizer, config)
+        kept += [r for r in rows if r["status"] == "ok"]
+        if len(kept) >= docs:
+            return kept
+    return kept
+
+
+def _copy(rows):
+    return [dict(r) for r in rows]
+
+
+def run_pipeline(rows, config, model, tokenizer, recorder=None) -> tuple[float, float]:
+    """(wall seconds, seconds inside forwards) of the REPLACE stage over ``rows`` in batches."""
+    from hades_ray.perturb.replace import vocabulary_bans
+    from hades_ray.perturb.stages import replace_rows
+
+    bans = vocabulary_bans(tokenizer, model.config.vocab_size)
+    size = config.perturb.resources.replace.batch_size
+    timings = {"forward": 0.0}
+    rows = _copy(rows)
+    started = time.perf_counter()
+    for begin in range(0, len(rows), size):
+        replace_rows(rows[begin : begin + size], model, tokenizer, bans, config, timings)
+    return time.perf_counter() - started, timings["forward"]
+
+
+class Recorder(torch.nn.Module):
+    """Wraps the encoder to keep every forward's inputs for the model-only replay."""
+
+    def __init__(self, base):
+        super().__init__()
+        self.base, self.calls = base, []
+
+    def forward(self, **kwargs):
+        self.calls.append({k: v.clone() for k, v in kwargs.items()})
+        return self.base(**kwargs)
+
+
+def model_only(model, calls, head_inputs) -> float:
+    started = time.perf_counter()
+    with torch.inference_mode():
+        for call, (rows, cols) in zip(calls, head_inputs):
+            hidden = model.base_model(**call)[0]
+            model.cls(hidden[rows, cols]) if hasattr(model, "cls") else model.lm_head(hidden[rows, cols])
+    return time.perf_counter() - started
+
+
+def naive_loop(rows, model, tokenizer, config) -> float:
+    """One full-vocabulary forward per masked token per candidate, batch size 1 (fill-mask style)."""
+    from hades_ray.perturb.stages import _masked_sequences
+
+    started = time.perf_counter()
+    k = config.perturb.replace.top_k
+    with torch.inference_mode():
+        for row in rows:
+            payload = json.loads(row["payload"])
+            for seq in _masked_sequences(row, payload, tokenizer.mask_token_id, config.seed):
+                ids = torch.tensor([seq.input_ids])
+                for position, original in zip(seq.positions, seq.original_ids):
+                    logits = model(input_ids=ids).logits[0, position]
+                    logits[original] = float("-inf")
+                    values, indices = logits.topk(k)
+                    pick = indices[int(seq.rng.choice(k, p=values.double().softmax(-1).numpy()))]
+                    ids[0, position] = pick
+    return time.perf_counter() - started
+
+
+def nlpaug_loop(rows, mlm_dir: str, config) -> tuple[float, str]:
+    """nlpaug's ContextualWordEmbsAug substituting as many words per candidate as our masks hold."""
+    try:
+        import nlpaug.augmenter.word as naw
+    except ImportError as error:  # the bench extra is not installed
+        return float("nan"), f"nlpaug unavailable: {error}"
+    try:
+        aug = naw.ContextualWordEmbsAug(model_path=mlm_dir, model_type="bert", action="substitute",
+                                        top_k=config.perturb.replace.top_k, device="cpu", batch_size=1)
+        started = time.perf_counter()
+        for row in rows:
+            payload = json.loads(row["payload"])
+            for chosen in payload["candidates"]:
+                aug.aug_min = aug.aug_max = len(chosen)
+                aug.augment(row["text"])
+        return time.perf_counter() - started, "ok"
+    except Exception as error:  # report, don't hide, a baseline that breaks on current transformers
+        return float("nan"), f"nlpaug failed: {type(error).__name__}: {error}"
+
+
+def ray_actors(rows, config, actors: int) -> tuple[float, float]:
+    """The REPLACE stage alone as a Ray Data actor pool of ``actors`` x 1 thread: (wall seconds,
+    steady-state seconds from the first finished row to the last, i.e. without actor start-up)."""
+    import ray
+
+    from hades_ray.perturb.stages import MaskFiller
+    from hades_ray.ray_runtime import init_ray
+
+    init_ray(num_cpus=os.cpu_count())
+    res = config.perturb.resources.replace
+    items = [{k: r[k] for k in ("doc_id", "text", "status", "payload")} for r in rows]
+    ds = ray.data.from_items(items, override_num_blocks=max(1, len(items) // res.batch_size))
+    ds = ds.map_batches(MaskFiller, fn_constructor_kwargs={"config": config.to_dict()}, batch_size=res.batch_size,
+                        compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=0.5)
+    started = time.perf_counter()
+    stamps = [time.perf_counter() for _ in ds.iter_rows()]
+    assert len(stamps) == len(items)
+    return stamps[-1] - started, stamps[-1] - stamps[0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=int, default=200)
+    parser.add_argument("--candidates", type=int, default=20)
+    parser.add_argument("--naive-docs", type=int, default=10)
+    parser.add_argument("--ray-docs", type=int, default=60, help="documents for the 1 vs 2 actor runs")
+    parser.add_argument("--skip-ray", action="store_true")
+    args = parser.parse_args()
+    if not SHARED.is_file():
+        print(f"skipped: {SHARED} is absent")
+        return 0
+    from hades_ray.config import load_config
+    from hades_ray.models.registry import load_masked_lm, resolve_model
+
+    config = load_config("local", overrides=[f"perturb.rank.num_candidates={args.candidates}",
+                                             "perturb.resources.replace.torch_threads=1"])
+    torch.set_num_threads(1)
+    tokenizer, model = load_masked_lm(config.models.mlm, "cpu")
+    t0 = time.perf_counter()
+    rows = _prepared_rows(config, args.docs)
+    prepare_s = time.perf_counter() - t0
+    candidates = sum(len(json.loads(r["payload"])["candidates"]) for r in rows)
+    masked = sum(sum(1 for _ in c) for r in rows for c in json.loads(r["payload"])["candidates"])
+
+    recorder = Recorder(model.base_model)
+    base_name = model.base_model_prefix
+    setattr(model, base_name, recorder)
+    pipe_s, forward_s = run_pipeline(rows, config, model, tokenizer)
+    setattr(model, base_name, recorder.base)
+    print(f"pipeline: {len(rows)} docs, {candidates} candidates, {masked} spans in {pipe_s:.1f}s", flush=True)
+    # replay: the same encoder inputs; heads at one position per row, as the stage does
+    head_inputs = [(torch.arange(c["input_ids"].shape[0]), torch.zeros(c["input_ids"].shape[0], dtype=torch.long))
+                   for c in recorder.calls]
+    model_s = model_only(model, recorder.calls, head_inputs)
+
+    subset = rows[: args.naive_docs]
+    sub_cands = sum(len(json.loads(r["payload"])["candidates"]) for r in subset)
+    naive_s = naive_loop(subset, model, tokenizer, config)
+    print(f"naive: {sub_cands} candidates in {naive_s:.1f}s", flush=True)
+    nlpaug_s, nlpaug_status = nlpaug_loop(subset, resolve_model(config.models.mlm), config)
+    print(f"nlpaug: {nlpaug_status} {nlpaug_s:.1f}s", flush=True)
+    ray_rows = rows[: args.ray_docs]
+    ray_cands = sum(len(json.loads(r["payload"])["candidates"]) for r in ray_rows)
+    (ray_1, steady_1), (ray_2, steady_2) = ((float("nan"),) * 2,) * 2
+    if not args.skip_ray:
+        ray_1, steady_1 = ray_actors(ray_rows, config, 1)
+        ray_2, steady_2 = ray_actors(ray_rows, config, 2)
+
+    rate = lambda n, s: n / s if s and s == s else float("nan")  # noqa: E731
+    results = {
+        "docs": len(rows), "candidates_per_doc": args.candidates, "candidates": candidates, "masked_spans": masked,
+        "prepare_seconds": prepare_s,
+        "rates_candidates_per_s": {
+            "pipeline": rate(candidates, pipe_s), "model_only": rate(candidates, model_s),
+            "naive_loop": rate(sub_cands, naive_s), "nlpaug": rate(sub_cands, nlpaug_s),
+            "ray_1_actor": rate(ray_cands, ray_1), "ray_2_actors": rate(ray_cands, ray_2),
+        },
+        "ray_docs": len(ray_rows),
+        "ray_steady_state_ratio_2_vs_1": steady_1 / steady_2 if steady_2 == steady_2 and steady_2 else None,
+        "forward_share_of_pipeline_wall": forward_s / pipe_s,
+        "model_only_share_of_pipeline_wall": model_s / pipe_s,
+        "nlpaug_status": nlpaug_status,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+        "mlm": resolve_model(config.models.mlm),
+    }
+    r = results["rates_candidates_per_s"]
+    results["ratios"] = {
+        "pipeline_vs_naive": r["pipeline"] / r["naive_loop"],
+        "pipeline_vs_nlpaug": r["pipeline"] / r["nlpaug"] if r["nlpaug"] == r["nlpaug"] else None,
+        "ray_2_vs_1_actors": r["ray_2_actors"] / r["ray_1_actor"] if not args.skip_ray else None,
+    }
+    write_results(results)
+    return 0
+
+
+def write_results(results: dict) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bench_perturb.json").write_text(json.dumps(results, indent=2))
+    r, q = results["rates_candidates_per_s"], results["ratios"]
+    fmt = lambda v: "n/a" if v is None or v != v else f"{v:.2f}"  # noqa: E731
+    lines = [
+        "# REPLACE benchmark (candidates per second, higher is better)", "",
+        f"{results['docs']} leads x {results['candidates_per_doc']} candidates, {results['masked_spans']} masked "
+        f"spans; {results['machine']}; MLM `{results['mlm']}`", "",
+        "| variant | candidates/s | vs pipeline |", "|---|---|---|",
+    ]
+    for name in ("pipeline", "model_only", "naive_loop", "nlpaug", "ray_1_actor", "ray_2_actors"):
+        ratio = r[name] / r["pipeline"] if r[name] == r[name] else None
+        lines.append(f"| {name} | {fmt(r[name])} | {fmt(ratio)} |")
+    lines += ["", f"- pipeline / naive loop: **{fmt(q['pipeline_vs_naive'])}x** (aim >= 5x)",
+              f"- pipeline / nlpaug: {fmt(q['pipeline_vs_nlpaug'])}x ({results['nlpaug_status']})",
+              f"- share of pipeline wall time inside model forwards: **{results['forward_share_of_pipeline_wall']:.1%}** "
+              f"(replayed model-only: {results['model_only_share_of_pipeline_wall']:.1%}; aim >= 85%)",
+              f"- 2 actors / 1 actor ({results['ray_docs']} leads, wall time with actor start-up): "
+              f"**{fmt(q['ray_2_vs_1_actors'])}x**; steady state (first to last row): "
+              f"{fmt(results['ray_steady_state_ratio_2_vs_1'])}x (aim >= 1.8x)"]
+    (RESULTS / "bench_perturb.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
