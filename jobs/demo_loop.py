@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.ray_runtime import init_ray  # noqa: E402
+from hades_ray.ray_runtime import init_ray
 
 
 def ensure_models(workdir: Path) -> None:

@@ -4,7 +4,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hades_ray.annotate.consensus import agreement_report, item_status, item_table, judges_needed, krippendorff_alpha
+from hades_ray.annotate.consensus import (
+    agreement_report,
+    item_status,
+    item_table,
+    judges_needed,
+    krippendorff_alpha,
+)
 from hades_ray.config import load_config
 
 

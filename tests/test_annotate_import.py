@@ -2,6 +2,7 @@
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -78,7 +79,7 @@ def test_label_studio_import(workdir, tmp_path):
 def test_exports_escape_corpus_text(workdir):
     config = load_config()
     report = export_items(config, workdir, 0, "label-studio")
-    tasks = json.loads(open(report["files"][0]).read())
+    tasks = json.loads(Path(report["files"][0]).read_text())
     html = tasks[0]["data"]["perturbed_html"]
     assert "&lt;b&gt;met&lt;/b&gt;" in html and "&amp;" in html and "&quot;Bob&quot;" in html
     assert "<mark>Rome</mark>" in html and "<mark>Paris</mark>" in tasks[0]["data"]["original_html"]

@@ -39,7 +39,7 @@ def test_rebalance_keeps_all_predicted_n():
 def test_sample_batch_and_window():
     ids = np.array([f"i{k}" for k in range(10)])
     assert len(filters.sample_batch(ids, 4, 0)) == 4 and len(filters.sample_batch(ids, 40, 0)) == 10
-    text, start, end = window_text("a b cc d e".split(), 2, 2, 1)
+    text, start, end = window_text(["a", "b", "cc", "d", "e"], 2, 2, 1)
     assert text == "b cc d" and text[start:end] == "cc"
 
 

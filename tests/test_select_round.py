@@ -9,7 +9,7 @@ import pytest
 from hades_ray.config import load_config
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-from select_fakes import build_pool, fake_detect_api  # noqa: E402
+from select_fakes import build_pool, fake_detect_api
 
 
 @pytest.mark.ray
@@ -31,7 +31,7 @@ def test_two_rounds_end_to_end(ray_local, tmp_path, monkeypatch):
     assert first["counts"]["batch"] == 50 and "rates" not in first
     for _ in range(2):
         simulate_judgments(config, workdir, 0)
-    labeled, report = round_labels(config, workdir, 0)
+    _labeled, report = round_labels(config, workdir, 0)
     assert report["judged"] == 50 and 0 <= report["share_agreement_80"] <= 1
     assert all(name.endswith(".simulated.csv") for name in
                [p.name for p in (workdir / "round-000" / "judgments").glob("import-*.csv")

@@ -2,4 +2,4 @@
 
 from hades_ray.annotate.consensus import agreement_report, item_status, krippendorff_alpha
 
-__all__ = ["item_status", "agreement_report", "krippendorff_alpha"]
+__all__ = ["agreement_report", "item_status", "krippendorff_alpha"]

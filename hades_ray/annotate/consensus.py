@@ -88,7 +88,7 @@ def agreement_report(table: pd.DataFrame) -> dict:
 
     alpha = krippendorff_alpha(decided[["n_n", "n_h"]].to_numpy()) if n else None
     return {
-        "items": int(len(table)), "judged": n,
+        "items": len(table), "judged": n,
         "consensus": int((decided["status"] == "consensus").sum()),
         "needs_more": int((decided["status"] == "needs_more").sum()),
         "no_consensus": int((decided["status"] == "no_consensus").sum()),

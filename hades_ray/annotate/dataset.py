@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -52,8 +51,8 @@ def dataset_stats(frame: pd.DataFrame) -> dict:
 
 
 def stats_markdown(stats: dict) -> str:
-    lines = ["# Dataset statistics", "", f"{stats['instances']} instances: {stats['H']} H, {stats['N']} N "
-             f"(H share {stats['share_h']:.1%}).", "", "| split | instances | H | documents |", "|---|---|---|---|"]
+    lines = ["# Dataset statistics", "", (f"{stats['instances']} instances: {stats['H']} H, {stats['N']} N "
+             f"(H share {stats['share_h']:.1%})."), "", "| split | instances | H | documents |", "|---|---|---|---|"]
     lines += [f"| {s} | {v['instances']} | {v['H']} | {v['documents']} |" for s, v in stats["splits"].items()]
     for key, title in (("pos", "POS of the original span (Fig. 4)"), ("ner", "NER type of the original span (Fig. 4)")):
         lines += ["", f"## {title}", "", "| value | H | N | H share |", "|---|---|---|---|"]

@@ -2,4 +2,4 @@
 
 from hades_ray.select.ratio import detector_rates, explain_ratio, subsampling_ratio
 
-__all__ = ["subsampling_ratio", "explain_ratio", "detector_rates"]
+__all__ = ["detector_rates", "explain_ratio", "subsampling_ratio"]

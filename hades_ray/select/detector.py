@@ -22,7 +22,7 @@ def heldout_split(labels: np.ndarray, share: float, seed: int) -> np.ndarray:
     mask = np.zeros(len(labels), dtype=bool)
     for value in np.unique(labels):
         members = rng.permutation(np.flatnonzero(labels == value))
-        n_out = min(int(round(share * len(members))), max(len(members) - 1, 0))
+        n_out = min(round(share * len(members)), max(len(members) - 1, 0))
         mask[members[:n_out]] = True
     return mask
 

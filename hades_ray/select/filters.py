@@ -38,7 +38,7 @@ def swap_keep(features: pd.DataFrame, entity_types: list[str], drop_share: float
     """Drop a seeded random ``drop_share`` of the obvious swaps; keep everything else."""
     swaps = np.flatnonzero(obvious_swaps(features, entity_types))
     rng = np.random.default_rng(seed)
-    n_drop = int(round(drop_share * len(swaps)))
+    n_drop = round(drop_share * len(swaps))
     keep = np.ones(len(features), dtype=bool)
     keep[rng.choice(swaps, size=n_drop, replace=False)] = False
     return keep
@@ -49,7 +49,7 @@ def rebalance_keep(pred: np.ndarray, ratio: float, seed: int) -> np.ndarray:
     pred = np.asarray(pred, dtype=int)
     positives = np.flatnonzero(pred == 1)
     rng = np.random.default_rng(seed)
-    n_keep = int(round(ratio * len(positives)))
+    n_keep = round(ratio * len(positives))
     keep = pred != 1
     keep[rng.choice(positives, size=n_keep, replace=False)] = True
     return keep

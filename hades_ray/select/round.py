@@ -13,17 +13,24 @@ import json
 import logging
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from hades_ray.config import save_config
 from hades_ray.io.hades_format import mark_span
 from hades_ray.select import filters
+from hades_ray.select.detector import score_with_detector
 from hades_ray.select.features import compute_features
 from hades_ray.select.ratio import explain_ratio
-from hades_ray.select.workdir import (existing_rounds, load_pool, original_words, pool_documents, round_dir,
-                                      set_pool, write_json_atomic, write_parquet_atomic)
-from hades_ray.select.detector import score_with_detector
+from hades_ray.select.workdir import (
+    existing_rounds,
+    load_pool,
+    original_words,
+    pool_documents,
+    round_dir,
+    set_pool,
+    write_json_atomic,
+    write_parquet_atomic,
+)
 
 log = logging.getLogger(__name__)
 

@@ -44,8 +44,8 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
     from ray.tune.integration.ray_train import TuneReportCallback
 
     from hades_ray.detect.data import LoadReport, load_labelled, to_rows
-    from hades_ray.detect.trainer import loop_config
     from hades_ray.detect.train_loop import train_loop_per_worker
+    from hades_ray.detect.trainer import loop_config
 
     config = apply_trial(base, trial)
     d = config.detect

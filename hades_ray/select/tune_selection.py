@@ -7,7 +7,6 @@ A trial's score is how far the expected H share of the batch, after Eq. 1 rebala
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 
