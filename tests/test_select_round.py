@@ -9,7 +9,7 @@ import pytest
 from hades_ray.config import load_config
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-from select_fakes import build_pool, fake_detect_api
+from test_select_fakes import build_pool, fake_detect_api
 
 
 @pytest.mark.ray
