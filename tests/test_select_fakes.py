@@ -1,4 +1,4 @@
-"""Test helpers (no tests here): a small synthetic pool in the perturbation job's layout and a stand-in detector API.
+"""Test helpers (no tests here): a synthetic pool in the perturbation job's layout and a stand-in detector API."""
 
 from __future__ import annotations
 
