@@ -30,7 +30,7 @@ def micro_encoder(tmp_path_factory):
 
 
 def tiny_config(encoder) -> build.KitConfig:
-    limits = dict(max_steps=3, max_seconds=None, log_every=1)
+    limits = {"max_steps": 3, "max_seconds": None, "log_every": 1}
     return build.KitConfig(
         mlm=MlmTrainConfig(encoder_path=str(encoder), max_length=32, batch_size=4,
                            limits=TrainLimits(lr=1e-3, fresh_prefixes=("cls.",), fresh_lr_scale=10, **limits)),
@@ -68,7 +68,7 @@ def test_whole_word_mask_labels_whole_words(micro_encoder):
 
     tokenizer = AutoTokenizer.from_pretrained(str(micro_encoder))
     ids, word_ids = encode_chunks(["Photosynthesis converts unbelievably luminous energy"] * 1, tokenizer, 32)[0]
-    masked, labels = whole_word_mask(ids, word_ids, tokenizer, np.random.default_rng(0), probability=0.5)
+    _, labels = whole_word_mask(ids, word_ids, tokenizer, np.random.default_rng(0), probability=0.5)
     chosen = {word_ids[i] for i in np.flatnonzero(labels != -100)}
     assert chosen and None not in chosen
     assert all((labels[i] != -100) == (word_ids[i] in chosen) for i in range(len(ids)))
@@ -118,7 +118,7 @@ def _docs(texts):
 
 
 def test_swap_words_replaces_three_content_words_keeping_case():
-    docs, stop_words = _docs(TEXTS[:1])
+    docs, _ = _docs(TEXTS[:1])
     spans = quality.content_word_spans(docs[0])
     assert "the" not in [TEXTS[0][s:e].lower() for s, e in spans]
     swapped = quality.swap_words(TEXTS[0], spans, ["zebra"], np.random.default_rng(0))
@@ -174,14 +174,17 @@ def test_pairwise_accuracy_separates_good_from_bad_scorer(tmp_path):
     from hades_ray.models.train_gpt2 import train_bpe_tokenizer
 
     tokenizer = train_bpe_tokenizer(TEXTS + ["zebra quokka marmalade"] * 3, vocab_size=320)
-    docs, stop_words = _docs(TEXTS[:6])
+    docs, _ = _docs(TEXTS[:6])
     pairs = quality.swap_pairs(TEXTS[:6], docs, ["zebra", "quokka", "marmalade"], np.random.default_rng(0))
     counts = np.ones(len(tokenizer))
     for ids in tokenizer(TEXTS[:6])["input_ids"]:
         np.add.at(counts, ids, 20)
     good, bad = UnigramLM(np.log(counts / counts.sum())), UnigramLM(-np.log(counts / counts.sum()))
-    score = lambda m: quality.pairwise_accuracy(quality.perplexities(m, tokenizer, [a for a, _ in pairs]),  # noqa: E731
-                                                quality.perplexities(m, tokenizer, [b for _, b in pairs]))
+
+    def score(model) -> float:
+        return quality.pairwise_accuracy(quality.perplexities(model, tokenizer, [a for a, _ in pairs]),
+                                         quality.perplexities(model, tokenizer, [b for _, b in pairs]))
+
     assert len(pairs) == 6 and score(good) == 1.0 and score(bad) == 0.0
 
 

@@ -31,7 +31,7 @@ class KitConfig:
     mlm: MlmTrainConfig = field(default_factory=MlmTrainConfig)
     gpt2: Gpt2TrainConfig = field(default_factory=Gpt2TrainConfig)
     heldout_fraction: float = 0.1
-    mlm_eval_texts: int = 200
+    mlm_eval_texts: int = 150
     gpt2_pairs: int = 200
     baseline: bool = False  # also score MiniLM with an untrained head (``models evaluate`` does)
     seed: int = 0
@@ -42,7 +42,6 @@ def kit_config(seed: int = 0, mlm_minutes: float | None = None, gpt2_minutes: fl
     """The default kit with the CLI's overrides; minutes <= 0 means no time box (steps only)."""
     config = KitConfig(seed=seed)
     config.mlm.seed = config.gpt2.seed = seed
-    config.gpt2.limits.max_seconds = 210
     for limits, minutes, steps in ((config.mlm.limits, mlm_minutes, mlm_steps),
                                    (config.gpt2.limits, gpt2_minutes, gpt2_steps)):
         if minutes is not None:
@@ -105,7 +104,7 @@ def build_gpt2(directory: Path, train_texts: list[str], config: Gpt2TrainConfig)
     model = init_gpt2(tokenizer, config)
     stream = token_stream(train_texts, tokenizer)
     stats = train_time_boxed(model, gpt2_batches(stream, config), config.limits)
-    stats["train_tokens"] = int(len(stream))
+    stats["train_tokens"] = len(stream)
     return _save(directory, model, tokenizer, started, stats, asdict(config), len(train_texts))
 
 

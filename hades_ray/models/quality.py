@@ -55,7 +55,7 @@ def mlm_topk_hit_rate(model, tokenizer, cases, k: int = 10, batch_size: int = 32
         at_mask = logits[torch.arange(len(rows)), torch.tensor([p for _, p, _ in rows])].float().numpy()
         hits.append(topk_hits(at_mask, np.array([t for _, _, t in rows]), k))
     hits = np.concatenate(hits) if hits else np.zeros(0, dtype=bool)
-    return {f"top{k}": round(float(hits.mean()), 4) if len(hits) else None, "n": int(len(hits))}
+    return {f"top{k}": round(float(hits.mean()), 4) if len(hits) else None, "n": len(hits)}
 
 
 def replacement_vocabulary(texts: list[str], stop_words, min_count: int = 3) -> list[str]:

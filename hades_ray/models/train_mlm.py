@@ -25,7 +25,7 @@ class MlmTrainConfig:
     seed: int = 0
     # The fresh head learns 10x faster than the pretrained encoder, which only needs nudging.
     limits: TrainLimits = field(default_factory=lambda: TrainLimits(
-        max_steps=3000, max_seconds=240, lr=2e-4, warmup_fraction=0.05, log_every=10,
+        max_steps=3000, max_seconds=210, lr=2e-4, warmup_fraction=0.05, log_every=10,
         fresh_prefixes=("cls.",), fresh_lr_scale=10.0))
 
 
@@ -55,7 +55,7 @@ def whole_word_mask(ids: list[int], word_ids: list[int | None], tokenizer, rng: 
     words = sorted({w for w in word_ids if w is not None})
     if not words:
         return ids_arr, labels
-    n_chosen = max(1, int(round(probability * len(words))))
+    n_chosen = max(1, round(probability * len(words)))
     chosen = set(rng.choice(words, size=min(n_chosen, len(words)), replace=False).tolist())
     positions = np.array([i for i, w in enumerate(word_ids) if w in chosen])
     labels[positions] = ids_arr[positions]

@@ -71,7 +71,7 @@ def train_time_boxed(model, batches: Iterator[dict], limits: TrainLimits,
 
     model.train()
     optimizer = _optimizer(model, limits)
-    started, step, recent = time.perf_counter(), 0, []
+    started, cpu_started, step, recent = time.perf_counter(), time.process_time(), 0, []
     while step < limits.max_steps:
         progress = _progress(step, started, limits)
         if progress >= 1.0:
@@ -90,4 +90,6 @@ def train_time_boxed(model, batches: Iterator[dict], limits: TrainLimits,
             log.info("step %d loss %.3f (%.0fs)", entry["step"], entry["loss"], entry["seconds"])
     model.eval()
     final = sum(recent) / len(recent) if recent else float("nan")
-    return {"steps": step, "seconds": round(time.perf_counter() - started, 1), "final_loss": round(final, 4)}
+    # CPU seconds beside wall seconds show how much a shared machine slowed a time-boxed run.
+    return {"steps": step, "seconds": round(time.perf_counter() - started, 1),
+            "cpu_seconds": round(time.process_time() - cpu_started, 1), "final_loss": round(final, 4)}
