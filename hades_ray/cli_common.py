@@ -9,12 +9,23 @@ from hades_ray.config import HadesConfig, load_config
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--preset", choices=("local", "paper"), default=None,
-                        help="model and resource preset (default: local, or the config file's preset)")
-    parser.add_argument("--config", dest="config_file", default=None, metavar="FILE.yaml",
-                        help="YAML file overriding the preset")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one config value, e.g. --set perturb.mask.ratio=0.2 (repeatable)")
+    parser.add_argument(
+        "--preset",
+        choices=("local", "paper"),
+        default=None,
+        help="model and resource preset (default: local, or the config file's preset)",
+    )
+    parser.add_argument(
+        "--config", dest="config_file", default=None, metavar="FILE.yaml", help="YAML file overriding the preset"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config value, e.g. --set perturb.mask.ratio=0.2 (repeatable)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="random seed (same as --set seed=S)")
 
 
@@ -26,5 +37,8 @@ def config_from_args(args: argparse.Namespace) -> HadesConfig:
 
 
 def setup_logging(verbose: bool = False) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )

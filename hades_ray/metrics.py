@@ -34,7 +34,8 @@ def binary_metrics(y_true, y_pred, p_hallucination) -> dict[str, float]:
         log.warning("no labelled instances: every metric is NaN")
         return {key: math.nan for key in KEYS} | {"n": 0}
     precision, recall, f1, _ = precision_recall_fscore_support(
-        y_true, y_pred, labels=[0, 1], average=None, zero_division=0)
+        y_true, y_pred, labels=[0, 1], average=None, zero_division=0
+    )
     tn, fp, fn, tp = confusion_matrix(y_true, y_pred, labels=[0, 1]).ravel()
     sensitivity = tp / (tp + fn) if tp + fn else math.nan
     specificity = tn / (tn + fp) if tn + fp else math.nan
@@ -45,8 +46,12 @@ def binary_metrics(y_true, y_pred, p_hallucination) -> dict[str, float]:
         auc = float(roc_auc_score(y_true, p))
     return {
         "accuracy": float(accuracy_score(y_true, y_pred)),
-        "h_precision": float(precision[1]), "h_recall": float(recall[1]), "h_f1": float(f1[1]),
-        "n_precision": float(precision[0]), "n_recall": float(recall[0]), "n_f1": float(f1[0]),
+        "h_precision": float(precision[1]),
+        "h_recall": float(recall[1]),
+        "h_f1": float(f1[1]),
+        "n_precision": float(precision[0]),
+        "n_recall": float(recall[0]),
+        "n_f1": float(f1[0]),
         "gmean": float(math.sqrt(sensitivity * specificity)),
         "bss": float(brier_score_loss(y_true, p, pos_label=1)),
         "auc": auc,
@@ -65,8 +70,21 @@ def markdown_table(rows: dict[str, dict[str, float]]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, m in rows.items():
-        cells = [m.get(k, math.nan) for k in ("accuracy", "gmean", "bss", "auc", "n_precision", "n_recall",
-                                               "n_f1", "h_precision", "h_recall", "h_f1")]
+        cells = [
+            m.get(k, math.nan)
+            for k in (
+                "accuracy",
+                "gmean",
+                "bss",
+                "auc",
+                "n_precision",
+                "n_recall",
+                "n_f1",
+                "h_precision",
+                "h_recall",
+                "h_f1",
+            )
+        ]
         lines.append(f"| {name} | " + " | ".join(_pct(v) for v in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -59,8 +59,13 @@ def throughput(config, n: int) -> dict:
 
     train, valid = toy_instances(n, seed=1), toy_instances(16, seed=2)
     rows = [{"words": i.words, "start": i.start, "end": i.end, "label": i.label} for i in train]
-    out: dict = {"examples": n, "batch_size": config.detect.batch_size, "window": config.detect.window,
-                 "plain_1_thread": plain_loop(config, rows, 1), "plain_2_threads": plain_loop(config, rows, 2)}
+    out: dict = {
+        "examples": n,
+        "batch_size": config.detect.batch_size,
+        "window": config.detect.window,
+        "plain_1_thread": plain_loop(config, rows, 1),
+        "plain_2_threads": plain_loop(config, rows, 2),
+    }
     for workers in (1, 2):
         began = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
@@ -88,8 +93,12 @@ def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
     parts = split_by_doc(instances, (0.7, 0.1, 0.2), seed=config.seed)
     paths = [write_instances(p, work / f"{name}.jsonl") for p, name in zip(parts, ("train", "valid", "test"))]
     out = {"instances": {n: len(p) for n, p in zip(("train", "valid", "test"), parts)}, "metrics": {}, "seconds": {}}
-    for detector, mode in (("transformer", "offline"), ("transformer", "online"), ("lr", "offline"),
-                           ("svm", "offline")):
+    for detector, mode in (
+        ("transformer", "offline"),
+        ("transformer", "online"),
+        ("lr", "offline"),
+        ("svm", "offline"),
+    ):
         name = f"{detector} ({mode})" if detector == "transformer" else detector.upper()
         began = time.perf_counter()
         model = train_detector(config, paths[0], paths[1], work / f"{detector}_{mode}", detector, mode, 1)
@@ -104,21 +113,34 @@ def _markdown(report: dict) -> str:
     lines = ["# Detector benchmarks", "", f"Machine: {os.cpu_count()} cores, CPU only. {report['note']}", ""]
     t = report.get("throughput")
     if t:
-        lines += ["## Training throughput (examples/s, in-loop, MiniLM span classifier)", "",
-                  "| run | examples/s | wall s |", "|---|---|---|",
-                  f"| plain PyTorch, 1 thread | {t['plain_1_thread']:.1f} | |",
-                  f"| plain PyTorch, 2 threads | {t['plain_2_threads']:.1f} | |",
-                  f"| Ray Train, 1 worker | {t['ray_1_worker']:.1f} | {t['ray_1_worker_wall_s']:.1f} |",
-                  f"| Ray Train, 2 workers | {t['ray_2_worker']:.1f} | {t['ray_2_worker_wall_s']:.1f} |", "",
-                  (f"Ray overhead, 1 worker vs plain 1 thread: {100 * t['ray_overhead_1_worker']:.1f} % (aim < 10 %). "
-                   f"2 workers vs 1: {t['speedup_2_vs_1_worker']:.2f}x (aim >= 1.6x). "
-                   f"2 workers vs plain 2 threads: {t['ray_2_workers_vs_plain_2_threads']:.2f}x."), ""]
+        lines += [
+            "## Training throughput (examples/s, in-loop, MiniLM span classifier)",
+            "",
+            "| run | examples/s | wall s |",
+            "|---|---|---|",
+            f"| plain PyTorch, 1 thread | {t['plain_1_thread']:.1f} | |",
+            f"| plain PyTorch, 2 threads | {t['plain_2_threads']:.1f} | |",
+            f"| Ray Train, 1 worker | {t['ray_1_worker']:.1f} | {t['ray_1_worker_wall_s']:.1f} |",
+            f"| Ray Train, 2 workers | {t['ray_2_worker']:.1f} | {t['ray_2_worker_wall_s']:.1f} |",
+            "",
+            (
+                f"Ray overhead, 1 worker vs plain 1 thread: {100 * t['ray_overhead_1_worker']:.1f} % (aim < 10 %). "
+                f"2 workers vs 1: {t['speedup_2_vs_1_worker']:.2f}x (aim >= 1.6x). "
+                f"2 workers vs plain 2 threads: {t['ray_2_workers_vs_plain_2_threads']:.2f}x."
+            ),
+            "",
+        ]
     lr = report.get("learnability")
     if lr:
-        lines += ["## Learnability without human labels (held-out documents)", "",
-                  f"Instances: {lr['instances']}", "", markdown_table(lr["metrics"]),
-                  ("Seconds per detector (train + evaluate): "
-                   + ", ".join(f"{k} {v:.0f}" for k, v in lr["seconds"].items())), ""]
+        lines += [
+            "## Learnability without human labels (held-out documents)",
+            "",
+            f"Instances: {lr['instances']}",
+            "",
+            markdown_table(lr["metrics"]),
+            ("Seconds per detector (train + evaluate): " + ", ".join(f"{k} {v:.0f}" for k, v in lr["seconds"].items())),
+            "",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -144,10 +166,19 @@ def main(argv=None) -> int:
         home = Path(tempfile.mkdtemp(prefix="hades_bench_home_"))
         build_micro_kit(home)
         os.environ["HADES_RAY_HOME"] = str(home)
-        note = ("Project MLM/GPT-2 not built: micro random-weight models stand in for REPLACE, RANK and the "
-                "MLM features (replacements are random words; MLM features are noise).")
-    config = load_config(overrides=["detect.epochs=2", "detect.window=64", "detect.batch_size=16",
-                                    "detect.feature_window=128", *args.overrides])
+        note = (
+            "Project MLM/GPT-2 not built: micro random-weight models stand in for REPLACE, RANK and the "
+            "MLM features (replacements are random words; MLM features are noise)."
+        )
+    config = load_config(
+        overrides=[
+            "detect.epochs=2",
+            "detect.window=64",
+            "detect.batch_size=16",
+            "detect.feature_window=128",
+            *args.overrides,
+        ]
+    )
     init_ray(config.ray.address, config.ray.num_cpus)
     report: dict = {"note": note, "config": config.to_dict()["detect"]}
     previous = RESULTS / "bench_detect.json"

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,8 +41,12 @@ def _prepared_rows(config, docs: int) -> list[dict]:
     nlp = load_spacy(config.spacy_model)
     rows, kept = [], []
     for row in read_rows(SHARED):
-        rows = prepare_rows([{"doc_id": row.doc_id, "title": row.title, "text": row.text, "reject": row.reject,
-                              "source": row.source}], nlp, tokenizer, config)
+        rows = prepare_rows(
+            [{"doc_id": row.doc_id, "title": row.title, "text": row.text, "reject": row.reject, "source": row.source}],
+            nlp,
+            tokenizer,
+            config,
+        )
         kept += [r for r in rows if r["status"] == "ok"]
         if len(kept) >= docs:
             return kept
@@ -116,8 +120,14 @@ def nlpaug_loop(rows, mlm_dir: str, config) -> tuple[float, str]:
     except ImportError as error:  # the bench extra is not installed
         return float("nan"), f"nlpaug unavailable: {error}"
     try:
-        aug = naw.ContextualWordEmbsAug(model_path=mlm_dir, model_type="bert", action="substitute",
-                                        top_k=config.perturb.replace.top_k, device="cpu", batch_size=1)
+        aug = naw.ContextualWordEmbsAug(
+            model_path=mlm_dir,
+            model_type="bert",
+            action="substitute",
+            top_k=config.perturb.replace.top_k,
+            device="cpu",
+            batch_size=1,
+        )
         started = time.perf_counter()
         for row in rows:
             payload = json.loads(row["payload"])
@@ -141,8 +151,13 @@ def ray_actors(rows, config, actors: int) -> tuple[float, float]:
     res = config.perturb.resources.replace
     items = [{k: r[k] for k in ("doc_id", "text", "status", "payload")} for r in rows]
     ds = ray.data.from_items(items, override_num_blocks=max(1, len(items) // res.batch_size))
-    ds = ds.map_batches(MaskFiller, fn_constructor_kwargs={"config": config.to_dict()}, batch_size=res.batch_size,
-                        compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=0.5)
+    ds = ds.map_batches(
+        MaskFiller,
+        fn_constructor_kwargs={"config": config.to_dict()},
+        batch_size=res.batch_size,
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        num_cpus=0.5,
+    )
     started = time.perf_counter()
     stamps = [time.perf_counter() for _ in ds.iter_rows()]
     assert len(stamps) == len(items)
@@ -163,8 +178,10 @@ def main() -> int:
     from hades_ray.config import load_config
     from hades_ray.models.registry import load_masked_lm, resolve_model
 
-    config = load_config("local", overrides=[f"perturb.rank.num_candidates={args.candidates}",
-                                             "perturb.resources.replace.torch_threads=1"])
+    config = load_config(
+        "local",
+        overrides=[f"perturb.rank.num_candidates={args.candidates}", "perturb.resources.replace.torch_threads=1"],
+    )
     torch.set_num_threads(1)
     tokenizer, model = load_masked_lm(config.models.mlm, "cpu")
     t0 = time.perf_counter()
@@ -180,8 +197,10 @@ def main() -> int:
     setattr(model, base_name, recorder.base)
     print(f"pipeline: {len(rows)} docs, {candidates} candidates, {masked} spans in {pipe_s:.1f}s", flush=True)
     # replay: the same encoder inputs; heads at one position per row, as the stage does
-    head_inputs = [(torch.arange(c["input_ids"].shape[0]), torch.zeros(c["input_ids"].shape[0], dtype=torch.long))
-                   for c in recorder.calls]
+    head_inputs = [
+        (torch.arange(c["input_ids"].shape[0]), torch.zeros(c["input_ids"].shape[0], dtype=torch.long))
+        for c in recorder.calls
+    ]
     model_s = model_only(model, recorder.calls, head_inputs)
 
     subset = rows[: args.naive_docs]
@@ -197,14 +216,22 @@ def main() -> int:
         ray_1, steady_1 = ray_actors(ray_rows, config, 1)
         ray_2, steady_2 = ray_actors(ray_rows, config, 2)
 
-    rate = lambda n, s: n / s if s and s == s else float("nan")  # noqa: E731
+    def rate(count: int, seconds: float) -> float:
+        return count / seconds if seconds and not math.isnan(seconds) else float("nan")
+
     results = {
-        "docs": len(rows), "candidates_per_doc": args.candidates, "candidates": candidates, "masked_spans": masked,
+        "docs": len(rows),
+        "candidates_per_doc": args.candidates,
+        "candidates": candidates,
+        "masked_spans": masked,
         "prepare_seconds": prepare_s,
         "rates_candidates_per_s": {
-            "pipeline": rate(candidates, pipe_s), "model_only": rate(candidates, model_s),
-            "naive_loop": rate(sub_cands, naive_s), "nlpaug": rate(sub_cands, nlpaug_s),
-            "ray_1_actor": rate(ray_cands, ray_1), "ray_2_actors": rate(ray_cands, ray_2),
+            "pipeline": rate(candidates, pipe_s),
+            "model_only": rate(candidates, model_s),
+            "naive_loop": rate(sub_cands, naive_s),
+            "nlpaug": rate(sub_cands, nlpaug_s),
+            "ray_1_actor": rate(ray_cands, ray_1),
+            "ray_2_actors": rate(ray_cands, ray_2),
         },
         "ray_docs": len(ray_rows),
         "ray_steady_state_ratio_2_vs_1": steady_1 / steady_2 if steady_2 == steady_2 and steady_2 else None,
@@ -228,23 +255,31 @@ def write_results(results: dict) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_perturb.json").write_text(json.dumps(results, indent=2))
     r, q = results["rates_candidates_per_s"], results["ratios"]
-    fmt = lambda v: "n/a" if v is None or v != v else f"{v:.2f}"  # noqa: E731
+    def fmt(value: float | None) -> str:
+        return "n/a" if value is None or math.isnan(value) else f"{value:.2f}"
+
     lines = [
-        "# REPLACE benchmark (candidates per second, higher is better)", "",
+        "# REPLACE benchmark (candidates per second, higher is better)",
+        "",
         f"{results['docs']} leads x {results['candidates_per_doc']} candidates, {results['masked_spans']} masked "
-        f"spans; {results['machine']}; MLM `{results['mlm']}`", "",
-        "| variant | candidates/s | vs pipeline |", "|---|---|---|",
+        f"spans; {results['machine']}; MLM `{results['mlm']}`",
+        "",
+        "| variant | candidates/s | vs pipeline |",
+        "|---|---|---|",
     ]
     for name in ("pipeline", "model_only", "naive_loop", "nlpaug", "ray_1_actor", "ray_2_actors"):
         ratio = r[name] / r["pipeline"] if r[name] == r[name] else None
         lines.append(f"| {name} | {fmt(r[name])} | {fmt(ratio)} |")
-    lines += ["", f"- pipeline / naive loop: **{fmt(q['pipeline_vs_naive'])}x** (aim >= 5x)",
-              f"- pipeline / nlpaug: {fmt(q['pipeline_vs_nlpaug'])}x ({results['nlpaug_status']})",
-              f"- share of pipeline wall time inside model forwards: **{results['forward_share_of_pipeline_wall']:.1%}** "
-              f"(replayed model-only: {results['model_only_share_of_pipeline_wall']:.1%}; aim >= 85%)",
-              f"- 2 actors / 1 actor ({results['ray_docs']} leads, wall time with actor start-up): "
-              f"**{fmt(q['ray_2_vs_1_actors'])}x**; steady state (first to last row): "
-              f"{fmt(results['ray_steady_state_ratio_2_vs_1'])}x (aim >= 1.8x)"]
+    lines += [
+        "",
+        f"- pipeline / naive loop: **{fmt(q['pipeline_vs_naive'])}x** (aim >= 5x)",
+        f"- pipeline / nlpaug: {fmt(q['pipeline_vs_nlpaug'])}x ({results['nlpaug_status']})",
+        f"- share of pipeline wall time inside model forwards: **{results['forward_share_of_pipeline_wall']:.1%}** "
+        f"(replayed model-only: {results['model_only_share_of_pipeline_wall']:.1%}; aim >= 85%)",
+        f"- 2 actors / 1 actor ({results['ray_docs']} leads, wall time with actor start-up): "
+        f"**{fmt(q['ray_2_vs_1_actors'])}x**; steady state (first to last row): "
+        f"{fmt(results['ray_steady_state_ratio_2_vs_1'])}x (aim >= 1.8x)",
+    ]
     (RESULTS / "bench_perturb.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

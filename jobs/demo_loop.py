@@ -41,10 +41,14 @@ def main(argv=None) -> int:
     parser.add_argument("--docs", type=int, default=350, help="demo corpus documents to perturb")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="[80,120,120]", help="batch size per round")
-    parser.add_argument("--simulated-n-share", type=float, default=0.4,
-                        help="demo only: set the simulated judges' similarity cut at this quantile of the pool's "
-                             "similarities, so that about this share reads as N (micro models make nonsense "
-                             "replacements that a fixed cut would call H every time)")
+    parser.add_argument(
+        "--simulated-n-share",
+        type=float,
+        default=0.4,
+        help="demo only: set the simulated judges' similarity cut at this quantile of the pool's "
+        "similarities, so that about this share reads as N (micro models make nonsense "
+        "replacements that a fixed cut would call H every time)",
+    )
     parser.add_argument("--noise", type=float, default=0.1)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args(argv)
@@ -62,8 +66,11 @@ def main(argv=None) -> int:
     began = time.perf_counter()
     workdir = Path(args.workdir)
     ensure_models(workdir)
-    config = load_config("local", None, [f"select.round_sizes={args.sizes}", "select.min_train_instances=20",
-                                         "detect.epochs=2", *args.overrides])
+    config = load_config(
+        "local",
+        None,
+        [f"select.round_sizes={args.sizes}", "select.min_train_instances=20", "detect.epochs=2", *args.overrides],
+    )
     init_ray(config.ray.address, config.ray.num_cpus)
     if not (workdir / "pool" / "instances.jsonl").is_file():
         run_perturb(config, "demo", workdir / "pool", limit=args.docs)
@@ -73,21 +80,26 @@ def main(argv=None) -> int:
     similarity = compute_features(config, workdir)["similarity"].astype(float)
     if args.simulated_n_share > 0:
         config.annotate.simulate_similarity = float(similarity.quantile(1 - args.simulated_n_share))
-        print(f"SIMULATED judges call N at similarity >= {config.annotate.simulate_similarity:.3f} "
-              f"(the pool's {1 - args.simulated_n_share:.0%} quantile)")
+        print(
+            f"SIMULATED judges call N at similarity >= {config.annotate.simulate_similarity:.3f} "
+            f"(the pool's {1 - args.simulated_n_share:.0%} quantile)"
+        )
     done = existing_rounds(workdir)
     for k in range(args.rounds):
         if k not in done or not (workdir / f"round-{k:03d}" / "round.json").is_file():
             print_round(run_round(config, workdir, k))
-        for attempt in range(2):  # the first panel of 4, then 2 more judges where they disagree
+        for _attempt in range(2):  # the first panel of 4, then 2 more judges where they disagree
             if export_items(config, workdir, k, "csv")["items"]:
                 report = simulate_judgments(config, workdir, k, noise=args.noise)
                 print(f"  SIMULATED judges: {report['import']} {report['accepted']} judgments")
         print(f"  round {k} agreement (simulated judges): {json.dumps(round_labels(config, workdir, k)[1])}")
         print(f"  elapsed {time.perf_counter() - began:.0f} s")
     stats = build_dataset(config, workdir, workdir / "dataset")
-    print(f"dataset: {stats['instances']} instances ({stats['H']} H, {stats['N']} N), splits "
-          + ", ".join(f"{s}={v['instances']}" for s, v in stats["splits"].items()) + f" -> {workdir / 'dataset'}")
+    print(
+        f"dataset: {stats['instances']} instances ({stats['H']} H, {stats['N']} N), splits "
+        + ", ".join(f"{s}={v['instances']}" for s, v in stats["splits"].items())
+        + f" -> {workdir / 'dataset'}"
+    )
     print(f"demo loop finished in {time.perf_counter() - began:.0f} s (judgments SIMULATED)")
     return 0
 

@@ -20,10 +20,20 @@ def workdir(tmp_path):
     batch.parent.mkdir(parents=True)
     items = []
     for k in range(3):
-        items.append({"replaced": TEXT, "replaced_ids": [5, 5], "hallucination": -1, "id": f"i{k}",
-                      "doc_id": "d", "original_span": "Paris", "replacement": "Rome",
-                      "original_text": ORIGINAL, "original_start": ORIGINAL.index("Paris"),
-                      "original_end": ORIGINAL.index("Paris") + 5})
+        items.append(
+            {
+                "replaced": TEXT,
+                "replaced_ids": [5, 5],
+                "hallucination": -1,
+                "id": f"i{k}",
+                "doc_id": "d",
+                "original_span": "Paris",
+                "replacement": "Rome",
+                "original_text": ORIGINAL,
+                "original_start": ORIGINAL.index("Paris"),
+                "original_end": ORIGINAL.index("Paris") + 5,
+            }
+        )
     batch.write_text("".join(json.dumps(i) + "\n" for i in items))
     return tmp_path
 
@@ -38,8 +48,7 @@ def write_csv(path, rows):
 
 def test_bad_rows_fail_with_line_numbers(workdir, tmp_path):
     config = load_config()
-    path = write_csv(tmp_path / "j.csv", [["i0", "a", "H"], ["nope", "a", "H"], ["i1", "a", "maybe"],
-                                          ["i0", "a", "N"]])
+    path = write_csv(tmp_path / "j.csv", [["i0", "a", "H"], ["nope", "a", "H"], ["i1", "a", "maybe"], ["i0", "a", "N"]])
     with pytest.raises(JudgmentError) as error:
         import_judgments(config, workdir, 0, path)
     message = str(error.value)
@@ -59,16 +68,27 @@ def test_skip_bad_quarantines_and_imports_append(workdir, tmp_path):
     report = import_judgments(config, workdir, 0, again, skip_bad=True)
     assert report["import"] == "import-002" and report["accepted"] == 1
     assert sorted(p.name for p in (workdir / "round-000" / "judgments").glob("import-00?.csv")) == [
-        "import-001.csv", "import-002.csv"]
+        "import-001.csv",
+        "import-002.csv",
+    ]
     assert len(load_judgments(workdir, 0)) == 3
 
 
 def test_label_studio_import(workdir, tmp_path):
-    export = [{"data": {"item_id": "i0"}, "annotations": [
-        {"completed_by": {"id": 7, "email": "x@y"}, "result": [{"from_name": "label", "value": {"choices": ["H"]}}]},
-        {"completed_by": 8, "result": [{"value": {"choices": ["N"]}}]},
-        {"completed_by": 9, "was_cancelled": True, "result": []}]},
-        {"data": {"item_id": "i1"}, "annotations": [{"completed_by": 8, "result": [{"value": {"choices": ["X"]}}]}]}]
+    export = [
+        {
+            "data": {"item_id": "i0"},
+            "annotations": [
+                {
+                    "completed_by": {"id": 7, "email": "x@y"},
+                    "result": [{"from_name": "label", "value": {"choices": ["H"]}}],
+                },
+                {"completed_by": 8, "result": [{"value": {"choices": ["N"]}}]},
+                {"completed_by": 9, "was_cancelled": True, "result": []},
+            ],
+        },
+        {"data": {"item_id": "i1"}, "annotations": [{"completed_by": 8, "result": [{"value": {"choices": ["X"]}}]}]},
+    ]
     path = tmp_path / "ls.json"
     path.write_text(json.dumps(export))
     with pytest.raises(JudgmentError, match="task 2 annotation 1: unknown label 'X'"):

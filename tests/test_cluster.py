@@ -25,8 +25,14 @@ def _free_port() -> int:
 
 
 def _env(micro_home) -> dict:
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
-               HADES_RAY_HOME=str(micro_home), PATH=f"{BIN}:{os.environ['PATH']}", PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ,
+        RAY_AUTH_MODE="disabled",
+        RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+        HADES_RAY_HOME=str(micro_home),
+        PATH=f"{BIN}:{os.environ['PATH']}",
+        PYTHONUNBUFFERED="1",
+    )
     env.pop("RAY_ADDRESS", None)
     return env
 
@@ -46,21 +52,53 @@ def test_job_submitted_through_the_jobs_api(micro_home, shared_data, tmp_path):
     port, dashboard = _free_port(), _free_port()
     env = _env(micro_home)
     head = subprocess.Popen(
-        [str(BIN / "ray"), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1",
-         "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--num-cpus=2", "--block",
-         # Fixed default agent ports would collide with any other Ray on this machine.
-         f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}",
-         f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}",
-         f"--temp-dir={tempfile.mkdtemp(prefix='hr', dir='/tmp')}"],  # short: socket paths are limited
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            str(BIN / "ray"),
+            "start",
+            "--head",
+            f"--port={port}",
+            "--node-ip-address=127.0.0.1",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dashboard}",
+            "--num-cpus=2",
+            "--block",
+            # Fixed default agent ports would collide with any other Ray on this machine.
+            f"--dashboard-agent-listen-port={_free_port()}",
+            f"--dashboard-agent-grpc-port={_free_port()}",
+            f"--metrics-export-port={_free_port()}",
+            f"--runtime-env-agent-port={_free_port()}",
+            f"--temp-dir={tempfile.mkdtemp(prefix='hr', dir='/tmp')}",
+        ],  # short: socket paths are limited
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         output = tmp_path / "out"
-        runtime_env = json.dumps({"env_vars": {"HADES_RAY_HOME": str(micro_home)}, "excludes": [".venv", ".git", "out"]})
-        submit = [str(BIN / "ray"), "job", "submit", "--address", f"http://127.0.0.1:{dashboard}",
-                  "--working-dir", str(ROOT), "--runtime-env-json", runtime_env, "--",
-                  "python", "jobs/perturb.py", "--input", str(_input(shared_data, tmp_path, 6)),
-                  "--output", str(output), "--set", "perturb.rank.num_candidates=2"]
+        runtime_env = json.dumps(
+            {"env_vars": {"HADES_RAY_HOME": str(micro_home)}, "excludes": [".venv", ".git", "out"]}
+        )
+        submit = [
+            str(BIN / "ray"),
+            "job",
+            "submit",
+            "--address",
+            f"http://127.0.0.1:{dashboard}",
+            "--working-dir",
+            str(ROOT),
+            "--runtime-env-json",
+            runtime_env,
+            "--",
+            "python",
+            "jobs/perturb.py",
+            "--input",
+            str(_input(shared_data, tmp_path, 6)),
+            "--output",
+            str(output),
+            "--set",
+            "perturb.rank.num_candidates=2",
+        ]
         deadline = time.time() + 120
         while True:  # the dashboard and its job agent take a few seconds to accept jobs
             done = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=600)
@@ -83,8 +121,14 @@ def test_job_submitted_through_the_jobs_api(micro_home, shared_data, tmp_path):
 def test_job_finishes_every_row_once_after_losing_a_node(micro_home, shared_data, tmp_path):
     output = tmp_path / "out"
     script = ROOT / "tests" / "scripts" / "node_removal.py"
-    done = subprocess.run([sys.executable, str(script), str(_input(shared_data, tmp_path, 24)), str(output)],
-                          env=_env(micro_home), capture_output=True, text=True, timeout=900, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(script), str(_input(shared_data, tmp_path, 24)), str(output)],
+        env=_env(micro_home),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     verdict = json.loads(done.stdout.strip().splitlines()[-1])
     assert not verdict["alive"]

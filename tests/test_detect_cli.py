@@ -12,8 +12,18 @@ from hades_ray.io.hades_format import write_instances
 
 pytestmark = pytest.mark.ray
 
-TINY = ["--set", "detect.backbone=local:mlm", "--set", "detect.epochs=1", "--set", "detect.window=32",
-        "--set", "detect.batch_size=16", "--set", "detect.feature_window=32"]
+TINY = [
+    "--set",
+    "detect.backbone=local:mlm",
+    "--set",
+    "detect.epochs=1",
+    "--set",
+    "detect.window=32",
+    "--set",
+    "detect.batch_size=16",
+    "--set",
+    "detect.feature_window=32",
+]
 
 
 @pytest.fixture(scope="module")

@@ -37,13 +37,16 @@ def test_project_instances_keep_their_ids(tmp_path):
     assert report.summary()["unlabelled_ignored"] == {str(path): 1}
 
 
-@pytest.mark.parametrize("bad, field", [
-    ("{not json", "not valid JSON"),
-    ({**GOOD, "replaced_ids": [1, 5]}, "out of range"),
-    ({**GOOD, "replaced": "a b c", "replaced_ids": [2, 1]}, "reversed"),
-    ({**GOOD, "hallucination": 2}, "hallucination"),
-    ({**GOOD, "replaced_ids": [0, 0]}, "disagrees"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ("{not json", "not valid JSON"),
+        ({**GOOD, "replaced_ids": [1, 5]}, "out of range"),
+        ({**GOOD, "replaced": "a b c", "replaced_ids": [2, 1]}, "reversed"),
+        ({**GOOD, "hallucination": 2}, "hallucination"),
+        ({**GOOD, "replaced_ids": [0, 0]}, "disagrees"),
+    ],
+)
 def test_bad_lines_fail_naming_file_and_line(tmp_path, bad, field):
     path = _write(tmp_path / "train.txt", [GOOD, bad])
     with pytest.raises(HadesFormatError, match=f"train.txt:2: .*{field}"):

@@ -40,7 +40,7 @@ def test_pos_and_ner_tags_on_three_rows():
     assert tags[0, names.index("ner_GPE")] == 1.0 and tags[0, names.index("pos_PROPN")] == 1.0
     assert tags[1, names.index("ner_PERSON")] == 1.0
     assert tags[2, names.index("ner_O")] == 1.0 and tags[2, names.index("pos_VERB")] == 0.5
-    np.testing.assert_allclose(tags[:, : 17].sum(1), 1.0)
+    np.testing.assert_allclose(tags[:, :17].sum(1), 1.0)
 
 
 def test_lexical_stats_roundtrip(tmp_path):

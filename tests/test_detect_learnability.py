@@ -11,8 +11,16 @@ from hades_ray.detect.learnability import pool_instances, split_by_doc
 def _span(text, orig_text, word, replacement):
     start = text.index(replacement)
     o = orig_text.index(word)
-    return {"start": start, "end": start + len(replacement), "orig_start": o, "orig_end": o + len(word),
-            "original": word, "replacement": replacement, "ner": "GPE", "pos": "PROPN"}
+    return {
+        "start": start,
+        "end": start + len(replacement),
+        "orig_start": o,
+        "orig_end": o + len(word),
+        "original": word,
+        "replacement": replacement,
+        "ner": "GPE",
+        "pos": "PROPN",
+    }
 
 
 def _pool(tmp_path):

@@ -23,8 +23,15 @@ def test_two_workers_resume_after_a_worker_fails(tmp_path, micro_home, ray_local
     valid = write_instances(toy_instances(12, seed=2), tmp_path / "valid.jsonl")
     marker = tmp_path / "fault.marker"
     monkeypatch.setenv(FAULT_ENV, str(marker))
-    config = load_config(overrides=["detect.backbone=local:mlm", "detect.epochs=2", "detect.batch_size=8",
-                                    "detect.lr=0.01", "detect.window=32"])
+    config = load_config(
+        overrides=[
+            "detect.backbone=local:mlm",
+            "detect.epochs=2",
+            "detect.batch_size=8",
+            "detect.lr=0.01",
+            "detect.window=32",
+        ]
+    )
     out = train_detector(config, train, valid, tmp_path / "model", workers=2)
 
     assert marker.exists(), "the injected fault never fired"

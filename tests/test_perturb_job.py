@@ -13,8 +13,13 @@ BAD_ROWS = [
     b"{broken json",
     json.dumps({"id": "html", "text": "<script>alert('x')</script> " + "The town is old. " * 6}).encode(),
     json.dumps({"id": "huge", "text": "The town is old. " * 7000}).encode(),
-    json.dumps({"id": "german", "text": "Der Hund ist gro\u00df. Die Katze schl\u00e4ft. Es regnet heute. "
-                                        "Wir gehen nach Hause. Morgen kommt die Sonne."}).encode(),
+    json.dumps(
+        {
+            "id": "german",
+            "text": "Der Hund ist gro\u00df. Die Katze schl\u00e4ft. Es regnet heute. "
+            "Wir gehen nach Hause. Morgen kommt die Sonne.",
+        }
+    ).encode(),
     json.dumps({"id": "empty", "text": "   "}).encode(),
     json.dumps({"id": "missing"}).encode(),
 ]
@@ -32,8 +37,18 @@ def corpus(tmp_path_factory, shared_data):
 @pytest.fixture(scope="module")
 def ray_run(ray_local, corpus, tmp_path_factory):
     output = tmp_path_factory.mktemp("ray_out")
-    args = ["perturb", "--input", str(corpus), "--output", str(output), *SMALL,
-            "--set", "perturb.resources.replace.concurrency=2", "--set", "perturb.resources.replace.batch_size=3"]
+    args = [
+        "perturb",
+        "--input",
+        str(corpus),
+        "--output",
+        str(output),
+        *SMALL,
+        "--set",
+        "perturb.resources.replace.concurrency=2",
+        "--set",
+        "perturb.resources.replace.batch_size=3",
+    ]
     assert main(args) == 0
     return output
 
@@ -48,8 +63,14 @@ def _pool(output):
 def test_outputs_are_complete_and_consistent(ray_run):
     summary = json.loads((ray_run / "summary.json").read_text())
     assert summary["read"] == 16
-    assert summary["quarantined_by_reason"] == {"empty_text": 1, "html_markup": 1, "invalid_json": 1,
-                                                "missing_text": 1, "non_english": 1, "too_long": 1}
+    assert summary["quarantined_by_reason"] == {
+        "empty_text": 1,
+        "html_markup": 1,
+        "invalid_json": 1,
+        "missing_text": 1,
+        "non_english": 1,
+        "too_long": 1,
+    }
     assert summary["kept"] + summary["too_short"] + summary["no_maskable_words"] + summary["quarantined"] == 16
     quarantine = [json.loads(line) for line in (ray_run / "quarantine.jsonl").read_text().splitlines()]
     assert sorted(q["reason"] for q in quarantine) == sorted(summary["quarantined_by_reason"])
@@ -68,8 +89,20 @@ def test_outputs_are_complete_and_consistent(ray_run):
 
 
 def test_output_does_not_depend_on_batching_or_actors(ray_run, corpus, tmp_path):
-    args = ["perturb", "--input", str(corpus), "--output", str(tmp_path), "--executor", "local", *SMALL,
-            "--set", "perturb.resources.replace.batch_size=1", "--set", "perturb.resources.rank.batch_size=1"]
+    args = [
+        "perturb",
+        "--input",
+        str(corpus),
+        "--output",
+        str(tmp_path),
+        "--executor",
+        "local",
+        *SMALL,
+        "--set",
+        "perturb.resources.replace.batch_size=1",
+        "--set",
+        "perturb.resources.rank.batch_size=1",
+    ]
     assert main(args) == 0
     assert (tmp_path / "instances.jsonl").read_text() == (ray_run / "instances.jsonl").read_text()
     for ours, theirs in zip(_pool(tmp_path), _pool(ray_run)):
@@ -98,6 +131,20 @@ def test_user_errors_are_reported_before_any_work(tmp_path, capsys, micro_home):
     assert "missing.jsonl" in capsys.readouterr().err
     assert main(["perturb", "--input", "demo", "--output", str(tmp_path / "o"), "--set", "perturb.mask.ration=1"]) == 2
     assert "perturb.mask.ration" in capsys.readouterr().err
-    assert main(["perturb", "--input", "demo", "--output", str(tmp_path / "o"), "--executor", "local",
-                 "--set", f"models.mlm={tmp_path / 'no_model'}"]) == 2
+    assert (
+        main(
+            [
+                "perturb",
+                "--input",
+                "demo",
+                "--output",
+                str(tmp_path / "o"),
+                "--executor",
+                "local",
+                "--set",
+                f"models.mlm={tmp_path / 'no_model'}",
+            ]
+        )
+        == 2
+    )
     assert "no_model" in capsys.readouterr().err

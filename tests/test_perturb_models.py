@@ -67,8 +67,10 @@ def test_replace_never_keeps_the_original_and_runs_one_forward_per_step(models, 
     payload = json.loads(row["payload"])
     replace_rows([row], mlm, mlm_tok, bans, config, {})
     candidates = json.loads(row["payload"])["candidates"]
-    most_masks = max(sum(payload["units"][u]["token_end"] - payload["units"][u]["token_start"] for u in c)
-                     for c in payload["candidates"])
+    most_masks = max(
+        sum(payload["units"][u]["token_end"] - payload["units"][u]["token_start"] for u in c)
+        for c in payload["candidates"]
+    )
     assert len(calls) == most_masks  # all 6 candidates share each step's forward
     for candidate in candidates:
         perturbed = TEXT

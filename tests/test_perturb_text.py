@@ -20,20 +20,25 @@ TEXT = (
 
 
 def test_first_paragraph_of_wiki40b_text():
-    raw = ("_START_ARTICLE_\nAda Lovelace\n_START_SECTION_\nEarly life\n_START_PARAGRAPH_\n"
-           "First paragraph here._NEWLINE_Second paragraph.\n_START_SECTION_\nLater\n_START_PARAGRAPH_\nNo.")
+    raw = (
+        "_START_ARTICLE_\nAda Lovelace\n_START_SECTION_\nEarly life\n_START_PARAGRAPH_\n"
+        "First paragraph here._NEWLINE_Second paragraph.\n_START_SECTION_\nLater\n_START_PARAGRAPH_\nNo."
+    )
     assert first_paragraph(raw) == "First paragraph here."
     assert first_paragraph("Lead one.\n\nNext one.") == "Lead one."
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("   ", "empty_text"),
-    ("word " * 25_000, "too_long"),
-    ("The cat <script>alert(1)</script> sat on the mat and was happy.", "html_markup"),
-    ("Der Hund ist groß und die Katze schläft auf dem Sofa im Wohnzimmer.", "non_english"),
-    ("1234 5678 9012 ---- //// 3456 7890 1234 5678", "not_prose"),
-    (TEXT, ""),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("   ", "empty_text"),
+        ("word " * 25_000, "too_long"),
+        ("The cat <script>alert(1)</script> sat on the mat and was happy.", "html_markup"),
+        ("Der Hund ist groß und die Katze schläft auf dem Sofa im Wohnzimmer.", "non_english"),
+        ("1234 5678 9012 ---- //// 3456 7890 1234 5678", "not_prose"),
+        (TEXT, ""),
+    ],
+)
 def test_reject_reasons(text, reason):
     assert reject_reason(text, ReadConfig()) == reason
 
@@ -51,8 +56,14 @@ def test_reader_marks_every_bad_row_with_a_reason(tmp_path):
     ]
     path.write_bytes(b"\n".join(lines) + b"\n")
     rows = list(read_rows(path))
-    assert [r.reject for r in rows] == ["", "invalid_json", "missing_text", "text_not_a_string",
-                                        "invalid_utf8", "not_an_object"]
+    assert [r.reject for r in rows] == [
+        "",
+        "invalid_json",
+        "missing_text",
+        "text_not_a_string",
+        "invalid_utf8",
+        "not_an_object",
+    ]
     assert rows[1].source == f"{path}:2"
     assert len(list(read_rows(path, limit=2))) == 2
 

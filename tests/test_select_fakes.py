@@ -10,9 +10,18 @@ from pathlib import Path
 import numpy as np
 
 SWAPS = [  # (original, replacement): dates, names, paraphrases, unrelated words, same lemma
-    ("1932", "1954"), ("March", "June"), ("Smith", "Jones"), ("Anna", "Maria"), ("large", "big"),
-    ("city", "town"), ("river", "banana"), ("physicist", "footballer"), ("wrote", "writes"), ("London", "Paris"),
-    ("novel", "sandwich"), ("famous", "well-known"),
+    ("1932", "1954"),
+    ("March", "June"),
+    ("Smith", "Jones"),
+    ("Anna", "Maria"),
+    ("large", "big"),
+    ("city", "town"),
+    ("river", "banana"),
+    ("physicist", "footballer"),
+    ("wrote", "writes"),
+    ("London", "Paris"),
+    ("novel", "sandwich"),
+    ("famous", "well-known"),
 ]
 
 
@@ -22,13 +31,22 @@ def build_pool(directory: Path, n_docs: int = 12) -> Path:
     lines = []
     for d in range(n_docs):
         for s, (orig, repl) in enumerate(SWAPS):
-            words = (f"Doc {d} : Anna Smith was born in March 1932 in London , a large city by the river ."
-                     f" She wrote a famous novel and became a physicist <{repl}> & more .").split()
+            words = (
+                f"Doc {d} : Anna Smith was born in March 1932 in London , a large city by the river ."
+                f" She wrote a famous novel and became a physicist <{repl}> & more ."
+            ).split()
             i = words.index(f"<{repl}>")
             words[i] = repl
-            lines.append({"replaced": " ".join(words[:i] + [f"==={repl}==="] + words[i + 1:]),
-                          "replaced_ids": [i, i], "hallucination": -1, "id": f"d{d}-s{s}", "doc_id": f"d{d}",
-                          "original_span": orig})
+            lines.append(
+                {
+                    "replaced": " ".join(words[:i] + [f"==={repl}==="] + words[i + 1 :]),
+                    "replaced_ids": [i, i],
+                    "hallucination": -1,
+                    "id": f"d{d}-s{s}",
+                    "doc_id": f"d{d}",
+                    "original_span": orig,
+                }
+            )
     path = directory / "instances.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     return directory

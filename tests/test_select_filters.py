@@ -21,8 +21,9 @@ def test_paraphrase_cut():
 
 
 def test_obvious_swaps_share_is_seeded():
-    frame = pd.DataFrame({"orig_ent": ["DATE"] * 10 + ["PERSON", "GPE", "DATE"],
-                          "repl_ent": ["DATE"] * 10 + ["PERSON", "GPE", ""]})
+    frame = pd.DataFrame(
+        {"orig_ent": ["DATE"] * 10 + ["PERSON", "GPE", "DATE"], "repl_ent": ["DATE"] * 10 + ["PERSON", "GPE", ""]}
+    )
     swaps = filters.obvious_swaps(frame, ["DATE", "PERSON"])
     assert swaps.sum() == 11
     keep = filters.swap_keep(frame, ["DATE", "PERSON"], 0.8, seed=1)
@@ -60,8 +61,9 @@ def test_cosine_similarity_pure(tmp_path):
     from hades_ray.select.features import cosine_similarities
 
     torch.manual_seed(0)
-    model = BertModel(BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                 intermediate_size=32)).eval()
+    model = BertModel(
+        BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    ).eval()
     tok = _tokenizer()
     for pooling in ("cls", "mean"):
         sims = cosine_similarities(tok, model, ["paris", "a dog"], ["paris", "quantum banana"], pooling)

@@ -37,8 +37,9 @@ def test_clipped_and_explained():
     assert info.value == 0.0 and info.raw < 0 and "clipped" in info.message
 
 
-@pytest.mark.parametrize("a,b,g,why", [(0.7, 0.6, 0.5, "gamma = 1/2"), (0.7, 1.0, 0.9, "beta = 1"),
-                                       (0.0, 0.6, 0.9, "alpha = 0")])
+@pytest.mark.parametrize(
+    "a,b,g,why", [(0.7, 0.6, 0.5, "gamma = 1/2"), (0.7, 1.0, 0.9, "beta = 1"), (0.0, 0.6, 0.9, "alpha = 0")]
+)
 def test_undefined(a, b, g, why):
     with pytest.raises(ValueError, match=why):
         subsampling_ratio(a, b, g)

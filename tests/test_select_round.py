@@ -25,17 +25,27 @@ def test_two_rounds_end_to_end(ray_local, tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, "hades_ray.detect.api", fake_detect_api())
     workdir = tmp_path / "wd"
     build_pool(workdir / "pool", n_docs=10)
-    config = load_config(overrides=["select.round_sizes=[50,30]", "select.min_train_instances=10",
-                                    "detect.epochs=1", "detect.window=32", "detect.batch_size=16"])
+    config = load_config(
+        overrides=[
+            "select.round_sizes=[50,30]",
+            "select.min_train_instances=10",
+            "detect.epochs=1",
+            "detect.window=32",
+            "detect.batch_size=16",
+        ]
+    )
     first = run_round(config, workdir, 0)
     assert first["counts"]["batch"] == 50 and "rates" not in first
     for _ in range(2):
         simulate_judgments(config, workdir, 0)
     _labeled, report = round_labels(config, workdir, 0)
     assert report["judged"] == 50 and 0 <= report["share_agreement_80"] <= 1
-    assert all(name.endswith(".simulated.csv") for name in
-               [p.name for p in (workdir / "round-000" / "judgments").glob("import-*.csv")
-                if ".source" not in p.name])
+    assert all(
+        name.endswith(".simulated.csv")
+        for name in [
+            p.name for p in (workdir / "round-000" / "judgments").glob("import-*.csv") if ".source" not in p.name
+        ]
+    )
     second = run_round(config, workdir, 1)
     counts = second["counts"]
     assert counts["unjudged"] == 120 - 50 and counts["scored"] == counts["unjudged"]

@@ -35,8 +35,10 @@ def _import(args) -> int:
     except JudgmentError as error:
         print(f"hades-ray annotations import: error: {error}", file=sys.stderr)
         return 2
-    print(f"{report['import']}: {report['accepted']} judgments accepted, {report['quarantined']} quarantined"
-          + (f" ({report['quarantine']})" if report.get("quarantine") else ""))
+    print(
+        f"{report['import']}: {report['accepted']} judgments accepted, {report['quarantined']} quarantined"
+        + (f" ({report['quarantine']})" if report.get("quarantine") else "")
+    )
     print(_agreement_line(config, args.workdir, args.round))
     return 0
 
@@ -46,8 +48,10 @@ def _simulate(args) -> int:
 
     config = config_from_args(args)
     report = simulate_judgments(config, args.workdir, args.round, judges=args.judges, noise=args.noise)
-    print(f"SIMULATED judges (not people): {report['import']}: {report['accepted']} simulated judgments, "
-          f"panel of {report['judges']}, noise {report['noise']}")
+    print(
+        f"SIMULATED judges (not people): {report['import']}: {report['accepted']} simulated judgments, "
+        f"panel of {report['judges']}, noise {report['noise']}"
+    )
     print("simulated: true; " + _agreement_line(config, args.workdir, args.round))
     return 0
 
@@ -56,8 +60,10 @@ def _build(args) -> int:
     from hades_ray.annotate.dataset import build_dataset
 
     stats = build_dataset(config_from_args(args), args.workdir, args.output)
-    print(f"dataset: {stats['instances']} instances ({stats['H']} H, {stats['N']} N); "
-          + ", ".join(f"{s}={v['instances']}" for s, v in stats["splits"].items()))
+    print(
+        f"dataset: {stats['instances']} instances ({stats['H']} H, {stats['N']} N); "
+        + ", ".join(f"{s}={v['instances']}" for s, v in stats["splits"].items())
+    )
     print(f"  {args.output}/train.txt valid.txt test.txt stats.json stats.md")
     return 0
 

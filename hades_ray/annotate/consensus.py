@@ -17,8 +17,9 @@ import pandas as pd
 LABELS = ("N", "H")  # index = the HaDes label: 0 not a hallucination, 1 hallucination
 
 
-def item_status(n_h: int, n_n: int, judges: int = 4, max_judges: int = 6, min_agree_first: int = 3,
-                min_agree_final: int = 4) -> tuple[str, int | None]:
+def item_status(
+    n_h: int, n_n: int, judges: int = 4, max_judges: int = 6, min_agree_first: int = 3, min_agree_final: int = 4
+) -> tuple[str, int | None]:
     """(status, label) of one item from its H and N vote counts; label is 1/0 only with consensus."""
     total, top = n_h + n_n, max(n_h, n_n)
     label = 1 if n_h > n_n else 0
@@ -45,20 +46,24 @@ def item_table(items: list[str], judgments: pd.DataFrame, cfg) -> pd.DataFrame:
     """One row per item: H/N votes, status, consensus label, agreement share and judgments still needed."""
     votes = pd.DataFrame({"item_id": items})
     if len(judgments):
-        counts = judgments.pivot_table(index="item_id", columns="label", values="judge_id", aggfunc="count",
-                                       fill_value=0)
+        counts = judgments.pivot_table(
+            index="item_id", columns="label", values="judge_id", aggfunc="count", fill_value=0
+        )
         counts = counts.reindex(columns=list(LABELS), fill_value=0).rename(columns={"H": "n_h", "N": "n_n"})
         votes = votes.merge(counts.reset_index(), on="item_id", how="left")
     for column in ("n_h", "n_n"):
         votes[column] = votes.get(column, 0)
         votes[column] = votes[column].fillna(0).astype(int)
     votes["total"] = votes["n_h"] + votes["n_n"]
-    results = [item_status(h, n, cfg.judges, cfg.max_judges, cfg.min_agree_first, cfg.min_agree_final)
-               for h, n in zip(votes["n_h"], votes["n_n"])]
+    results = [
+        item_status(h, n, cfg.judges, cfg.max_judges, cfg.min_agree_first, cfg.min_agree_final)
+        for h, n in zip(votes["n_h"], votes["n_n"])
+    ]
     votes["status"] = [r[0] for r in results]
     votes["label"] = [r[1] if r[1] is not None else -1 for r in results]
-    votes["agreement"] = np.where(votes["total"] > 0,
-                                  votes[["n_h", "n_n"]].max(axis=1) / votes["total"].clip(lower=1), np.nan)
+    votes["agreement"] = np.where(
+        votes["total"] > 0, votes[["n_h", "n_n"]].max(axis=1) / votes["total"].clip(lower=1), np.nan
+    )
     votes["needed"] = [judges_needed(s, t, cfg.judges, cfg.max_judges) for s, t in zip(votes["status"], votes["total"])]
     return votes
 
@@ -88,7 +93,8 @@ def agreement_report(table: pd.DataFrame) -> dict:
 
     alpha = krippendorff_alpha(decided[["n_n", "n_h"]].to_numpy()) if n else None
     return {
-        "items": len(table), "judged": n,
+        "items": len(table),
+        "judged": n,
         "consensus": int((decided["status"] == "consensus").sum()),
         "needs_more": int((decided["status"] == "needs_more").sum()),
         "no_consensus": int((decided["status"] == "no_consensus").sum()),
@@ -97,6 +103,8 @@ def agreement_report(table: pd.DataFrame) -> dict:
         "share_agreement_80": share(decided["agreement"] >= 0.8 - 1e-9),
         "share_agreement_100": share(decided["agreement"] >= 1.0 - 1e-9),
         "krippendorff_alpha": None if alpha is None else round(alpha, 4),
-        "labels": {"H": int(((table["status"] == "consensus") & (table["label"] == 1)).sum()),
-                   "N": int(((table["status"] == "consensus") & (table["label"] == 0)).sum())},
+        "labels": {
+            "H": int(((table["status"] == "consensus") & (table["label"] == 1)).sum()),
+            "N": int(((table["status"] == "consensus") & (table["label"] == 0)).sum()),
+        },
     }

@@ -43,16 +43,34 @@ def breakdown(frame: pd.DataFrame, column: str) -> dict:
 
 def dataset_stats(frame: pd.DataFrame) -> dict:
     labels = Counter(frame["label"])
-    per_split = {s: {"instances": int((frame["split"] == s).sum()), "H": int(((frame["split"] == s) & (frame["label"] == 1)).sum()),
-                     "documents": int(frame.loc[frame["split"] == s, "doc_id"].nunique())} for s in SPLITS}
-    return {"instances": len(frame), "H": labels.get(1, 0), "N": labels.get(0, 0),
-            "share_h": round(labels.get(1, 0) / max(len(frame), 1), 4), "splits": per_split,
-            "pos": breakdown(frame, "orig_pos"), "ner": breakdown(frame, "orig_ent")}
+    per_split = {
+        s: {
+            "instances": int((frame["split"] == s).sum()),
+            "H": int(((frame["split"] == s) & (frame["label"] == 1)).sum()),
+            "documents": int(frame.loc[frame["split"] == s, "doc_id"].nunique()),
+        }
+        for s in SPLITS
+    }
+    return {
+        "instances": len(frame),
+        "H": labels.get(1, 0),
+        "N": labels.get(0, 0),
+        "share_h": round(labels.get(1, 0) / max(len(frame), 1), 4),
+        "splits": per_split,
+        "pos": breakdown(frame, "orig_pos"),
+        "ner": breakdown(frame, "orig_ent"),
+    }
 
 
 def stats_markdown(stats: dict) -> str:
-    lines = ["# Dataset statistics", "", (f"{stats['instances']} instances: {stats['H']} H, {stats['N']} N "
-             f"(H share {stats['share_h']:.1%})."), "", "| split | instances | H | documents |", "|---|---|---|---|"]
+    lines = [
+        "# Dataset statistics",
+        "",
+        (f"{stats['instances']} instances: {stats['H']} H, {stats['N']} N (H share {stats['share_h']:.1%})."),
+        "",
+        "| split | instances | H | documents |",
+        "|---|---|---|---|",
+    ]
     lines += [f"| {s} | {v['instances']} | {v['H']} | {v['documents']} |" for s, v in stats["splits"].items()]
     for key, title in (("pos", "POS of the original span (Fig. 4)"), ("ner", "NER type of the original span (Fig. 4)")):
         lines += ["", f"## {title}", "", "| value | H | N | H share |", "|---|---|---|---|"]
@@ -69,8 +87,13 @@ def build_dataset(config, workdir: str | Path, output: str | Path) -> dict:
     if not records:
         raise FileNotFoundError(f"no consensus judgments in {workdir}: import (or simulate) judgments first")
     features = compute_features(config, workdir).set_index("id")
-    frame = pd.DataFrame({"id": [r["id"] for r in records], "doc_id": [r["doc_id"] for r in records],
-                          "label": [r["hallucination"] for r in records]})
+    frame = pd.DataFrame(
+        {
+            "id": [r["id"] for r in records],
+            "doc_id": [r["doc_id"] for r in records],
+            "label": [r["hallucination"] for r in records],
+        }
+    )
     frame["orig_pos"] = features.reindex(frame["id"])["orig_pos"].fillna("").values
     frame["orig_ent"] = features.reindex(frame["id"])["orig_ent"].fillna("").values
     splits = split_documents(frame.groupby("doc_id").size().to_dict(), config.annotate.split_shares(), config.seed)

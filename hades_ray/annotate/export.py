@@ -33,8 +33,7 @@ LABEL_CONFIG = """<View>
 
 def highlight_html(text: str, start: int, end: int) -> str:
     """``text`` HTML-escaped, with characters ``start:end`` in a ``<mark>``."""
-    return (html.escape(text[:start]) + "<mark>" + html.escape(text[start:end]) + "</mark>"
-            + html.escape(text[end:]))
+    return html.escape(text[:start]) + "<mark>" + html.escape(text[start:end]) + "</mark>" + html.escape(text[end:])
 
 
 def highlight_plain(text: str, start: int, end: int) -> str:
@@ -64,13 +63,19 @@ def export_rows(config, workdir: str | Path, round_index: int) -> list[dict]:
             continue
         text, start, end = perturbed_text(item)
         orig, o_start, o_end = item["original_text"], item["original_start"], item["original_end"]
-        rows.append({"item_id": str(item["id"]), "judges_needed": int(needed[str(item["id"])]),
-                     "original_text": highlight_plain(orig, o_start, o_end),
-                     "perturbed_text": highlight_plain(text, start, end),
-                     "original_html": highlight_html(orig, o_start, o_end),
-                     "perturbed_html": highlight_html(text, start, end),
-                     "original_span": item.get("original_span", ""), "replacement": item.get("replacement", ""),
-                     "question": config.annotate.question})
+        rows.append(
+            {
+                "item_id": str(item["id"]),
+                "judges_needed": int(needed[str(item["id"])]),
+                "original_text": highlight_plain(orig, o_start, o_end),
+                "perturbed_text": highlight_plain(text, start, end),
+                "original_html": highlight_html(orig, o_start, o_end),
+                "perturbed_html": highlight_html(text, start, end),
+                "original_span": item.get("original_span", ""),
+                "replacement": item.get("replacement", ""),
+                "question": config.annotate.question,
+            }
+        )
     return rows
 
 
@@ -88,12 +93,12 @@ def export_items(config, workdir: str | Path, round_index: int, fmt: str = "csv"
     if fmt == "csv":
         path = directory / f"{name}.csv"
         with path.open("x", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["item_id"],
-                                    quoting=csv.QUOTE_ALL)
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["item_id"], quoting=csv.QUOTE_ALL)
             writer.writeheader()
             for row in rows:
-                writer.writerow({k: safe_cell(v) if isinstance(v, str) and not k.endswith("_html") else v
-                                 for k, v in row.items()})
+                writer.writerow(
+                    {k: safe_cell(v) if isinstance(v, str) and not k.endswith("_html") else v for k, v in row.items()}
+                )
         files = [str(path)]
     elif fmt == "label-studio":
         tasks = [{"data": row} for row in rows]
@@ -105,5 +110,9 @@ def export_items(config, workdir: str | Path, round_index: int, fmt: str = "csv"
         files = [str(path), str(xml)]
     else:
         raise ValueError(f"unknown export format {fmt!r}: csv or label-studio")
-    return {"export": name, "items": len(rows), "judgments_requested": sum(r["judges_needed"] for r in rows),
-            "files": files}
+    return {
+        "export": name,
+        "items": len(rows),
+        "judgments_requested": sum(r["judges_needed"] for r in rows),
+        "files": files,
+    }

@@ -19,8 +19,18 @@ import pandas as pd
 from hades_ray.select.workdir import round_dir
 
 COLUMNS = ["item_id", "judge_id", "label", "where", "simulated"]
-LABEL_ALIASES = {"h": "H", "1": "H", "hallucination": "H", "yes": "H", "n": "N", "0": "N",
-                 "not": "N", "no": "N", "not hallucination": "N", "not_hallucination": "N"}
+LABEL_ALIASES = {
+    "h": "H",
+    "1": "H",
+    "hallucination": "H",
+    "yes": "H",
+    "n": "N",
+    "0": "N",
+    "not": "N",
+    "no": "N",
+    "not hallucination": "N",
+    "not_hallucination": "N",
+}
 
 
 class JudgmentError(ValueError):
@@ -53,10 +63,18 @@ def parse_csv(path: Path) -> list[dict]:
         reader = csv.DictReader(handle)
         missing = {"item_id", "judge_id", "label"} - set(reader.fieldnames or [])
         if missing:
-            raise JudgmentError(f"{path}: line 1: missing column(s) {', '.join(sorted(missing))}; "
-                                "expected item_id, judge_id, label")
-        return [{"item_id": (r.get("item_id") or "").strip(), "judge_id": (r.get("judge_id") or "").strip(),
-                 "label": r.get("label"), "where": f"line {reader.line_num}"} for r in reader]
+            raise JudgmentError(
+                f"{path}: line 1: missing column(s) {', '.join(sorted(missing))}; expected item_id, judge_id, label"
+            )
+        return [
+            {
+                "item_id": (r.get("item_id") or "").strip(),
+                "judge_id": (r.get("judge_id") or "").strip(),
+                "label": r.get("label"),
+                "where": f"line {reader.line_num}",
+            }
+            for r in reader
+        ]
 
 
 def parse_label_studio(path: Path) -> list[dict]:
@@ -75,8 +93,14 @@ def parse_label_studio(path: Path) -> list[dict]:
             judge = annotation.get("completed_by", "")
             judge = judge.get("email") or judge.get("id") if isinstance(judge, dict) else judge
             choices = [c for r in annotation.get("result") or [] for c in (r.get("value") or {}).get("choices", [])]
-            rows.append({"item_id": item, "judge_id": str(judge), "label": choices[0] if len(choices) == 1 else
-                         "|".join(choices), "where": f"task {t + 1} annotation {a + 1}"})
+            rows.append(
+                {
+                    "item_id": item,
+                    "judge_id": str(judge),
+                    "label": choices[0] if len(choices) == 1 else "|".join(choices),
+                    "where": f"task {t + 1} annotation {a + 1}",
+                }
+            )
     return rows
 
 
@@ -86,11 +110,19 @@ def validate(rows: list[dict], items: set[str], earlier: pd.DataFrame) -> tuple[
     good, bad = [], []
     for row in rows:
         label = normalize_label(row["label"])
-        reason = ("missing item_id" if not row["item_id"] else "missing judge_id" if not row["judge_id"]
-                  else f"unknown item {row['item_id']!r} (not in this round's batch)" if row["item_id"] not in items
-                  else f"unknown label {row['label']!r} (expected H or N)" if label is None
-                  else f"judge {row['judge_id']!r} already judged item {row['item_id']!r}"
-                  if (row["item_id"], row["judge_id"]) in seen else "")
+        reason = (
+            "missing item_id"
+            if not row["item_id"]
+            else "missing judge_id"
+            if not row["judge_id"]
+            else f"unknown item {row['item_id']!r} (not in this round's batch)"
+            if row["item_id"] not in items
+            else f"unknown label {row['label']!r} (expected H or N)"
+            if label is None
+            else f"judge {row['judge_id']!r} already judged item {row['item_id']!r}"
+            if (row["item_id"], row["judge_id"]) in seen
+            else ""
+        )
         if reason:
             bad.append({**row, "reason": reason})
             continue
@@ -111,8 +143,15 @@ def _write_new(frame: pd.DataFrame, path: Path) -> None:
     tmp.unlink()
 
 
-def import_judgments(config, workdir: str | Path, round_index: int, source: str | Path, skip_bad: bool = False,
-                     simulated: bool = False, rows: list[dict] | None = None) -> dict:
+def import_judgments(
+    config,
+    workdir: str | Path,
+    round_index: int,
+    source: str | Path,
+    skip_bad: bool = False,
+    simulated: bool = False,
+    rows: list[dict] | None = None,
+) -> dict:
     """Validate and store one import as the round's next numbered file; returns its counts."""
     source = Path(source)
     if rows is None:
@@ -124,8 +163,9 @@ def import_judgments(config, workdir: str | Path, round_index: int, source: str 
     if bad and not skip_bad:
         listed = "\n".join(f"  {b['where']}: {b['reason']}" for b in bad[:20])
         more = f"\n  ... and {len(bad) - 20} more" if len(bad) > 20 else ""
-        raise JudgmentError(f"{source}: {len(bad)} bad row(s), nothing imported (use --skip-bad to quarantine "
-                            f"them):\n{listed}{more}")
+        raise JudgmentError(
+            f"{source}: {len(bad)} bad row(s), nothing imported (use --skip-bad to quarantine them):\n{listed}{more}"
+        )
     directory = round_dir(workdir, round_index) / "judgments"
     directory.mkdir(parents=True, exist_ok=True)
     number = next_import_number(directory)
@@ -134,8 +174,14 @@ def import_judgments(config, workdir: str | Path, round_index: int, source: str 
     _write_new(frame, directory / f"{name}.csv")
     if source.is_file():
         shutil.copyfile(source, directory / f"{name}.source{source.suffix or '.txt'}")
-    report = {"import": name, "accepted": len(good), "quarantined": len(bad), "simulated": simulated,
-              "file": str(directory / f"{name}.csv"), "source": str(source)}
+    report = {
+        "import": name,
+        "accepted": len(good),
+        "quarantined": len(bad),
+        "simulated": simulated,
+        "file": str(directory / f"{name}.csv"),
+        "source": str(source),
+    }
     if bad:
         quarantine = round_dir(workdir, round_index) / "quarantine" / f"{name}.bad.csv"
         quarantine.parent.mkdir(parents=True, exist_ok=True)

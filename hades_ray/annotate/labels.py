@@ -15,8 +15,11 @@ def round_labels(config, workdir: str | Path, round_index: int) -> tuple[list[di
     table = item_table([str(i["id"]) for i in items], load_judgments(workdir, round_index), config.annotate)
     labels = dict(zip(table["item_id"], table["label"]))
     status = dict(zip(table["item_id"], table["status"]))
-    labeled = [{**item, "hallucination": int(labels[str(item["id"])]), "round": round_index}
-               for item in items if status[str(item["id"])] == "consensus"]
+    labeled = [
+        {**item, "hallucination": int(labels[str(item["id"])]), "round": round_index}
+        for item in items
+        if status[str(item["id"])] == "consensus"
+    ]
     return labeled, agreement_report(table)
 
 

@@ -28,8 +28,16 @@ def judge_noise(n_judges: int, noise: float, seed: int) -> np.ndarray:
     return np.clip(noise * np.random.default_rng(seed).uniform(0.5, 1.5, size=n_judges), 0.0, 0.5)
 
 
-def simulate_rows(truth: pd.Series, table: pd.DataFrame, judged: pd.DataFrame, n_judges: int, noise: float,
-                  seed: int, round_index: int, import_number: int) -> list[dict]:
+def simulate_rows(
+    truth: pd.Series,
+    table: pd.DataFrame,
+    judged: pd.DataFrame,
+    n_judges: int,
+    noise: float,
+    seed: int,
+    round_index: int,
+    import_number: int,
+) -> list[dict]:
     """One judgment per missing vote: the first panel judges who have not judged the item yet."""
     rates = judge_noise(n_judges, noise, seed + round_index)
     rng = np.random.default_rng([seed, round_index, import_number])
@@ -41,13 +49,20 @@ def simulate_rows(truth: pd.Series, table: pd.DataFrame, judged: pd.DataFrame, n
             label = truth[item_id]
             if rng.random() < rates[j]:
                 label = "N" if label == "H" else "H"
-            rows.append({"item_id": item_id, "judge_id": f"sim-{j + 1:02d}", "label": label,
-                         "where": f"simulated judge {j + 1}"})
+            rows.append(
+                {
+                    "item_id": item_id,
+                    "judge_id": f"sim-{j + 1:02d}",
+                    "label": label,
+                    "where": f"simulated judge {j + 1}",
+                }
+            )
     return rows
 
 
-def simulate_judgments(config, workdir, round_index: int, judges: int | None = None,
-                       noise: float | None = None) -> dict:
+def simulate_judgments(
+    config, workdir, round_index: int, judges: int | None = None, noise: float | None = None
+) -> dict:
     """Ask the simulated panel for every judgment the next export would request; store it as an import."""
     from hades_ray.select.features import compute_features
 

@@ -41,8 +41,13 @@ def _detector_type(model_dir: Path) -> dict:
 
 def _linear_settings(config: HadesConfig, kind: str) -> dict:
     d = config.detect
-    return {"type": kind, "mode": "offline", "mlm": config.models.mlm, "feature_window": d.feature_window,
-            "spacy_model": config.spacy_model}
+    return {
+        "type": kind,
+        "mode": "offline",
+        "mlm": config.models.mlm,
+        "feature_window": d.feature_window,
+        "spacy_model": config.spacy_model,
+    }
 
 
 def _with_source(settings: dict) -> dict:
@@ -74,13 +79,35 @@ def _train_transformer(config: HadesConfig, mode: str, workers: int, train, vali
 
     _, best, best_metrics = fit_transformer(config, train, valid, out, mode, workers)
     export_best(best, detector_settings(config, mode), out)
-    keep = ("epoch", "train_loss", "examples_per_s", "selection_score", "n", "accuracy", "h_precision",
-            "h_recall", "h_f1", "n_precision", "n_recall", "n_f1", "gmean", "bss", "auc")
+    keep = (
+        "epoch",
+        "train_loss",
+        "examples_per_s",
+        "selection_score",
+        "n",
+        "accuracy",
+        "h_precision",
+        "h_recall",
+        "h_f1",
+        "n_precision",
+        "n_recall",
+        "n_f1",
+        "gmean",
+        "bss",
+        "auc",
+    )
     return {k: best_metrics[k] for k in keep if k in best_metrics}
 
 
-def train_detector(config: HadesConfig, train_path, valid_path, output_dir, detector: str = "transformer",
-                   mode: str = "offline", workers: int = 1) -> Path:
+def train_detector(
+    config: HadesConfig,
+    train_path,
+    valid_path,
+    output_dir,
+    detector: str = "transformer",
+    mode: str = "offline",
+    workers: int = 1,
+) -> Path:
     """Train a detector; returns its folder, holding ``metrics.json`` of the best epoch on ``valid_path``."""
     if detector not in DETECTORS:
         raise ConfigError(f"detector {detector!r}: choose one of {', '.join(DETECTORS)}")
@@ -103,8 +130,14 @@ def train_detector(config: HadesConfig, train_path, valid_path, output_dir, dete
     else:
         metrics = _train_linear(config, detector, train, valid, out)
     write_metrics(metrics, out, name=f"{detector} ({mode})")
-    summary = {"detector": detector, "mode": mode, "workers": workers, "train": len(train), "valid": len(valid),
-               **report.summary()}
+    summary = {
+        "detector": detector,
+        "mode": mode,
+        "workers": workers,
+        "train": len(train),
+        "valid": len(valid),
+        **report.summary(),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     log.info("detector saved to %s: %s", out, summary)
     return out
@@ -138,9 +171,16 @@ def _score_transformer(model_dir: Path, instances: list[Instance], config: Hades
     import ray.data
 
     ds = ray.data.from_items(to_rows(instances)).map_batches(
-        SpanScorer, fn_constructor_kwargs={"model_dir": str(Path(model_dir).resolve()),
-                                           "torch_threads": d.torch_threads, "batch_size": d.score_batch_size},
-        batch_size=d.score_batch_size * 4, compute=ray.data.ActorPoolStrategy(size=d.actors), num_cpus=d.actor_cpus)
+        SpanScorer,
+        fn_constructor_kwargs={
+            "model_dir": str(Path(model_dir).resolve()),
+            "torch_threads": d.torch_threads,
+            "batch_size": d.score_batch_size,
+        },
+        batch_size=d.score_batch_size * 4,
+        compute=ray.data.ActorPoolStrategy(size=d.actors),
+        num_cpus=d.actor_cpus,
+    )
     out = sorted(ds.take_all(), key=lambda r: r["row"])
     return np.array([r["p_hallucination"] for r in out], dtype=np.float64)
 
@@ -155,8 +195,9 @@ def predict_file(model_dir, data_path, output_path, config: HadesConfig | None =
     report.write_quarantine(Path(output_path).parent)
     _ray(config)
     p, pred = _score(model_dir, instances, config, use_ray=True)
-    records = [{**inst.to_json(), "p_hallucination": float(pi), "pred": int(yi)}
-               for inst, pi, yi in zip(instances, p, pred)]
+    records = [
+        {**inst.to_json(), "p_hallucination": float(pi), "pred": int(yi)} for inst, pi, yi in zip(instances, p, pred)
+    ]
     return write_instances(records, output_path)
 
 

@@ -61,5 +61,7 @@ def instances_from_records(records: list[dict]) -> list[Instance]:
 
 def to_rows(instances: list[Instance]) -> list[dict]:
     """Flat rows for Ray Data: words joined by single spaces so word offsets are plain arithmetic."""
-    return [{"row": i, "text": " ".join(inst.words), "start": inst.start, "end": inst.end, "label": inst.label}
-            for i, inst in enumerate(instances)]
+    return [
+        {"row": i, "text": " ".join(inst.words), "start": inst.start, "end": inst.end, "label": inst.label}
+        for i, inst in enumerate(instances)
+    ]

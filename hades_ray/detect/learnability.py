@@ -20,8 +20,14 @@ def _stop_words() -> set[str]:
     return set(STOP_WORDS)
 
 
-def doc_instances(doc_id: str, perturbed: str, spans: list[dict], rng: random.Random,
-                  negatives_per_positive: float = 1.0, stop: set[str] | None = None) -> list[Instance]:
+def doc_instances(
+    doc_id: str,
+    perturbed: str,
+    spans: list[dict],
+    rng: random.Random,
+    negatives_per_positive: float = 1.0,
+    stop: set[str] | None = None,
+) -> list[Instance]:
     """Positives (replaced spans) and sampled negatives (untouched content words) of one text."""
     from hades_ray.perturb.spans import words_with_span_indices
 
@@ -40,8 +46,9 @@ def doc_instances(doc_id: str, perturbed: str, spans: list[dict], rng: random.Ra
     return out
 
 
-def pool_instances(pool_dir: str | Path, seed: int = 0, negatives_per_positive: float = 1.0,
-                   limit_docs: int | None = None) -> list[Instance]:
+def pool_instances(
+    pool_dir: str | Path, seed: int = 0, negatives_per_positive: float = 1.0, limit_docs: int | None = None
+) -> list[Instance]:
     """Labelled instances from ``pool/part-*.parquet`` (columns doc_id, perturbed, spans)."""
     import pyarrow.parquet as pq
 
@@ -54,8 +61,9 @@ def pool_instances(pool_dir: str | Path, seed: int = 0, negatives_per_positive: 
             if limit_docs is not None and docs >= limit_docs:
                 return out
             if row["spans"]:
-                out += doc_instances(str(row["doc_id"]), row["perturbed"], row["spans"], rng,
-                                     negatives_per_positive, stop)
+                out += doc_instances(
+                    str(row["doc_id"]), row["perturbed"], row["spans"], rng, negatives_per_positive, stop
+                )
                 docs += 1
     return out
 

@@ -55,8 +55,11 @@ class LexicalStats:
     def ppmi(self, words: list[str], start: int, end: int) -> float:
         lowered = [w.lower() for w in words]
         span = [self.index[w] for w in lowered[start : end + 1] if w in self.index]
-        context = [self.index[w] for w in lowered[max(0, start - self.window) : start]
-                   + lowered[end + 1 : end + 1 + self.window] if w in self.index]
+        context = [
+            self.index[w]
+            for w in lowered[max(0, start - self.window) : start] + lowered[end + 1 : end + 1 + self.window]
+            if w in self.index
+        ]
         if not span or not context:
             return 0.0
         joint = self.counts[span][:, context].toarray()

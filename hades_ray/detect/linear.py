@@ -23,9 +23,14 @@ def _pipeline(kind: str, d, seed: int):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
-    clf = SGDClassifier(loss="log_loss" if kind == "lr" else "hinge", max_iter=d.linear_max_iter,
-                        n_iter_no_change=d.linear_n_iter_no_change, tol=d.linear_tol, random_state=seed,
-                        class_weight="balanced" if d.class_weighting == "balanced" else None)
+    clf = SGDClassifier(
+        loss="log_loss" if kind == "lr" else "hinge",
+        max_iter=d.linear_max_iter,
+        n_iter_no_change=d.linear_n_iter_no_change,
+        tol=d.linear_tol,
+        random_state=seed,
+        class_weight="balanced" if d.class_weighting == "balanced" else None,
+    )
     return Pipeline([("scale", StandardScaler()), ("clf", clf)])
 
 
@@ -55,9 +60,16 @@ def fit_linear(kind: str, X: np.ndarray, y: np.ndarray, d, seed: int, feature_na
         pipe = _pipeline(kind, d, seed).fit(X, y)
         slope, offset = _platt(kind, X, y, d, seed)
     scale, clf = pipe.named_steps["scale"], pipe.named_steps["clf"]
-    return {"kind": kind, "features": list(feature_names), "mean": scale.mean_.tolist(),
-            "scale": scale.scale_.tolist(), "coef": clf.coef_[0].tolist(), "intercept": float(clf.intercept_[0]),
-            "sigmoid": [slope, offset], "iterations": int(clf.n_iter_)}
+    return {
+        "kind": kind,
+        "features": list(feature_names),
+        "mean": scale.mean_.tolist(),
+        "scale": scale.scale_.tolist(),
+        "coef": clf.coef_[0].tolist(),
+        "intercept": float(clf.intercept_[0]),
+        "sigmoid": [slope, offset],
+        "iterations": int(clf.n_iter_),
+    }
 
 
 def predict_linear(params: dict, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

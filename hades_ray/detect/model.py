@@ -70,7 +70,8 @@ def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """The head and the backbone parameters that train: all a checkpoint needs besides the reference."""
     model = getattr(model, "module", model)  # unwrap DDP
     names = {n for n, p in model.named_parameters() if p.requires_grad} | {
-        n for n in model.state_dict() if n.startswith("head.")}
+        n for n in model.state_dict() if n.startswith("head.")
+    }
     return {n: t.detach().cpu().contiguous().clone() for n, t in model.state_dict().items() if n in names}
 
 

@@ -35,6 +35,12 @@ class SpanScorer:
         self.batch_size = batch_size
 
     def __call__(self, batch: dict) -> dict:
-        p = score_items(self.model, self.tokenizer, rows_to_items(batch), self.settings["mode"],
-                        self.settings["window"], self.batch_size)
+        p = score_items(
+            self.model,
+            self.tokenizer,
+            rows_to_items(batch),
+            self.settings["mode"],
+            self.settings["window"],
+            self.batch_size,
+        )
         return {"row": np.asarray(batch["row"]), "p_hallucination": p}

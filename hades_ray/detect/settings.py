@@ -53,8 +53,10 @@ class DetectConfig:
             (self.lr > 0, "detect.lr must be > 0"),
             (self.epochs >= 1 and self.batch_size >= 1, "detect.epochs and detect.batch_size must be >= 1"),
             (self.class_weighting in ("balanced", "none"), "detect.class_weighting: balanced or none"),
-            (self.selection_metric in ("gmean", "auc", "accuracy", "h_f1", "n_f1"),
-             "detect.selection_metric: gmean, auc, accuracy, h_f1 or n_f1"),
+            (
+                self.selection_metric in ("gmean", "auc", "accuracy", "h_f1", "n_f1"),
+                "detect.selection_metric: gmean, auc, accuracy, h_f1 or n_f1",
+            ),
             (self.workers >= 1 and self.actors >= 1, "detect.workers and detect.actors must be >= 1"),
             (self.worker_cpus > 0 and self.actor_cpus > 0, "detect.worker_cpus and detect.actor_cpus must be > 0"),
             (1 <= self.linear_max_iter <= 100, "detect.linear_max_iter must be in [1, 100] (the paper's limit)"),

@@ -67,8 +67,7 @@ def context_window(tokenizer, words: list[str], start: int, end: int, mode: str,
 def encode_spans(tokenizer, items: list[dict], mode: str, window: int) -> dict[str, torch.Tensor]:
     """Batch of ``{"words", "start", "end"}`` -> padded ``input_ids``, ``attention_mask``, ``span_mask``."""
     views = [context_window(tokenizer, it["words"], it["start"], it["end"], mode, window) for it in items]
-    enc = tokenizer([v["text"] for v in views], padding=True, return_offsets_mapping=True,
-                    return_tensors="pt")
+    enc = tokenizer([v["text"] for v in views], padding=True, return_offsets_mapping=True, return_tensors="pt")
     offsets = enc.pop("offset_mapping")
     cs = torch.tensor([v["char_start"] for v in views]).unsqueeze(1)
     ce = torch.tensor([v["char_end"] for v in views]).unsqueeze(1)
@@ -84,5 +83,7 @@ def encode_spans(tokenizer, items: list[dict], mode: str, window: int) -> dict[s
 
 def rows_to_items(rows: dict) -> list[dict]:
     """Ray Data batch columns (``text``, ``start``, ``end``) back to word lists."""
-    return [{"words": str(t).split(" "), "start": int(s), "end": int(e)}
-            for t, s, e in zip(rows["text"], rows["start"], rows["end"])]
+    return [
+        {"words": str(t).split(" "), "start": int(s), "end": int(e)}
+        for t, s, e in zip(rows["text"], rows["start"], rows["end"])
+    ]

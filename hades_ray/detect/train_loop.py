@@ -41,8 +41,13 @@ def _save(model, optimizer, epoch: int, metrics: dict, best: float, cfg: dict) -
     folder = tempfile.mkdtemp(prefix="hades_ckpt_")
     save_file(trainable_state(model), os.path.join(folder, "weights.safetensors"))
     torch.save(optimizer.state_dict(), os.path.join(folder, "optimizer.pt"))
-    state = {"epoch": epoch, "metrics": metrics, "best_score": best, "settings": cfg["settings"],
-             "config": cfg["config"]}
+    state = {
+        "epoch": epoch,
+        "metrics": metrics,
+        "best_score": best,
+        "settings": cfg["settings"],
+        "config": cfg["config"],
+    }
     Path(folder, "state.json").write_text(json.dumps(state, indent=2, default=str))
     return folder
 
@@ -74,16 +79,20 @@ def train_loop_per_worker(cfg: dict) -> None:
         start, best = _resume(model, optimizer, checkpoint)
     # A fully trainable backbone has parameters the span head never uses (BERT's pooler): DDP must know.
     model = ray.train.torch.prepare_model(
-        model, parallel_strategy_kwargs={"find_unused_parameters": settings["freeze"] == "none"})
+        model, parallel_strategy_kwargs={"find_unused_parameters": settings["freeze"] == "none"}
+    )
     loss_fn = torch.nn.CrossEntropyLoss(weight=torch.tensor(cfg["class_weights"], dtype=torch.float32))
     shard = ray.train.get_dataset_shard("train")
     for epoch in range(start, cfg["epochs"]):
         model.train()
         torch.manual_seed(cfg["seed"] + epoch)
         began, seen, total = time.perf_counter(), 0, 0.0
-        for batch in shard.iter_batches(batch_size=cfg["batch_size"], batch_format="numpy",
-                                        local_shuffle_buffer_size=4 * cfg["batch_size"],
-                                        local_shuffle_seed=cfg["seed"] + epoch):
+        for batch in shard.iter_batches(
+            batch_size=cfg["batch_size"],
+            batch_format="numpy",
+            local_shuffle_buffer_size=4 * cfg["batch_size"],
+            local_shuffle_seed=cfg["seed"] + epoch,
+        ):
             enc = encode_spans(tokenizer, rows_to_items(batch), settings["mode"], settings["window"])
             enc = {k: v.to(ray.train.torch.get_device()) for k, v in enc.items()}
             labels = torch.as_tensor(batch["label"], dtype=torch.long, device=enc["input_ids"].device)
@@ -93,9 +102,14 @@ def train_loop_per_worker(cfg: dict) -> None:
             optimizer.step()
             seen, total = seen + len(labels), total + float(loss) * len(labels)
         elapsed = time.perf_counter() - began
-        metrics = {"epoch": epoch, "train_loss": total / max(seen, 1), "examples": seen * world,
-                   "train_seconds": elapsed, "examples_per_s": seen * world / max(elapsed, 1e-9),
-                   "resumed": bool(checkpoint)}
+        metrics = {
+            "epoch": epoch,
+            "train_loss": total / max(seen, 1),
+            "examples": seen * world,
+            "train_seconds": elapsed,
+            "examples_per_s": seen * world / max(elapsed, 1e-9),
+            "resumed": bool(checkpoint),
+        }
         if rank == 0:
             metrics.update(_validate(model, tokenizer, cfg))
             score = metrics.get(cfg["selection_metric"], math.nan)

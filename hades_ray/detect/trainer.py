@@ -24,8 +24,14 @@ RUN_NAME = "detector"
 def detector_settings(config: HadesConfig, mode: str) -> dict:
     """What a saved detector must remember to rebuild itself and to score the same way."""
     d = config.detect
-    return {"backbone": d.backbone or config.models.encoder, "mode": mode, "window": d.window,
-            "pooling": d.pooling, "mlp_layers": d.mlp_layers, "freeze": d.freeze}
+    return {
+        "backbone": d.backbone or config.models.encoder,
+        "mode": mode,
+        "window": d.window,
+        "pooling": d.pooling,
+        "mlp_layers": d.mlp_layers,
+        "freeze": d.freeze,
+    }
 
 
 def loop_config(config: HadesConfig, train: list[Instance], valid: list[Instance], mode: str) -> dict:
@@ -34,17 +40,24 @@ def loop_config(config: HadesConfig, train: list[Instance], valid: list[Instance
     d = config.detect
     settings = detector_settings(config, mode)
     return {
-        "settings": settings, "source": resolve_model(settings["backbone"]), "config": config.to_dict(),
-        "lr": d.lr, "epochs": d.epochs, "batch_size": d.batch_size, "seed": config.seed,
-        "torch_threads": d.torch_threads, "selection_metric": d.selection_metric,
+        "settings": settings,
+        "source": resolve_model(settings["backbone"]),
+        "config": config.to_dict(),
+        "lr": d.lr,
+        "epochs": d.epochs,
+        "batch_size": d.batch_size,
+        "seed": config.seed,
+        "torch_threads": d.torch_threads,
+        "selection_metric": d.selection_metric,
         "class_weights": class_weights([i.label for i in train], d.class_weighting),
         "valid_items": [{"words": i.words, "start": i.start, "end": i.end, "label": i.label} for i in valid],
         "fault_marker": os.environ.get(FAULT_ENV) or None,
     }
 
 
-def fit_transformer(config: HadesConfig, train: list[Instance], valid: list[Instance], output_dir: Path,
-                    mode: str, workers: int):
+def fit_transformer(
+    config: HadesConfig, train: list[Instance], valid: list[Instance], output_dir: Path, mode: str, workers: int
+):
     """Train on ``workers`` Ray Train workers; returns (Ray ``Result``, best checkpoint's metrics)."""
     import ray.data
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
@@ -57,20 +70,25 @@ def fit_transformer(config: HadesConfig, train: list[Instance], valid: list[Inst
     trainer = TorchTrainer(
         train_loop_per_worker,
         train_loop_config=loop_config(config, train, valid, mode),
-        scaling_config=ScalingConfig(num_workers=workers, use_gpu=d.use_gpu,
-                                     resources_per_worker={"CPU": d.worker_cpus}),
+        scaling_config=ScalingConfig(
+            num_workers=workers, use_gpu=d.use_gpu, resources_per_worker={"CPU": d.worker_cpus}
+        ),
         run_config=RunConfig(
-            name=RUN_NAME, storage_path=str(storage),
+            name=RUN_NAME,
+            storage_path=str(storage),
             failure_config=FailureConfig(max_failures=d.max_failures),
-            checkpoint_config=CheckpointConfig(num_to_keep=2, checkpoint_score_attribute="selection_score",
-                                               checkpoint_score_order="max")),
+            checkpoint_config=CheckpointConfig(
+                num_to_keep=2, checkpoint_score_attribute="selection_score", checkpoint_score_order="max"
+            ),
+        ),
         datasets={"train": ray.data.from_items(to_rows(train))},
     )
     result = trainer.fit()
     if result.error:
         raise result.error
-    best_checkpoint, best_metrics = max(result.best_checkpoints, key=lambda cm: (cm[1]["selection_score"],
-                                                                                 -cm[1]["epoch"]))
+    best_checkpoint, best_metrics = max(
+        result.best_checkpoints, key=lambda cm: (cm[1]["selection_score"], -cm[1]["epoch"])
+    )
     log.info("best epoch %d: %s %.4f", best_metrics["epoch"], d.selection_metric, best_metrics["selection_score"])
     return result, best_checkpoint, best_metrics
 

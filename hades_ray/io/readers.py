@@ -7,9 +7,9 @@ shard is complete when all of its rows reach the writer and nothing is dropped s
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from hades_ray.io.demo_corpus import DEMO_INPUT, read_demo_records
 from hades_ray.perturb.segment import first_paragraph

@@ -65,8 +65,9 @@ def mask_units(doc, config: MaskConfig, stops: frozenset[str]) -> list[dict]:
     for token in doc:
         if token.idx < region_start or token.i in covered or not _is_content(token, stops):
             continue
-        units.append({"start": token.idx, "end": token.idx + len(token.text),
-                      "ner": token.ent_type_, "pos": token.pos_})
+        units.append(
+            {"start": token.idx, "end": token.idx + len(token.text), "ner": token.ent_type_, "pos": token.pos_}
+        )
     units.sort(key=lambda unit: unit["start"])
     return units
 

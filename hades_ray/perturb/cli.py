@@ -12,14 +12,21 @@ from hades_ray.perturb.report import print_report
 
 
 def add_perturb_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", required=True,
-                        help=f"JSONL or Parquet file or folder (id, text[, title]; Wiki-40B Parquet too), "
-                             f"or '{DEMO_INPUT}' for the embedded Wikipedia leads")
+    parser.add_argument(
+        "--input",
+        required=True,
+        help=f"JSONL or Parquet file or folder (id, text[, title]; Wiki-40B Parquet too), "
+        f"or '{DEMO_INPUT}' for the embedded Wikipedia leads",
+    )
     parser.add_argument("--output", required=True, help="output folder (pool/, instances.jsonl, summary.json)")
     parser.add_argument("--limit", type=int, default=None, help="read at most N input rows")
     parser.add_argument("--force", action="store_true", help="redo shards that are already finished")
-    parser.add_argument("--executor", choices=("ray", "local"), default="ray",
-                        help="ray: Ray Data actor pools (local cluster or RAY_ADDRESS); local: in-process, serial")
+    parser.add_argument(
+        "--executor",
+        choices=("ray", "local"),
+        default="ray",
+        help="ray: Ray Data actor pools (local cluster or RAY_ADDRESS); local: in-process, serial",
+    )
     parser.add_argument("--examples", type=int, default=3, help="perturbed examples to print at the end")
     add_config_args(parser)
 
@@ -30,15 +37,15 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be >= 1")
-    summary = run_perturb(config, args.input, args.output, limit=args.limit, force=args.force,
-                          executor=args.executor)
+    summary = run_perturb(config, args.input, args.output, limit=args.limit, force=args.force, executor=args.executor)
     print_report(Path(args.output), summary, examples=args.examples)
     return 0
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("perturb", help="MASK -> REPLACE -> RANK raw text into a perturbed pool",
-                                   description=__doc__)
+    parser = subparsers.add_parser(
+        "perturb", help="MASK -> REPLACE -> RANK raw text into a perturbed pool", description=__doc__
+    )
     add_perturb_args(parser)
     parser.set_defaults(func=run)
 

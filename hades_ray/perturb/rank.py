@@ -34,9 +34,7 @@ def perplexities(model, token_ids: list[list[int]], pad_id: int, max_batch_token
             ids[row, : len(token_ids[index])] = torch.tensor(token_ids[index])
             attention[row, : len(token_ids[index])] = 1
         logits = model(input_ids=ids.to(device), attention_mask=attention.to(device)).logits.float()
-        nll = torch.nn.functional.cross_entropy(
-            logits[:, :-1].transpose(1, 2), ids[:, 1:].to(device), reduction="none"
-        )
+        nll = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:].to(device), reduction="none")
         valid = attention[:, 1:].to(device).float()
         mean_nll = (nll * valid).sum(dim=1) / valid.sum(dim=1).clamp(min=1)
         for row, index in enumerate(chunk):

@@ -43,8 +43,9 @@ def vocabulary_bans(tokenizer, vocab_size: int) -> tuple[torch.Tensor, torch.Ten
     return anywhere, at_start
 
 
-def _mlm_logits_at(model, input_ids: torch.Tensor, attention: torch.Tensor, rows: torch.Tensor,
-                   cols: torch.Tensor) -> torch.Tensor:
+def _mlm_logits_at(
+    model, input_ids: torch.Tensor, attention: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor
+) -> torch.Tensor:
     """Logits at one position per row; the vocabulary projection runs only where it is needed."""
     head = next((getattr(model, name) for name in ("cls", "lm_head") if hasattr(model, name)), None)
     if head is None:
@@ -73,8 +74,15 @@ def choose_tokens(logits: torch.Tensor, uniforms: np.ndarray, config: ReplaceCon
     return indices.gather(-1, picks).squeeze(-1)
 
 
-def fill_masks(model, sequences: list[MaskedSequence], config: ReplaceConfig, bans: tuple[torch.Tensor, torch.Tensor],
-               pad_id: int, max_batch_tokens: int = 32_768, timings: dict | None = None) -> list[list[int]]:
+def fill_masks(
+    model,
+    sequences: list[MaskedSequence],
+    config: ReplaceConfig,
+    bans: tuple[torch.Tensor, torch.Tensor],
+    pad_id: int,
+    max_batch_tokens: int = 32_768,
+    timings: dict | None = None,
+) -> list[list[int]]:
     """Token ids chosen for each sequence's positions, left to right; ``timings["forward"]``
     accumulates the seconds spent inside model forwards."""
     device = next(model.parameters()).device

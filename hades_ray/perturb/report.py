@@ -19,13 +19,22 @@ def mark_replacements(text: str, spans: list[dict], left: str = "[[", right: str
 
 
 def summary_table(summary: dict) -> str:
-    rows = [("read", summary["read"]), ("kept (perturbed)", summary["kept"]), ("too short (< 5 sentences)",
-            summary["too_short"]), ("no maskable words", summary["no_maskable_words"]),
-            ("quarantined", summary["quarantined"])]
+    rows = [
+        ("read", summary["read"]),
+        ("kept (perturbed)", summary["kept"]),
+        ("too short (< 5 sentences)", summary["too_short"]),
+        ("no maskable words", summary["no_maskable_words"]),
+        ("quarantined", summary["quarantined"]),
+    ]
     rows += [(f"  - {reason}", n) for reason, n in summary["quarantined_by_reason"].items()]
-    rows += [("instances (replaced spans)", summary["instances"]),
-             ("shards done now / skipped", f"{summary['shards']['processed_now']} / {summary['shards']['skipped_finished']}"),
-             ("wall seconds", summary["timings"]["wall_seconds"])]
+    rows += [
+        ("instances (replaced spans)", summary["instances"]),
+        (
+            "shards done now / skipped",
+            f"{summary['shards']['processed_now']} / {summary['shards']['skipped_finished']}",
+        ),
+        ("wall seconds", summary["timings"]["wall_seconds"]),
+    ]
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 

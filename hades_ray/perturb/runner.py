@@ -10,13 +10,18 @@ import json
 import logging
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from hades_ray.config import HadesConfig, save_config
 from hades_ray.io.readers import InputRow, read_rows
 from hades_ray.perturb.shards import (
-    atomic_write_text, finished_shards, merge_views, read_marker, shard_fingerprint, write_shard,
+    atomic_write_text,
+    finished_shards,
+    merge_views,
+    read_marker,
+    shard_fingerprint,
+    write_shard,
 )
 from hades_ray.perturb.spans import hades_instances
 from hades_ray.perturb.stages import DocumentPreparer, MaskFiller, PerplexityRanker
@@ -48,8 +53,18 @@ def iter_shards(rows: Iterable[InputRow], size: int) -> Iterator[tuple[int, list
 
 
 def _row_dicts(shard: int, rows: list[InputRow]) -> list[dict]:
-    return [{"shard": shard, "row": i, "doc_id": r.doc_id, "title": r.title, "text": r.text,
-             "source": r.source, "reject": r.reject} for i, r in enumerate(rows)]
+    return [
+        {
+            "shard": shard,
+            "row": i,
+            "doc_id": r.doc_id,
+            "title": r.title,
+            "text": r.text,
+            "source": r.source,
+            "reject": r.reject,
+        }
+        for i, r in enumerate(rows)
+    ]
 
 
 def run_stages_ray(items: list[dict], config: HadesConfig) -> Iterator[dict]:
@@ -65,9 +80,14 @@ def run_stages_ray(items: list[dict], config: HadesConfig) -> Iterator[dict]:
     ds = ray.data.from_items(items, override_num_blocks=blocks)
     for stage, cls in (("annotate", DocumentPreparer), ("replace", MaskFiller), ("rank", PerplexityRanker)):
         r = getattr(res, stage)
-        ds = ds.map_batches(cls, fn_constructor_kwargs={"config": config_dict}, batch_size=r.batch_size,
-                            compute=ray.data.ActorPoolStrategy(size=r.concurrency), num_cpus=r.num_cpus,
-                            num_gpus=r.num_gpus or None)
+        ds = ds.map_batches(
+            cls,
+            fn_constructor_kwargs={"config": config_dict},
+            batch_size=r.batch_size,
+            compute=ray.data.ActorPoolStrategy(size=r.concurrency),
+            num_cpus=r.num_cpus,
+            num_gpus=r.num_gpus or None,
+        )
     yield from ds.iter_rows()
 
 
@@ -77,8 +97,11 @@ def run_stages_in_process(items: list[dict], config: HadesConfig) -> Iterator[di
 
     config_dict = config.to_dict()
     stages = [DocumentPreparer(config_dict), MaskFiller(config_dict), PerplexityRanker(config_dict)]
-    sizes = [config.perturb.resources.annotate.batch_size, config.perturb.resources.replace.batch_size,
-             config.perturb.resources.rank.batch_size]
+    sizes = [
+        config.perturb.resources.annotate.batch_size,
+        config.perturb.resources.replace.batch_size,
+        config.perturb.resources.rank.batch_size,
+    ]
     items = sorted(items, key=lambda r: len(r["text"]))
     for begin in range(0, len(items), sizes[1]):
         batch = _columns(items[begin : begin + sizes[1]])
@@ -98,14 +121,31 @@ def _shard_outputs(shard: int, rows: list[dict], config: HadesConfig) -> tuple[l
             counts[status] += 1
             if status not in QUARANTINE_KEEPS:
                 counts["quarantined"] += 1
-                quarantine.append({"doc_id": row["doc_id"], "source": row["source"], "reason": status,
-                                   "text_head": (row["text"] or "")[:200]})
+                quarantine.append(
+                    {
+                        "doc_id": row["doc_id"],
+                        "source": row["source"],
+                        "reason": status,
+                        "text_head": (row["text"] or "")[:200],
+                    }
+                )
             continue
         result = json.loads(row["payload"])
         spans = result["spans"]
-        pool.append({"doc_id": row["doc_id"], "title": row["title"], "original": row["text"],
-                     "perturbed": result["perturbed"], "ppl": result["ppl"], "candidate": result["candidate"],
-                     "candidate_ppls": result["candidate_ppls"], "spans": spans, "shard": shard, "row": row["row"]})
+        pool.append(
+            {
+                "doc_id": row["doc_id"],
+                "title": row["title"],
+                "original": row["text"],
+                "perturbed": result["perturbed"],
+                "ppl": result["ppl"],
+                "candidate": result["candidate"],
+                "candidate_ppls": result["candidate_ppls"],
+                "spans": spans,
+                "shard": shard,
+                "row": row["row"],
+            }
+        )
         made = hades_instances(row["doc_id"], result["perturbed"], spans, config.perturb.lowercase_instances)
         instances.extend(made)
         counts["kept"] += 1
@@ -127,8 +167,15 @@ def _check_or_skip(output: Path, shard: int, fingerprint: str, force: bool, size
     return True
 
 
-def run_perturb(config: HadesConfig, input_path: str | Path, output_dir: str | Path, limit: int | None = None,
-                force: bool = False, executor: str = "ray", shards_per_wave: int = 64) -> dict:
+def run_perturb(
+    config: HadesConfig,
+    input_path: str | Path,
+    output_dir: str | Path,
+    limit: int | None = None,
+    force: bool = False,
+    executor: str = "ray",
+    shards_per_wave: int = 64,
+) -> dict:
     """Perturb ``input_path`` (a file, a folder, or ``demo``) into ``output_dir``; returns the summary."""
     started = time.perf_counter()
     output = Path(output_dir)
@@ -192,13 +239,19 @@ def _write_summary(output: Path, skipped: int, processed: int, seconds: float) -
         stage_seconds.update(marker.get("stage_seconds", {}))
     reasons = {k: v for k, v in counts.items() if k not in ("read", "kept", "perturbed", "instances", "quarantined")}
     summary = {
-        "read": counts["read"], "kept": counts["kept"], "too_short": counts["too_short"],
-        "no_maskable_words": counts["no_maskable_words"], "quarantined": counts["quarantined"],
+        "read": counts["read"],
+        "kept": counts["kept"],
+        "too_short": counts["too_short"],
+        "no_maskable_words": counts["no_maskable_words"],
+        "quarantined": counts["quarantined"],
         "quarantined_by_reason": {k: v for k, v in sorted(reasons.items()) if k not in QUARANTINE_KEEPS},
-        "perturbed": counts["perturbed"], "instances": counts["instances"],
+        "perturbed": counts["perturbed"],
+        "instances": counts["instances"],
         "shards": {"total": len(shards), "processed_now": processed, "skipped_finished": skipped},
-        "timings": {"wall_seconds": round(seconds, 3),
-                    "stage_busy_seconds": {k: round(v, 3) for k, v in sorted(stage_seconds.items())}},
+        "timings": {
+            "wall_seconds": round(seconds, 3),
+            "stage_busy_seconds": {k: round(v, 3) for k, v in sorted(stage_seconds.items())},
+        },
     }
     atomic_write_text(output / "summary.json", json.dumps(summary, indent=2))
     return summary

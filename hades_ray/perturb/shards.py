@@ -14,15 +14,32 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SPAN_TYPE = pa.struct([
-    ("start", pa.int64()), ("end", pa.int64()), ("orig_start", pa.int64()), ("orig_end", pa.int64()),
-    ("original", pa.string()), ("replacement", pa.string()), ("ner", pa.string()), ("pos", pa.string()),
-])
-POOL_SCHEMA = pa.schema([
-    ("doc_id", pa.string()), ("title", pa.string()), ("original", pa.string()), ("perturbed", pa.string()),
-    ("ppl", pa.float64()), ("candidate", pa.int32()), ("candidate_ppls", pa.list_(pa.float64())),
-    ("spans", pa.list_(SPAN_TYPE)), ("shard", pa.int32()), ("row", pa.int64()),
-])
+SPAN_TYPE = pa.struct(
+    [
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("orig_start", pa.int64()),
+        ("orig_end", pa.int64()),
+        ("original", pa.string()),
+        ("replacement", pa.string()),
+        ("ner", pa.string()),
+        ("pos", pa.string()),
+    ]
+)
+POOL_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("title", pa.string()),
+        ("original", pa.string()),
+        ("perturbed", pa.string()),
+        ("ppl", pa.float64()),
+        ("candidate", pa.int32()),
+        ("candidate_ppls", pa.list_(pa.float64())),
+        ("spans", pa.list_(SPAN_TYPE)),
+        ("shard", pa.int32()),
+        ("row", pa.int64()),
+    ]
+)
 
 
 def part_name(shard: int) -> str:
@@ -49,8 +66,9 @@ def read_marker(output: Path, shard: int) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def write_shard(output: Path, shard: int, pool_rows: list[dict], instances: list[dict], quarantine: list[dict],
-                stats: dict) -> None:
+def write_shard(
+    output: Path, shard: int, pool_rows: list[dict], instances: list[dict], quarantine: list[dict], stats: dict
+) -> None:
     """Data files first (each by rename), the marker last."""
     name = part_name(shard)
     table = pa.Table.from_pylist(pool_rows, schema=POOL_SCHEMA)

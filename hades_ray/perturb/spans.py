@@ -59,15 +59,17 @@ def hades_instances(doc_id: str, perturbed: str, spans: list[dict], lowercase: b
     for index, (span, (first, last)) in enumerate(zip(spans, ranges)):
         if last < first:
             continue  # a replacement with no word characters cannot be a target span
-        records.append({
-            "replaced": mark_span(words, first, last),
-            "replaced_ids": [first, last],
-            "hallucination": -1,
-            "id": f"{doc_id}#{index}",
-            "doc_id": doc_id,
-            "original_span": span["original"],
-            "replacement": span["replacement"],
-            "ner": span["ner"],
-            "pos": span["pos"],
-        })
+        records.append(
+            {
+                "replaced": mark_span(words, first, last),
+                "replaced_ids": [first, last],
+                "hallucination": -1,
+                "id": f"{doc_id}#{index}",
+                "doc_id": doc_id,
+                "original_span": span["original"],
+                "replacement": span["replacement"],
+                "ner": span["ner"],
+                "pos": span["pos"],
+            }
+        )
     return records

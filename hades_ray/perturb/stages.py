@@ -59,8 +59,9 @@ def prepare_rows(rows: list[dict], nlp, tokenizer, config: HadesConfig) -> list[
         if not units:
             row["status"] = "no_maskable_words"
             continue
-        candidates = [choose_spans(units, mask, config.seed, row["doc_id"], c)
-                      for c in range(config.perturb.rank.num_candidates)]
+        candidates = [
+            choose_spans(units, mask, config.seed, row["doc_id"], c) for c in range(config.perturb.rank.num_candidates)
+        ]
         row["status"] = "ok"
         row["payload"] = json.dumps({"input_ids": input_ids, "units": units, "candidates": candidates})
     return rows
@@ -94,8 +95,15 @@ def _candidate_text(row: dict, payload: dict, chosen: list[int], fills: list[int
         original = row["text"][unit["start"] : unit["end"]]
         replacement = decode_replacement(tokenizer, fills[cursor : cursor + width], original)
         cursor += width
-        spans.append({"orig_start": unit["start"], "orig_end": unit["end"], "replacement": replacement,
-                      "ner": unit["ner"], "pos": unit["pos"]})
+        spans.append(
+            {
+                "orig_start": unit["start"],
+                "orig_end": unit["end"],
+                "replacement": replacement,
+                "ner": unit["ner"],
+                "pos": unit["pos"],
+            }
+        )
     perturbed, placed = apply_replacements(row["text"], spans)
     return {"perturbed": perturbed, "spans": placed}
 

@@ -29,8 +29,14 @@ def _round(args) -> int:
 def _tune(args) -> int:
     from hades_ray.select.tune import tune_detector
 
-    summary = tune_detector(config_from_args(args), args.train, args.valid, args.output,
-                            num_samples=args.num_samples, restore=not args.fresh)
+    summary = tune_detector(
+        config_from_args(args),
+        args.train,
+        args.valid,
+        args.output,
+        num_samples=args.num_samples,
+        restore=not args.fresh,
+    )
     print(f"best {summary['metric']}: {summary['best_score']} with {json.dumps(summary['best_config'])}")
     print(f"results: {args.output}/best.json; trials under {summary['experiment']}")
     return 0

@@ -39,8 +39,9 @@ def read_predictions(path: Path, ids: list[str]) -> pd.DataFrame:
     return frame[["id", "p_hallucination", "pred"]].astype({"p_hallucination": float, "pred": int})
 
 
-def score_with_detector(config, workdir, round_index: int, candidates: pd.DataFrame, out: Path,
-                        summary: dict) -> pd.DataFrame | None:
+def score_with_detector(
+    config, workdir, round_index: int, candidates: pd.DataFrame, out: Path, summary: dict
+) -> pd.DataFrame | None:
     """Train on rounds < K, evaluate on a held-out share, score ``candidates``; None: fall back to random."""
     from hades_ray.annotate.labels import consensus_items
 
@@ -49,9 +50,11 @@ def score_with_detector(config, workdir, round_index: int, candidates: pd.DataFr
     labels = np.array([r["hallucination"] for r in labeled], dtype=int)
     summary["counts"]["judged_before"] = len(labeled)
     if len(labeled) < sel.min_train_instances or len(np.unique(labels)) < 2:
-        message = (f"{len(labeled)} consensus judgments ({int(labels.sum()) if len(labels) else 0} H) before round "
-                   f"{round_index}: too few (or one class) to train a detector "
-                   f"(select.min_train_instances={sel.min_train_instances}); this round samples at random")
+        message = (
+            f"{len(labeled)} consensus judgments ({int(labels.sum()) if len(labels) else 0} H) before round "
+            f"{round_index}: too few (or one class) to train a detector "
+            f"(select.min_train_instances={sel.min_train_instances}); this round samples at random"
+        )
         log.warning(message)
         summary["messages"].append(message)
         return None
@@ -59,23 +62,36 @@ def score_with_detector(config, workdir, round_index: int, candidates: pd.DataFr
 
     heldout = heldout_split(labels, sel.heldout_share, config.seed + round_index)
     data = out / "detector" / "data"
-    train_path = write_instances([{k: r[k] for k in HADES_KEYS} for r, h in zip(labeled, heldout) if not h],
-                                 data / "train.txt")
-    heldout_path = write_instances([{k: r[k] for k in HADES_KEYS} for r, h in zip(labeled, heldout) if h],
-                                   data / "heldout.txt")
+    train_path = write_instances(
+        [{k: r[k] for k in HADES_KEYS} for r, h in zip(labeled, heldout) if not h], data / "train.txt"
+    )
+    heldout_path = write_instances(
+        [{k: r[k] for k in HADES_KEYS} for r, h in zip(labeled, heldout) if h], data / "heldout.txt"
+    )
     summary["counts"].update(train=int((~heldout).sum()), heldout=int(heldout.sum()))
     # The held-out share doubles as the trainer's validation set: judged data are scarce in early rounds.
-    model_dir = Path(api.train_detector(config, train_path, heldout_path, out / "detector" / "model",
-                                        detector=sel.detector, mode="offline", workers=sel.detector_workers))
+    model_dir = Path(
+        api.train_detector(
+            config,
+            train_path,
+            heldout_path,
+            out / "detector" / "model",
+            detector=sel.detector,
+            mode="offline",
+            workers=sel.detector_workers,
+        )
+    )
     summary["detector"] = {"model_dir": str(model_dir), "heldout_metrics": api.evaluate_file(model_dir, heldout_path)}
-    held_pred = read_predictions(api.predict_file(model_dir, heldout_path, out / "detector" / "heldout.pred.jsonl",
-                                                  config=config),
-                                 [r["id"] for r, h in zip(labeled, heldout) if h])
+    held_pred = read_predictions(
+        api.predict_file(model_dir, heldout_path, out / "detector" / "heldout.pred.jsonl", config=config),
+        [r["id"] for r, h in zip(labeled, heldout) if h],
+    )
     summary["rates"] = detector_rates(labels[heldout], held_pred["pred"].values)
     from hades_ray.select.round import hades_record
 
     unjudged = write_instances([hades_record(row) for _, row in candidates.iterrows()], out / "unjudged.txt")
-    scores = read_predictions(api.predict_file(model_dir, unjudged, out / "scores.jsonl", config=config),
-                              list(candidates["id"]))
+    scores = read_predictions(
+        api.predict_file(model_dir, unjudged, out / "scores.jsonl", config=config), list(candidates["id"])
+    )
     summary["counts"]["scored"] = len(scores)
     return scores

@@ -78,8 +78,9 @@ class SimilarityScorer:
         self.pooling = pooling
 
     def __call__(self, batch: dict) -> dict:
-        sims = cosine_similarities(self.tokenizer, self.model, list(batch["orig_text"]),
-                                   list(batch["repl_text"]), self.pooling)
+        sims = cosine_similarities(
+            self.tokenizer, self.model, list(batch["orig_text"]), list(batch["repl_text"]), self.pooling
+        )
         return {"id": batch["id"], "similarity": sims.astype("float32")}
 
 
@@ -92,9 +93,13 @@ def similarity_stage(config, frame: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame({"id": frame["id"].values, "orig_text": originals, "repl_text": replaced})
     table = table.assign(length=table["repl_text"].str.len()).sort_values("length").drop(columns="length")
     ds = ray.data.from_pandas(table).map_batches(
-        SimilarityScorer, fn_constructor_args=(config.models.encoder, sel.pooling_for(config.models.encoder)),
-        batch_size=sel.similarity_batch_size, batch_format="numpy", num_cpus=sel.similarity_num_cpus,
-        compute=ray.data.ActorPoolStrategy(size=1))
+        SimilarityScorer,
+        fn_constructor_args=(config.models.encoder, sel.pooling_for(config.models.encoder)),
+        batch_size=sel.similarity_batch_size,
+        batch_format="numpy",
+        num_cpus=sel.similarity_num_cpus,
+        compute=ray.data.ActorPoolStrategy(size=1),
+    )
     return ds.to_pandas()
 
 
@@ -103,8 +108,7 @@ def _span_info(doc, char_start: int, char_end: int) -> dict:
     if span is None or len(span) == 0:
         return {"ent": "", "pos": "", "lemma": ""}
     ents = [t.ent_type_ for t in span if t.ent_type_]
-    return {"ent": ents[0] if ents else "", "pos": span.root.pos_,
-            "lemma": " ".join(t.lemma_.lower() for t in span)}
+    return {"ent": ents[0] if ents else "", "pos": span.root.pos_, "lemma": " ".join(t.lemma_.lower() for t in span)}
 
 
 def span_linguistics(nlp, frame: pd.DataFrame, context: int) -> pd.DataFrame:
@@ -117,8 +121,9 @@ def span_linguistics(nlp, frame: pd.DataFrame, context: int) -> pd.DataFrame:
         repl_windows.append(window_text(list(row["words"]), row["start"], row["end"], context))
     out = {"id": list(frame["id"])}
     for side, windows in (("orig", orig_windows), ("repl", repl_windows)):
-        infos = [_span_info(doc, s, e) for doc, (_, s, e) in zip(nlp.pipe([w[0] for w in windows], batch_size=64),
-                                                                 windows)]
+        infos = [
+            _span_info(doc, s, e) for doc, (_, s, e) in zip(nlp.pipe([w[0] for w in windows], batch_size=64), windows)
+        ]
         for key in ("ent", "pos", "lemma"):
             out[f"{side}_{key}"] = [info[key] for info in infos]
     return pd.DataFrame(out)
@@ -126,9 +131,14 @@ def span_linguistics(nlp, frame: pd.DataFrame, context: int) -> pd.DataFrame:
 
 def _meta(config, n: int) -> dict:
     sel = config.select
-    return {"encoder": config.models.encoder, "pooling": sel.pooling_for(config.models.encoder),
-            "paraphrase_context_words": sel.paraphrase_context_words, "ner_context_words": sel.ner_context_words,
-            "spacy_model": config.spacy_model, "instances": n}
+    return {
+        "encoder": config.models.encoder,
+        "pooling": sel.pooling_for(config.models.encoder),
+        "paraphrase_context_words": sel.paraphrase_context_words,
+        "ner_context_words": sel.ner_context_words,
+        "spacy_model": config.spacy_model,
+        "instances": n,
+    }
 
 
 def compute_features(config, workdir: str | Path, force: bool = False) -> pd.DataFrame:

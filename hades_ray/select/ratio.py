@@ -32,23 +32,29 @@ def explain_ratio(alpha: float, beta: float, gamma: float, strict: bool = False)
     for name, value in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {value}")
-    undefined = [why for why, bad in (
-        ("gamma = 1/2 (the detector's precision is chance)", np.isclose(gamma, 0.5)),
-        ("beta = 1 (no false positives, so the balance cannot be estimated from precision)", np.isclose(beta, 1.0)),
-        ("alpha = 0 (the detector predicts no true hallucination)", np.isclose(alpha, 0.0)),
-    ) if bad]
+    undefined = [
+        why
+        for why, bad in (
+            ("gamma = 1/2 (the detector's precision is chance)", np.isclose(gamma, 0.5)),
+            ("beta = 1 (no false positives, so the balance cannot be estimated from precision)", np.isclose(beta, 1.0)),
+            ("alpha = 0 (the detector predicts no true hallucination)", np.isclose(alpha, 0.0)),
+        )
+        if bad
+    ]
     if undefined:
-        message = (f"Eq. 1 is undefined: {'; '.join(undefined)} (alpha={alpha:.3f}, beta={beta:.3f}, "
-                   f"gamma={gamma:.3f})")
+        message = f"Eq. 1 is undefined: {'; '.join(undefined)} (alpha={alpha:.3f}, beta={beta:.3f}, gamma={gamma:.3f})"
         if strict:
             raise ValueError(message)
         return Ratio(1.0, None, message + "; kept every predicted hallucination (R = 1, no subsampling)")
     numerator = -2 * alpha * beta * gamma + alpha * beta + beta * gamma + alpha * gamma - gamma
     raw = numerator / ((2 * gamma - 1) * alpha * (1 - beta))
     value = float(min(1.0, max(0.0, raw)))
-    message = "" if value == raw else (
-        f"Eq. 1 gave R = {raw:.3f}, clipped to {value:.0f}: even "
-        f"{'keeping every predicted hallucination leaves H the minority' if raw > 1 else 'dropping every predicted hallucination leaves H the majority'}")
+    why = (
+        "keeping every predicted hallucination leaves H the minority"
+        if raw > 1
+        else "dropping every predicted hallucination leaves H the majority"
+    )
+    message = "" if value == raw else f"Eq. 1 gave R = {raw:.3f}, clipped to {value:.0f}: even {why}"
     return Ratio(value, float(raw), message)
 
 
@@ -63,5 +69,13 @@ def detector_rates(y_true, y_pred) -> dict:
     def share(a: int, b: int) -> float:
         return a / (a + b) if a + b else 0.0
 
-    return {"alpha": share(tp, fn), "beta": share(tn, fp), "gamma": share(tp, fp),
-            "false_omission": share(fn, tn), "tp": tp, "fn": fn, "tn": tn, "fp": fp}
+    return {
+        "alpha": share(tp, fn),
+        "beta": share(tn, fp),
+        "gamma": share(tp, fp),
+        "false_omission": share(fn, tn),
+        "tp": tp,
+        "fn": fn,
+        "tn": tn,
+        "fp": fp,
+    }

@@ -45,10 +45,15 @@ def assigned_ids(workdir: Path, before: int) -> set[str]:
 
 
 def hades_record(row, label: int = -1) -> dict:
-    return {"replaced": mark_span(list(row["words"]), row["start"], row["end"]),
-            "replaced_ids": [int(row["start"]), int(row["end"])], "hallucination": int(label),
-            "id": row["id"], "doc_id": row["doc_id"], "original_span": row["original_span"],
-            "replacement": row["replacement"]}
+    return {
+        "replaced": mark_span(list(row["words"]), row["start"], row["end"]),
+        "replaced_ids": [int(row["start"]), int(row["end"])],
+        "hallucination": int(label),
+        "id": row["id"],
+        "doc_id": row["doc_id"],
+        "original_span": row["original_span"],
+        "replacement": row["replacement"],
+    }
 
 
 def display_original(row, documents: dict) -> tuple[str, int, int]:
@@ -85,8 +90,10 @@ def run_round(config, workdir: str | Path, round_index: int, pool: str | Path | 
         set_pool(workdir, pool)
     out = round_dir(workdir, round_index)
     if (out / "round.json").is_file():
-        raise FileExistsError(f"round {round_index} was already selected ({out / 'round.json'}); "
-                              "rounds are never overwritten: start the next round or a new work directory")
+        raise FileExistsError(
+            f"round {round_index} was already selected ({out / 'round.json'}); "
+            "rounds are never overwritten: start the next round or a new work directory"
+        )
     missing = [k for k in range(round_index) if k not in existing_rounds(workdir)]
     if missing:
         raise FileNotFoundError(f"round {round_index} needs rounds {missing} first")

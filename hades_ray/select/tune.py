@@ -23,9 +23,13 @@ def default_space():
     """The paper's knobs the detector exposes; its MLP hidden size is fixed at h/2 by detect, so not swept."""
     from ray import tune
 
-    return {"detect.pooling": tune.choice(["mean", "max"]), "detect.mlp_layers": tune.choice([1, 2, 3]),
-            "detect.freeze": tune.choice(["last_layer", "all"]), "detect.lr": tune.loguniform(1e-4, 3e-3),
-            "detect.window": tune.choice([64, 160])}
+    return {
+        "detect.pooling": tune.choice(["mean", "max"]),
+        "detect.mlp_layers": tune.choice([1, 2, 3]),
+        "detect.freeze": tune.choice(["last_layer", "all"]),
+        "detect.lr": tune.loguniform(1e-4, 3e-3),
+        "detect.window": tune.choice([64, 160]),
+    }
 
 
 def apply_trial(base: dict, trial: dict):
@@ -52,12 +56,19 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
     report = LoadReport()
     train, valid = load_labelled(train_path, d.skip_bad, report), load_labelled(valid_path, d.skip_bad, report)
     trainer = TorchTrainer(
-        train_loop_per_worker, train_loop_config=loop_config(config, train, valid, d.mode),
-        scaling_config=ScalingConfig(num_workers=d.workers, use_gpu=d.use_gpu, resources_per_worker={"CPU": d.worker_cpus}),
-        run_config=RunConfig(name=f"train-{tune.get_context().get_trial_id()}", storage_path=storage,
-                             failure_config=FailureConfig(max_failures=d.max_failures),
-                             callbacks=[TuneReportCallback()]),
-        datasets={"train": ray.data.from_items(to_rows(train))})
+        train_loop_per_worker,
+        train_loop_config=loop_config(config, train, valid, d.mode),
+        scaling_config=ScalingConfig(
+            num_workers=d.workers, use_gpu=d.use_gpu, resources_per_worker={"CPU": d.worker_cpus}
+        ),
+        run_config=RunConfig(
+            name=f"train-{tune.get_context().get_trial_id()}",
+            storage_path=storage,
+            failure_config=FailureConfig(max_failures=d.max_failures),
+            callbacks=[TuneReportCallback()],
+        ),
+        datasets={"train": ray.data.from_items(to_rows(train))},
+    )
     result = trainer.fit()
     if result.error:
         raise result.error
@@ -71,8 +82,9 @@ def concurrent_trials(config) -> int:
     return max(1, int((cluster_cpus() - 1) // per_trial))
 
 
-def tune_detector(config, train_path, valid_path, output, num_samples: int = 4, space: dict | None = None,
-                  restore: bool = True) -> dict:
+def tune_detector(
+    config, train_path, valid_path, output, num_samples: int = 4, space: dict | None = None, restore: bool = True
+) -> dict:
     """Sweep the detector; resumes an interrupted sweep found under ``output``; writes best.json."""
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
@@ -84,31 +96,53 @@ def tune_detector(config, train_path, valid_path, output, num_samples: int = 4, 
     _ = config.detect  # the detect section must be present
     experiment = output / EXPERIMENT
     trainable = tune.with_resources(
-        tune.with_parameters(detector_trial, base=config.to_dict(), train_path=str(Path(train_path).resolve()),
-                             valid_path=str(Path(valid_path).resolve()), storage=str(output / "train_runs")),
-        {"cpu": 0, "memory": 1})
+        tune.with_parameters(
+            detector_trial,
+            base=config.to_dict(),
+            train_path=str(Path(train_path).resolve()),
+            valid_path=str(Path(valid_path).resolve()),
+            storage=str(output / "train_runs"),
+        ),
+        {"cpu": 0, "memory": 1},
+    )
     if restore and tune.Tuner.can_restore(str(experiment)):
         log.info("resuming the sweep in %s", experiment)
         tuner = tune.Tuner.restore(str(experiment), trainable=trainable, resume_unfinished=True, resume_errored=True)
     else:
         save_config(config, output)
         tuner = tune.Tuner(
-            trainable, param_space=space or default_space(),
+            trainable,
+            param_space=space or default_space(),
             tune_config=tune.TuneConfig(
-                metric="selection_score", mode="max", num_samples=num_samples,
+                metric="selection_score",
+                mode="max",
+                num_samples=num_samples,
                 max_concurrent_trials=concurrent_trials(config),
-                scheduler=ASHAScheduler(time_attr="training_iteration", max_t=config.detect.epochs, grace_period=1,
-                                        reduction_factor=2)),
-            run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(output)))
+                scheduler=ASHAScheduler(
+                    time_attr="training_iteration", max_t=config.detect.epochs, grace_period=1, reduction_factor=2
+                ),
+            ),
+            run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(output)),
+        )
     results = tuner.fit()
     best = results.get_best_result(metric="selection_score", mode="max")
-    trials = [{"config": r.config, "selection_score": (r.metrics or {}).get("selection_score"),
-               "epochs": (r.metrics or {}).get("epoch"), "error": str(r.error) if r.error else None} for r in results]
-    summary = {"metric": f"validation {config.detect.selection_metric} (selection_score)",
-               "best_config": best.config, "best_score": (best.metrics or {}).get("selection_score"),
-               "best_metrics": {k: v for k, v in (best.metrics or {}).items() if isinstance(v, (int, float, str))},
-               "trials": trials, "experiment": str(experiment),
-               "train_checkpoints": str(output / "train_runs")}
+    trials = [
+        {
+            "config": r.config,
+            "selection_score": (r.metrics or {}).get("selection_score"),
+            "epochs": (r.metrics or {}).get("epoch"),
+            "error": str(r.error) if r.error else None,
+        }
+        for r in results
+    ]
+    summary = {
+        "metric": f"validation {config.detect.selection_metric} (selection_score)",
+        "best_config": best.config,
+        "best_score": (best.metrics or {}).get("selection_score"),
+        "best_metrics": {k: v for k, v in (best.metrics or {}).items() if isinstance(v, (int, float, str))},
+        "trials": trials,
+        "experiment": str(experiment),
+        "train_checkpoints": str(output / "train_runs"),
+    }
     write_json_atomic(output / "best.json", summary)
     return summary
-

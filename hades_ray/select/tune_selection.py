@@ -15,11 +15,15 @@ from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.workdir import round_dir, write_json_atomic
 
 
-def selection_score(frame: pd.DataFrame, rates: dict, batch_size: int, low: float, high: float,
-                    similarity_cut: float) -> dict:
+def selection_score(
+    frame: pd.DataFrame, rates: dict, batch_size: int, low: float, high: float, similarity_cut: float
+) -> dict:
     """Expected label balance of the batch those cuts would give (pure; reads stored columns only)."""
-    keep = (filters.threshold_keep(frame["p_hallucination"].values, low, high)
-            & filters.paraphrase_keep(frame["similarity"].values, similarity_cut) & frame["keep_swap"].values)
+    keep = (
+        filters.threshold_keep(frame["p_hallucination"].values, low, high)
+        & filters.paraphrase_keep(frame["similarity"].values, similarity_cut)
+        & frame["keep_swap"].values
+    )
     n_pred_h = float((keep & (frame["pred"].values == 1)).sum())
     n_pred_n = float((keep & (frame["pred"].values == 0)).sum())
     ratio = explain_ratio(rates["alpha"], rates["beta"], rates["gamma"]).value
@@ -27,8 +31,12 @@ def selection_score(frame: pd.DataFrame, rates: dict, batch_size: int, low: floa
     available = h + n
     share_h = h / available if available else 0.0
     shortfall = max(0.0, batch_size - available) / batch_size
-    return {"balance_error": abs(share_h - 0.5) + shortfall, "expected_h_share": share_h,
-            "available": available, "R": ratio}
+    return {
+        "balance_error": abs(share_h - 0.5) + shortfall,
+        "expected_h_share": share_h,
+        "available": available,
+        "R": ratio,
+    }
 
 
 def _trial(trial: dict, frame: pd.DataFrame, rates: dict, batch_size: int) -> dict:
@@ -47,24 +55,33 @@ def tune_selection(config, workdir, round_index: int, grid: dict | None = None) 
     summary = json.loads((out / "round.json").read_text())
     if "rates" not in summary:
         raise FileNotFoundError(f"round {round_index} has no detector scores (round 0 or a random fallback)")
-    frame = pd.read_parquet(out / "candidates.parquet",
-                            columns=["id", "p_hallucination", "pred", "similarity", "keep_swap"])
+    frame = pd.read_parquet(
+        out / "candidates.parquet", columns=["id", "p_hallucination", "pred", "similarity", "keep_swap"]
+    )
     # A small grid: each Tune trial costs seconds of overhead on 2 cores (64 trials took 3.8 min).
     grid = grid or {"p_low": [0.0, 0.05, 0.15], "p_high": [0.85, 0.95, 1.0], "similarity_cut": [0.85, 0.9]}
     init_ray(config.ray.address, config.ray.num_cpus)
     storage = (out / "tune-selection").resolve()
-    trainable = tune.with_resources(tune.with_parameters(_trial, frame=frame, rates=summary["rates"],
-                                                         batch_size=summary["batch_size_target"]), {"cpu": 0.25})
-    tuner = tune.Tuner(trainable, param_space={k: tune.grid_search(v) for k, v in grid.items()},
-                       tune_config=tune.TuneConfig(metric="balance_error", mode="min"),
-                       run_config=tune.RunConfig(name="sweep", storage_path=str(storage), verbose=0))
+    trainable = tune.with_resources(
+        tune.with_parameters(_trial, frame=frame, rates=summary["rates"], batch_size=summary["batch_size_target"]),
+        {"cpu": 0.25},
+    )
+    tuner = tune.Tuner(
+        trainable,
+        param_space={k: tune.grid_search(v) for k, v in grid.items()},
+        tune_config=tune.TuneConfig(metric="balance_error", mode="min"),
+        run_config=tune.RunConfig(name="sweep", storage_path=str(storage), verbose=0),
+    )
     results = tuner.fit()
     best = results.get_best_result()
     table = results.get_dataframe()
-    report = {"round": round_index, "best": best.config, "best_metrics": {k: best.metrics[k] for k in
-              ("balance_error", "expected_h_share", "available", "R")}, "trials": len(table),
-              "note": "apply with --set select.p_low=... --set select.p_high=... "
-                      "--set select.paraphrase_threshold=... in a later round; this round is left as selected"}
+    report = {
+        "round": round_index,
+        "best": best.config,
+        "best_metrics": {k: best.metrics[k] for k in ("balance_error", "expected_h_share", "available", "R")},
+        "trials": len(table),
+        "note": "apply with --set select.p_low=... --set select.p_high=... "
+        "--set select.paraphrase_threshold=... in a later round; this round is left as selected",
+    }
     write_json_atomic(storage / "best.json", report)
     return report
-

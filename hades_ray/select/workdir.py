@@ -1,9 +1,9 @@
 """The layout of a work directory: the pool (the perturbation job's output) and one folder per round.
 
-    WORKDIR/workdir.json          {"pool": PATH} when the pool lives elsewhere (else WORKDIR/pool)
-    WORKDIR/features/             model-free scores of every pool instance (similarity, NER, lemmas)
-    WORKDIR/round-000/            batch.jsonl (items for judges), round.json (every count), scores,
-                                  judgments/import-NNN[.simulated].csv, quarantine/, exports/
+WORKDIR/workdir.json          {"pool": PATH} when the pool lives elsewhere (else WORKDIR/pool)
+WORKDIR/features/             model-free scores of every pool instance (similarity, NER, lemmas)
+WORKDIR/round-000/            batch.jsonl (items for judges), round.json (every count), scores,
+                              judgments/import-NNN[.simulated].csv, quarantine/, exports/
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ def pool_dir(workdir: str | Path) -> Path:
     path = workdir / WORKDIR_FILE
     pool = Path(json.loads(path.read_text())["pool"]) if path.is_file() else workdir / "pool"
     if not (pool / "instances.jsonl").is_file():
-        raise FileNotFoundError(f"no pool at {pool} (expected the perturbation job's instances.jsonl there); "
-                                "run `hades-ray perturb` into WORKDIR/pool or pass --pool")
+        raise FileNotFoundError(
+            f"no pool at {pool} (expected the perturbation job's instances.jsonl there); "
+            "run `hades-ray perturb` into WORKDIR/pool or pass --pool"
+        )
     return pool
 
 
@@ -57,10 +59,17 @@ def load_pool(workdir: str | Path) -> pd.DataFrame:
     for inst in read_instances(pool_dir(workdir) / "instances.jsonl"):
         extra = inst.extra
         replacement = " ".join(inst.span_words)
-        rows.append({"id": str(extra["id"]), "doc_id": str(extra.get("doc_id", extra["id"])),
-                     "words": inst.words, "start": inst.start, "end": inst.end,
-                     "replacement": extra.get("replacement") or replacement,
-                     "original_span": str(extra.get("original_span", ""))})
+        rows.append(
+            {
+                "id": str(extra["id"]),
+                "doc_id": str(extra.get("doc_id", extra["id"])),
+                "words": inst.words,
+                "start": inst.start,
+                "end": inst.end,
+                "replacement": extra.get("replacement") or replacement,
+                "original_span": str(extra.get("original_span", "")),
+            }
+        )
     frame = pd.DataFrame(rows, columns=["id", "doc_id", "words", "start", "end", "replacement", "original_span"])
     if frame["id"].duplicated().any():
         raise ValueError(f"pool instance ids are not unique: {frame['id'][frame['id'].duplicated()].iloc[0]!r}")

@@ -7,7 +7,6 @@ import json
 import sys
 import threading
 import time
-from pathlib import Path
 
 import ray
 from ray.cluster_utils import Cluster
@@ -22,12 +21,18 @@ def main(input_path: str, output: str) -> None:
     worker = cluster.add_node(num_cpus=2)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
-    config = load_config("local", overrides=[
-        "perturb.rank.num_candidates=2", "perturb.read.shard_size=4",
-        "perturb.resources.annotate.batch_size=2", "perturb.resources.replace.batch_size=2",
-        "perturb.resources.rank.batch_size=2", "perturb.resources.replace.concurrency=2",
-        "perturb.resources.rank.concurrency=2",
-    ])
+    config = load_config(
+        "local",
+        overrides=[
+            "perturb.rank.num_candidates=2",
+            "perturb.read.shard_size=4",
+            "perturb.resources.annotate.batch_size=2",
+            "perturb.resources.replace.batch_size=2",
+            "perturb.resources.rank.batch_size=2",
+            "perturb.resources.replace.concurrency=2",
+            "perturb.resources.rank.concurrency=2",
+        ],
+    )
     result: dict = {}
     job = threading.Thread(target=lambda: result.update(run_perturb(config, input_path, output)))
     job.start()
@@ -35,8 +40,9 @@ def main(input_path: str, output: str) -> None:
     cluster.remove_node(worker)
     removed_at = time.time()
     job.join(timeout=600)
-    print(json.dumps({"summary": result, "finished_after_removal_s": time.time() - removed_at,
-                      "alive": job.is_alive()}))
+    print(
+        json.dumps({"summary": result, "finished_after_removal_s": time.time() - removed_at, "alive": job.is_alive()})
+    )
     ray.shutdown()
     cluster.shutdown()
 
