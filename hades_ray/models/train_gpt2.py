@@ -27,7 +27,7 @@ class Gpt2TrainConfig:
     block_size: int = 256
     batch_size: int = 8
     seed: int = 0
-    limits: TrainLimits = field(default_factory=lambda: TrainLimits(max_steps=3000, max_seconds=240, lr=3e-3,
+    limits: TrainLimits = field(default_factory=lambda: TrainLimits(max_steps=5000, max_seconds=300, lr=3e-3,
                                                                     warmup_fraction=0.02, weight_decay=0.1,
                                                                     log_every=20))
 

@@ -25,7 +25,7 @@ class MlmTrainConfig:
     seed: int = 0
     # The fresh head learns 10x faster than the pretrained encoder, which only needs nudging.
     limits: TrainLimits = field(default_factory=lambda: TrainLimits(
-        max_steps=3000, max_seconds=210, lr=2e-4, warmup_fraction=0.05, log_every=10,
+        max_steps=3000, max_seconds=180, lr=2e-4, warmup_fraction=0.05, log_every=10,
         fresh_prefixes=("cls.",), fresh_lr_scale=10.0))
 
 
