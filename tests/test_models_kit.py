@@ -32,11 +32,26 @@ def micro_encoder(tmp_path_factory):
 def tiny_config(encoder) -> build.KitConfig:
     limits = {"max_steps": 3, "max_seconds": None, "log_every": 1}
     return build.KitConfig(
-        mlm=MlmTrainConfig(encoder_path=str(encoder), max_length=32, batch_size=4,
-                           limits=TrainLimits(lr=1e-3, fresh_prefixes=("cls.",), fresh_lr_scale=10, **limits)),
-        gpt2=Gpt2TrainConfig(vocab_size=300, n_layer=1, n_embd=16, n_head=2, n_positions=32, block_size=16,
-                             batch_size=2, limits=TrainLimits(**limits)),
-        mlm_eval_texts=4, gpt2_pairs=3, baseline=False)
+        mlm=MlmTrainConfig(
+            encoder_path=str(encoder),
+            max_length=32,
+            batch_size=4,
+            limits=TrainLimits(lr=1e-3, fresh_prefixes=("cls.",), fresh_lr_scale=10, **limits),
+        ),
+        gpt2=Gpt2TrainConfig(
+            vocab_size=300,
+            n_layer=1,
+            n_embd=16,
+            n_head=2,
+            n_positions=32,
+            block_size=16,
+            batch_size=2,
+            limits=TrainLimits(**limits),
+        ),
+        mlm_eval_texts=4,
+        gpt2_pairs=3,
+        baseline=False,
+    )
 
 
 @pytest.fixture
@@ -91,11 +106,11 @@ def test_build_saves_loadable_models_and_skips_built_ones(tmp_path, micro_encode
     info = build.model_status(tmp_path)["gpt2"]["info"]
     assert info["steps"] == 3 and info["seed"] == 0 and "torch" in info["versions"]
     assert (root / "quality.json").is_file()
-    assert set(build.build_models(home=tmp_path, config=config, evaluate=False).values()) == {
-        "skipped (already built)"}
+    assert set(build.build_models(home=tmp_path, config=config, evaluate=False).values()) == {"skipped (already built)"}
     assert build.ensure_models(home=tmp_path) == []
-    assert build.build_models(("gpt2",), home=tmp_path, force=True, config=config, evaluate=False)[
-        "gpt2"].startswith("built")
+    assert build.build_models(("gpt2",), home=tmp_path, force=True, config=config, evaluate=False)["gpt2"].startswith(
+        "built"
+    )
 
 
 def test_unfinished_folder_counts_as_missing(tmp_path):
@@ -123,8 +138,9 @@ def test_swap_words_replaces_three_content_words_keeping_case():
     assert "the" not in [TEXTS[0][s:e].lower() for s, e in spans]
     swapped = quality.swap_words(TEXTS[0], spans, ["zebra"], np.random.default_rng(0))
     assert swapped.lower().count("zebra") == 3
-    capital = quality.swap_words("Paris and Rome and NASA", [(0, 5), (10, 14), (19, 23)], ["zebra"],
-                                 np.random.default_rng(0))
+    capital = quality.swap_words(
+        "Paris and Rome and NASA", [(0, 5), (10, 14), (19, 23)], ["zebra"], np.random.default_rng(0)
+    )
     assert capital == "Zebra and Zebra and ZEBRA"
     assert quality.swap_words("Short text.", [(0, 5)], ["zebra"], np.random.default_rng(0)) is None
 
@@ -182,8 +198,10 @@ def test_pairwise_accuracy_separates_good_from_bad_scorer(tmp_path):
     good, bad = UnigramLM(np.log(counts / counts.sum())), UnigramLM(-np.log(counts / counts.sum()))
 
     def score(model) -> float:
-        return quality.pairwise_accuracy(quality.perplexities(model, tokenizer, [a for a, _ in pairs]),
-                                         quality.perplexities(model, tokenizer, [b for _, b in pairs]))
+        return quality.pairwise_accuracy(
+            quality.perplexities(model, tokenizer, [a for a, _ in pairs]),
+            quality.perplexities(model, tokenizer, [b for _, b in pairs]),
+        )
 
     assert len(pairs) == 6 and score(good) == 1.0 and score(bad) == 0.0
 
@@ -194,6 +212,10 @@ def test_cli_status_and_quality_rows(tmp_path, capsys):
 
     assert main(["models", "status", "--home", str(tmp_path)]) == 0
     assert "MISSING" in capsys.readouterr().out
-    rows = quality_rows({"mlm": {"top10": 0.5, "n": 4}, "gpt2": {"pairwise_accuracy": 0.9, "n": 3,
-                                                               "median_ppl_original": 1, "median_ppl_swapped": 2}})
+    rows = quality_rows(
+        {
+            "mlm": {"top10": 0.5, "n": 4},
+            "gpt2": {"pairwise_accuracy": 0.9, "n": 3, "median_ppl_original": 1, "median_ppl_swapped": 2},
+        }
+    )
     assert [r[0] for r in rows] == ["mlm", "gpt2", "gpt2"]

@@ -37,13 +37,20 @@ class KitConfig:
     seed: int = 0
 
 
-def kit_config(seed: int = 0, mlm_minutes: float | None = None, gpt2_minutes: float | None = None,
-               mlm_steps: int | None = None, gpt2_steps: int | None = None) -> KitConfig:
+def kit_config(
+    seed: int = 0,
+    mlm_minutes: float | None = None,
+    gpt2_minutes: float | None = None,
+    mlm_steps: int | None = None,
+    gpt2_steps: int | None = None,
+) -> KitConfig:
     """The default kit with the CLI's overrides; minutes <= 0 means no time box (steps only)."""
     config = KitConfig(seed=seed)
     config.mlm.seed = config.gpt2.seed = seed
-    for limits, minutes, steps in ((config.mlm.limits, mlm_minutes, mlm_steps),
-                                   (config.gpt2.limits, gpt2_minutes, gpt2_steps)):
+    for limits, minutes, steps in (
+        (config.mlm.limits, mlm_minutes, mlm_steps),
+        (config.gpt2.limits, gpt2_minutes, gpt2_steps),
+    ):
         if minutes is not None:
             limits.max_seconds = minutes * 60 if minutes > 0 else None
         if steps is not None:
@@ -67,8 +74,7 @@ def _library_versions() -> dict:
     import torch
     import transformers
 
-    return {"torch": torch.__version__, "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__}
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
 
 
 def _commit(staging: Path, directory: Path, info: dict) -> None:
@@ -113,16 +119,28 @@ def _save(directory: Path, model, tokenizer, started: float, stats: dict, config
     shutil.rmtree(staging, ignore_errors=True)
     model.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
-    info = {"model": directory.name, "architecture": type(model).__name__, "train_texts": n_texts,
-            **stats, "build_seconds": round(time.perf_counter() - started, 1), "seed": config["seed"],
-            "config": config, "versions": _library_versions()}
+    info = {
+        "model": directory.name,
+        "architecture": type(model).__name__,
+        "train_texts": n_texts,
+        **stats,
+        "build_seconds": round(time.perf_counter() - started, 1),
+        "seed": config["seed"],
+        "config": config,
+        "versions": _library_versions(),
+    }
     _commit(staging, directory, info)
     log.info("built %s in %.0fs (%d steps)", directory, info["build_seconds"], info["steps"])
     return info
 
 
-def build_models(names=MODEL_NAMES, home: str | Path | None = None, force: bool = False,
-                 config: KitConfig | None = None, evaluate: bool = True) -> dict[str, str]:
+def build_models(
+    names=MODEL_NAMES,
+    home: str | Path | None = None,
+    force: bool = False,
+    config: KitConfig | None = None,
+    evaluate: bool = True,
+) -> dict[str, str]:
     """Build the named models that are missing (all with ``force``); evaluate if any was built."""
     import torch
 
@@ -136,8 +154,10 @@ def build_models(names=MODEL_NAMES, home: str | Path | None = None, force: bool 
         torch.set_num_threads(NUM_THREADS)
         root.mkdir(parents=True, exist_ok=True)
         train_texts, _ = demo_split(config.heldout_fraction)
-        builders = {"mlm": lambda d: build_mlm(d, train_texts, config.mlm),
-                    "gpt2": lambda d: build_gpt2(d, train_texts, config.gpt2)}
+        builders = {
+            "mlm": lambda d: build_mlm(d, train_texts, config.mlm),
+            "gpt2": lambda d: build_gpt2(d, train_texts, config.gpt2),
+        }
         for name in todo:
             info = builders[name](root / name)
             outcome[name] = f"built in {info['build_seconds']}s, {info['steps']} steps"

@@ -37,8 +37,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     config = kit_config(args.seed, args.mlm_minutes, args.gpt2_minutes, args.mlm_steps, args.gpt2_steps)
-    outcome = build_models(tuple(args.only or MODEL_NAMES), args.home, args.force, config,
-                           evaluate=not args.no_evaluate)
+    outcome = build_models(
+        tuple(args.only or MODEL_NAMES), args.home, args.force, config, evaluate=not args.no_evaluate
+    )
     for name, what in outcome.items():
         print(f"{name:5s} {what}")
     _print_quality(models_root(args.home) / "quality.json")
@@ -75,10 +76,14 @@ def quality_rows(report: dict) -> list[tuple[str, str, str]]:
             rows.append(("minilm", "same, untrained MLM head (baseline)", f"{base['top10']} (n={base['n']})"))
     gpt2 = report.get("gpt2")
     if gpt2:
-        rows.append(("gpt2", "original < 3-words-swapped perplexity",
-                     f"{gpt2['pairwise_accuracy']} (n={gpt2['n']})"))
-        rows.append(("gpt2", "median perplexity original / swapped",
-                     f"{gpt2['median_ppl_original']} / {gpt2['median_ppl_swapped']}"))
+        rows.append(("gpt2", "original < 3-words-swapped perplexity", f"{gpt2['pairwise_accuracy']} (n={gpt2['n']})"))
+        rows.append(
+            (
+                "gpt2",
+                "median perplexity original / swapped",
+                f"{gpt2['median_ppl_original']} / {gpt2['median_ppl_swapped']}",
+            )
+        )
     return rows
 
 

@@ -36,9 +36,12 @@ def evaluate_gpt2(model, tokenizer, pairs: list[tuple[str, str]]) -> dict:
     """Share of (original, three-words-swapped) pairs where the original has lower perplexity."""
     original = quality.perplexities(model, tokenizer, [a for a, _ in pairs])
     swapped = quality.perplexities(model, tokenizer, [b for _, b in pairs])
-    return {"pairwise_accuracy": round(quality.pairwise_accuracy(original, swapped), 4), "n": len(pairs),
-            "median_ppl_original": round(float(np.median(original)), 2),
-            "median_ppl_swapped": round(float(np.median(swapped)), 2)}
+    return {
+        "pairwise_accuracy": round(quality.pairwise_accuracy(original, swapped), 4),
+        "n": len(pairs),
+        "median_ppl_original": round(float(np.median(original)), 2),
+        "median_ppl_swapped": round(float(np.median(swapped)), 2),
+    }
 
 
 def _mlm_report(root: Path, texts, docs, config: KitConfig) -> dict:
@@ -74,8 +77,9 @@ def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: K
         report["mlm"] = _mlm_report(root, texts[:n], docs[:n], config)
     if "gpt2" in names and is_built(root / "gpt2"):
         # A tiny training set may repeat no word three times; then any seen word will do.
-        vocabulary = (quality.replacement_vocabulary(train, stop_words)
-                      or quality.replacement_vocabulary(train, stop_words, min_count=1))
+        vocabulary = quality.replacement_vocabulary(train, stop_words) or quality.replacement_vocabulary(
+            train, stop_words, min_count=1
+        )
         pairs = quality.swap_pairs(texts, docs, vocabulary, np.random.default_rng(config.seed), config.gpt2_pairs)
         tokenizer, model = load_causal_lm(str(root / "gpt2"), device="cpu")
         report["gpt2"] = evaluate_gpt2(model, tokenizer, pairs)

@@ -17,8 +17,9 @@ def content_word_spans(doc) -> list[tuple[int, int]]:
     return [(t.idx, t.idx + len(t.text)) for t in doc if t.is_alpha and not t.is_stop and len(t.text) > 1]
 
 
-def mlm_cases(texts: list[str], docs, tokenizer, rng: np.random.Generator, per_text: int = 1,
-              max_length: int = 128) -> list[tuple[list[int], int, int]]:
+def mlm_cases(
+    texts: list[str], docs, tokenizer, rng: np.random.Generator, per_text: int = 1, max_length: int = 128
+) -> list[tuple[list[int], int, int]]:
     """(input ids with one masked word, its position, the original token id) for single-token words."""
     cases = []
     for text, doc in zip(texts, docs, strict=True):
@@ -44,12 +45,12 @@ def mlm_topk_hit_rate(model, tokenizer, cases, k: int = 10, batch_size: int = 32
 
     hits = []
     for start in range(0, len(cases), batch_size):
-        rows = cases[start:start + batch_size]
+        rows = cases[start : start + batch_size]
         width = max(len(ids) for ids, _, _ in rows)
         ids = torch.full((len(rows), width), tokenizer.pad_token_id)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         for r, (row_ids, _, _) in enumerate(rows):
-            ids[r, :len(row_ids)], mask[r, :len(row_ids)] = torch.tensor(row_ids), 1
+            ids[r, : len(row_ids)], mask[r, : len(row_ids)] = torch.tensor(row_ids), 1
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits
         at_mask = logits[torch.arange(len(rows)), torch.tensor([p for _, p, _ in rows])].float().numpy()
@@ -70,8 +71,9 @@ def _match_case(word: str, like: str) -> str:
     return word.capitalize() if like[:1].isupper() else word
 
 
-def swap_words(text: str, spans: list[tuple[int, int]], vocabulary: list[str], rng: np.random.Generator,
-               n_swaps: int = 3) -> str | None:
+def swap_words(
+    text: str, spans: list[tuple[int, int]], vocabulary: list[str], rng: np.random.Generator, n_swaps: int = 3
+) -> str | None:
     """``text`` with ``n_swaps`` content words replaced by random vocabulary words (case kept), or None."""
     if len(spans) < n_swaps:
         return None
@@ -84,8 +86,9 @@ def swap_words(text: str, spans: list[tuple[int, int]], vocabulary: list[str], r
     return text
 
 
-def swap_pairs(texts: list[str], docs, vocabulary: list[str], rng: np.random.Generator, n_pairs: int = 200,
-               n_swaps: int = 3) -> list[tuple[str, str]]:
+def swap_pairs(
+    texts: list[str], docs, vocabulary: list[str], rng: np.random.Generator, n_pairs: int = 200, n_swaps: int = 3
+) -> list[tuple[str, str]]:
     """Up to ``n_pairs`` (original, swapped) pairs from the texts, in order."""
     pairs = []
     for text, doc in zip(texts, docs, strict=True):
@@ -97,8 +100,7 @@ def swap_pairs(texts: list[str], docs, vocabulary: list[str], rng: np.random.Gen
     return pairs
 
 
-def perplexities(model, tokenizer, texts: list[str], max_length: int | None = None,
-                 batch_size: int = 16) -> np.ndarray:
+def perplexities(model, tokenizer, texts: list[str], max_length: int | None = None, batch_size: int = 16) -> np.ndarray:
     """Per-text perplexity under a causal LM, each text scored after a leading end-of-text token.
 
     Texts longer than the model's context (``max_length``, default ``n_positions``) are truncated.
@@ -110,12 +112,12 @@ def perplexities(model, tokenizer, texts: list[str], max_length: int | None = No
     rows = [([bos] + ids)[:max_length] for ids in tokenizer(texts)["input_ids"]]
     out = []
     for start in range(0, len(rows), batch_size):
-        batch = rows[start:start + batch_size]
+        batch = rows[start : start + batch_size]
         width = max(len(r) for r in batch)
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
         for r, row in enumerate(batch):
-            ids[r, :len(row)], mask[r, :len(row)] = torch.tensor(row), 1
+            ids[r, : len(row)], mask[r, : len(row)] = torch.tensor(row), 1
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
         nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")

@@ -27,9 +27,11 @@ class Gpt2TrainConfig:
     block_size: int = 256
     batch_size: int = 8
     seed: int = 0
-    limits: TrainLimits = field(default_factory=lambda: TrainLimits(max_steps=5000, max_seconds=300, lr=3e-3,
-                                                                    warmup_fraction=0.02, weight_decay=0.1,
-                                                                    log_every=20))
+    limits: TrainLimits = field(
+        default_factory=lambda: TrainLimits(
+            max_steps=5000, max_seconds=300, lr=3e-3, warmup_fraction=0.02, weight_decay=0.1, log_every=20
+        )
+    )
 
 
 def train_bpe_tokenizer(texts: list[str], vocab_size: int, max_length: int = 256):
@@ -40,11 +42,21 @@ def train_bpe_tokenizer(texts: list[str], vocab_size: int, max_length: int = 256
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[END_OF_TEXT], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[END_OF_TEXT],
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     bpe.train_from_iterator(texts, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token=END_OF_TEXT, eos_token=END_OF_TEXT,
-                                   unk_token=END_OF_TEXT, pad_token=END_OF_TEXT, model_max_length=max_length)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token=END_OF_TEXT,
+        eos_token=END_OF_TEXT,
+        unk_token=END_OF_TEXT,
+        pad_token=END_OF_TEXT,
+        model_max_length=max_length,
+    )
 
 
 def init_gpt2(tokenizer, config: Gpt2TrainConfig):
@@ -53,9 +65,16 @@ def init_gpt2(tokenizer, config: Gpt2TrainConfig):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(config.seed)
-    model_config = GPT2Config(vocab_size=len(tokenizer), n_positions=config.n_positions, n_embd=config.n_embd,
-                              n_layer=config.n_layer, n_head=config.n_head, bos_token_id=tokenizer.eos_token_id,
-                              eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id)
+    model_config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=config.n_positions,
+        n_embd=config.n_embd,
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.eos_token_id,
+    )
     return GPT2LMHeadModel(model_config)
 
 
@@ -74,6 +93,6 @@ def gpt2_batches(stream: np.ndarray, config: Gpt2TrainConfig) -> Iterator[dict]:
     last_start = len(stream) - config.block_size
     while True:
         starts = rng.integers(0, max(last_start, 1), size=config.batch_size)
-        block = np.stack([stream[s:s + config.block_size] for s in starts])
+        block = np.stack([stream[s : s + config.block_size] for s in starts])
         ids = torch.from_numpy(block)
         yield {"input_ids": ids, "labels": ids}

@@ -24,9 +24,17 @@ class MlmTrainConfig:
     mask_probability: float = 0.15
     seed: int = 0
     # The fresh head learns 10x faster than the pretrained encoder, which only needs nudging.
-    limits: TrainLimits = field(default_factory=lambda: TrainLimits(
-        max_steps=3000, max_seconds=180, lr=2e-4, warmup_fraction=0.05, log_every=10,
-        fresh_prefixes=("cls.",), fresh_lr_scale=10.0))
+    limits: TrainLimits = field(
+        default_factory=lambda: TrainLimits(
+            max_steps=3000,
+            max_seconds=180,
+            lr=2e-4,
+            warmup_fraction=0.05,
+            log_every=10,
+            fresh_prefixes=("cls.",),
+            fresh_lr_scale=10.0,
+        )
+    )
 
 
 def init_masked_lm(encoder_path: str | Path | None = None):
@@ -47,8 +55,9 @@ def encode_chunks(texts: list[str], tokenizer, max_length: int) -> list[tuple[li
     return [(ids, encoded.word_ids(i)) for i, ids in enumerate(encoded["input_ids"])]
 
 
-def whole_word_mask(ids: list[int], word_ids: list[int | None], tokenizer, rng: np.random.Generator,
-                    probability: float) -> tuple[np.ndarray, np.ndarray]:
+def whole_word_mask(
+    ids: list[int], word_ids: list[int | None], tokenizer, rng: np.random.Generator, probability: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(masked ids, labels) choosing whole words; chosen tokens go 80% [MASK], 10% random, 10% kept."""
     ids_arr = np.array(ids)
     labels = np.full(len(ids), -100)
@@ -74,17 +83,21 @@ def mlm_batches(chunks, tokenizer, config: MlmTrainConfig) -> Iterator[dict]:
     while True:
         order = rng.permutation(len(chunks))
         for start in range(0, len(order) - config.batch_size + 1 or 1, config.batch_size):
-            rows = [chunks[i] for i in order[start:start + config.batch_size]]
+            rows = [chunks[i] for i in order[start : start + config.batch_size]]
             width = max(len(ids) for ids, _ in rows)
             input_ids = np.full((len(rows), width), tokenizer.pad_token_id)
             labels = np.full((len(rows), width), -100)
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for r, (ids, word_ids) in enumerate(rows):
-                input_ids[r, :len(ids)], labels[r, :len(ids)] = whole_word_mask(
-                    ids, word_ids, tokenizer, rng, config.mask_probability)
-                mask[r, :len(ids)] = 1
-            yield {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask),
-                   "labels": torch.from_numpy(labels)}
+                input_ids[r, : len(ids)], labels[r, : len(ids)] = whole_word_mask(
+                    ids, word_ids, tokenizer, rng, config.mask_probability
+                )
+                mask[r, : len(ids)] = 1
+            yield {
+                "input_ids": torch.from_numpy(input_ids),
+                "attention_mask": torch.from_numpy(mask),
+                "labels": torch.from_numpy(labels),
+            }
 
 
 def masked_positions_loss(model, batch: dict):

@@ -53,9 +53,14 @@ def _optimizer(model, limits: TrainLimits):
             fresh = bool(limits.fresh_prefixes) and name.startswith(limits.fresh_prefixes)
             groups.setdefault((fresh, param.dim() >= 2), []).append(param)
     # Biases and LayerNorm weights are not decayed, as in BERT and nanoGPT.
-    param_groups = [{"params": params, "weight_decay": limits.weight_decay if matrix else 0.0,
-                     "lr_scale": limits.fresh_lr_scale if fresh else 1.0}
-                    for (fresh, matrix), params in groups.items()]
+    param_groups = [
+        {
+            "params": params,
+            "weight_decay": limits.weight_decay if matrix else 0.0,
+            "lr_scale": limits.fresh_lr_scale if fresh else 1.0,
+        }
+        for (fresh, matrix), params in groups.items()
+    ]
     return torch.optim.AdamW(param_groups, lr=limits.lr, betas=(0.9, 0.98), eps=1e-6)
 
 
@@ -64,8 +69,7 @@ def model_loss(model, batch: dict):
     return model(**batch).loss
 
 
-def train_time_boxed(model, batches: Iterator[dict], limits: TrainLimits,
-                     loss_fn: Callable = model_loss) -> dict:
+def train_time_boxed(model, batches: Iterator[dict], limits: TrainLimits, loss_fn: Callable = model_loss) -> dict:
     """Train ``model`` on ``batches`` with ``loss_fn(model, batch)`` until steps or time run out."""
     import torch
 
@@ -77,19 +81,25 @@ def train_time_boxed(model, batches: Iterator[dict], limits: TrainLimits,
         if progress >= 1.0:
             break
         for group in optimizer.param_groups:
-            group["lr"] = limits.lr * group["lr_scale"] * lr_factor(progress, limits.warmup_fraction, limits.min_lr_ratio)
+            group["lr"] = (
+                limits.lr * group["lr_scale"] * lr_factor(progress, limits.warmup_fraction, limits.min_lr_ratio)
+            )
         loss = loss_fn(model, next(batches))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), limits.grad_clip)
         optimizer.step()
         step += 1
-        recent = (recent + [loss.item()])[-limits.log_every:]
+        recent = (recent + [loss.item()])[-limits.log_every :]
         if step % limits.log_every == 0:
             entry = {"step": step, "loss": sum(recent) / len(recent), "seconds": time.perf_counter() - started}
             log.info("step %d loss %.3f (%.0fs)", entry["step"], entry["loss"], entry["seconds"])
     model.eval()
     final = sum(recent) / len(recent) if recent else float("nan")
     # CPU seconds beside wall seconds show how much a shared machine slowed a time-boxed run.
-    return {"steps": step, "seconds": round(time.perf_counter() - started, 1),
-            "cpu_seconds": round(time.process_time() - cpu_started, 1), "final_loss": round(final, 4)}
+    return {
+        "steps": step,
+        "seconds": round(time.perf_counter() - started, 1),
+        "cpu_seconds": round(time.process_time() - cpu_started, 1),
+        "final_loss": round(final, 4),
+    }
