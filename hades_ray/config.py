@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 PRESETS = ("local", "paper")
+DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
 class ConfigError(ValueError):
@@ -57,13 +58,17 @@ class ReplaceConfig:
     top_k: int = 10
     top_p: float = 0.9
     temperature: float = 1.0
-    max_length: int = 512  # MLM input tokens; the text is cut after the last masked span if longer
+    max_length: int = 512  # MLM input tokens; units past the cut are not maskable
+    # A content word replaced by "the" or "it" only makes noise for judges: span starts skip stop words.
+    allow_stopwords: bool = False
+    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto (bf16 where the CPU or GPU runs it fast)
 
 
 @dataclass
 class RankConfig:
     num_candidates: int = 20
-    max_length: int = 1024
+    max_length: int = 1024  # capped by the model's own context (n_positions)
+    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto
 
 
 @dataclass
@@ -288,6 +293,8 @@ def validate(config: HadesConfig) -> None:
         (p.read.min_sentences >= p.mask.context_sentences + 1, "perturb.read.min_sentences must exceed context"),
         (p.read.shard_size >= 1, "perturb.read.shard_size must be >= 1"),
         (p.mask.stopwords in ("auto", "nltk", "spacy"), "perturb.mask.stopwords: auto, nltk or spacy"),
+        (p.replace.dtype in DTYPES, f"perturb.replace.dtype: one of {', '.join(DTYPES)}"),
+        (p.rank.dtype in DTYPES, f"perturb.rank.dtype: one of {', '.join(DTYPES)}"),
     ]
     for stage in ("annotate", "replace", "rank"):
         res: StageResources = getattr(p.resources, stage)

@@ -7,12 +7,12 @@ never attach to a stale cluster left by a killed head.
 from __future__ import annotations
 
 import os
+import sys
 
 QUIET_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # makes the node address 127.0.0.1
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "TOKENIZERS_PARALLELISM": "false",
-    "RAY_DATA_DISABLE_PROGRESS_BARS": "1",
 }
 
 
@@ -24,6 +24,10 @@ def init_ray(address: str = "", num_cpus: int = 0, quiet: bool = True):
 
     if ray.is_initialized():
         return ray
+    # Ray Data's progress bars help at a terminal and only clutter logs and CI output elsewhere.
+    from ray.data import DataContext
+
+    DataContext.get_current().enable_progress_bars = sys.stderr.isatty()
     target = address or os.environ.get("RAY_ADDRESS", "")
     runtime_env = {"env_vars": {k: os.environ[k] for k in QUIET_ENV}}
     if target:
@@ -38,7 +42,6 @@ def init_ray(address: str = "", num_cpus: int = 0, quiet: bool = True):
         logging_level="ERROR",
         runtime_env=runtime_env,
     )
-    ray.data.DataContext.get_current().enable_progress_bars = False
     return ray
 
 

@@ -63,7 +63,22 @@ def resolve_model(reference: str) -> str:
     return reference  # a hub id; from_pretrained reports a missing or unreachable one
 
 
-def _load(reference: str, auto_class, device: str | None = None):
+def resolve_dtype(name: str, device: str):
+    """The torch dtype for ``name``; ``auto`` is bfloat16 where the device computes it natively."""
+    import torch
+
+    if name != "auto":
+        return getattr(torch, name)
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    try:
+        native = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())  # AVX512-BF16 / AMX
+    except (AttributeError, RuntimeError):
+        native = False
+    return torch.bfloat16 if native else torch.float32
+
+
+def _load(reference: str, auto_class, device: str | None = None, dtype: str = "float32"):
     import torch
     from transformers import AutoTokenizer
 
@@ -76,25 +91,25 @@ def _load(reference: str, auto_class, device: str | None = None):
     model.eval()
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    return tokenizer, model.to(device)
+    return tokenizer, model.to(device=device, dtype=resolve_dtype(dtype, device))
 
 
-def load_masked_lm(reference: str, device: str | None = None):
+def load_masked_lm(reference: str, device: str | None = None, dtype: str = "float32"):
     """(tokenizer, model) of a masked LM, in eval mode on ``device`` (CUDA when present)."""
     from transformers import AutoModelForMaskedLM
 
-    return _load(reference, AutoModelForMaskedLM, device)
+    return _load(reference, AutoModelForMaskedLM, device, dtype)
 
 
-def load_causal_lm(reference: str, device: str | None = None):
+def load_causal_lm(reference: str, device: str | None = None, dtype: str = "float32"):
     """(tokenizer, model) of a causal LM, in eval mode on ``device`` (CUDA when present)."""
     from transformers import AutoModelForCausalLM
 
-    return _load(reference, AutoModelForCausalLM, device)
+    return _load(reference, AutoModelForCausalLM, device, dtype)
 
 
-def load_encoder(reference: str, device: str | None = None):
+def load_encoder(reference: str, device: str | None = None, dtype: str = "float32"):
     """(tokenizer, model) of a bare encoder (``AutoModel``), in eval mode on ``device``."""
     from transformers import AutoModel
 
-    return _load(reference, AutoModel, device)
+    return _load(reference, AutoModel, device, dtype)

@@ -28,9 +28,13 @@ class MaskedSequence:
     rng: np.random.Generator
 
 
-def vocabulary_bans(tokenizer, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+def vocabulary_bans(
+    tokenizer, vocab_size: int, stop_words: frozenset[str] | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(banned anywhere, banned at a span's first position) as boolean vectors over the vocabulary.
-    Special and unused tokens never fill a mask; a span never starts with a word piece or punctuation."""
+    Special and unused tokens never fill a mask; a span never starts with a word piece, punctuation,
+    or (given ``stop_words``) a stop word."""
+    stop_words = stop_words or frozenset()
     tokens = tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
     special = set(tokenizer.all_special_ids)
     anywhere = torch.ones(vocab_size, dtype=torch.bool)  # ids past the tokenizer's vocabulary stay banned
@@ -39,7 +43,12 @@ def vocabulary_bans(tokenizer, vocab_size: int) -> tuple[torch.Tensor, torch.Ten
         text = (token or "").replace("Ġ", "").replace("▁", "")
         unusable = index in special or token is None or text.startswith(("[unused", "<unused")) or not text
         anywhere[index] = unusable
-        at_start[index] = unusable or token.startswith("##") or not any(c.isalnum() for c in text)
+        at_start[index] = (
+            unusable
+            or token.startswith("##")
+            or not any(c.isalnum() for c in text)
+            or text.lower() in stop_words
+        )
     return anywhere, at_start
 
 

@@ -135,14 +135,20 @@ def replace_rows(rows: list[dict], model, tokenizer, bans, config: HadesConfig, 
 # ---- rank: perplexity under the causal LM ---------------------------------------------------------
 
 
-def rank_rows(rows: list[dict], model, tokenizer, config: HadesConfig) -> list[dict]:
+def context_limit(model, configured: int) -> int:
+    """The configured length, capped by the model's positions (a small GPT-2 may have only 256)."""
+    positions = getattr(model.config, "n_positions", None) or getattr(model.config, "max_position_embeddings", None)
+    return min(configured, positions) if positions else configured
+
+
+def rank_rows(rows: list[dict], model, tokenizer, config: HadesConfig, max_length: int | None = None) -> list[dict]:
     """Score every candidate; the payload becomes the most fluent one plus all perplexities."""
     todo = [row for row in rows if row["status"] == "ok"]
     candidates = [json.loads(row["payload"])["candidates"] for row in todo]
     texts = [c["perturbed"] for group in candidates for c in group]
     if not texts:
         return rows
-    ids = encode_for_perplexity(tokenizer, texts, config.perturb.rank.max_length)
+    ids = encode_for_perplexity(tokenizer, texts, max_length or context_limit(model, config.perturb.rank.max_length))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     scores = perplexities(model, ids, pad)
     cursor = 0
@@ -195,8 +201,10 @@ class MaskFiller:
 
         self.config = config_from_dict(config)
         device = _setup_torch(self.config.perturb.resources.replace)
-        self.tokenizer, self.model = load_masked_lm(self.config.models.mlm, device)
-        self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size)
+        replace = self.config.perturb.replace
+        self.tokenizer, self.model = load_masked_lm(self.config.models.mlm, device, replace.dtype)
+        stops = None if replace.allow_stopwords else stop_words(self.config.perturb.mask.stopwords)
+        self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size, stops)
 
     def __call__(self, batch: dict) -> dict:
         started = time.perf_counter()
@@ -216,10 +224,11 @@ class PerplexityRanker:
 
         self.config = config_from_dict(config)
         device = _setup_torch(self.config.perturb.resources.rank)
-        self.tokenizer, self.model = load_causal_lm(self.config.models.causal_lm, device)
+        self.tokenizer, self.model = load_causal_lm(self.config.models.causal_lm, device, self.config.perturb.rank.dtype)
+        self.max_length = context_limit(self.model, self.config.perturb.rank.max_length)
 
     def __call__(self, batch: dict) -> dict:
         started = time.perf_counter()
-        rows = rank_rows(_rows(batch), self.model, self.tokenizer, self.config)
+        rows = rank_rows(_rows(batch), self.model, self.tokenizer, self.config, self.max_length)
         _timed(rows, "t_rank", started)
         return _columns(rows)
