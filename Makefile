@@ -31,7 +31,7 @@ demo: models
 	$(VENV)/bin/hades-ray perturb --input demo --limit $(DEMO_LIMIT) --output $(DEMO_OUT)
 
 demo-loop: models
-	$(PY) jobs/demo_loop.py
+	$(PY) jobs/demo_loop.py --workdir out/demo-loop
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider tests

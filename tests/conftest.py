@@ -4,6 +4,7 @@ and the ``../shared`` data (tests that need it skip where it is absent)."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
+# Tests never read or write the user's model cache: a private, empty HADES_RAY_HOME until micro_home fills one.
+os.environ["HADES_RAY_HOME"] = tempfile.mkdtemp(prefix="hades_home_empty_")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
