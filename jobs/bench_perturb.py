@@ -115,12 +115,24 @@ def naive_loop(rows, model, tokenizer, config) -> float:
     return time.perf_counter() - started
 
 
+def _patch_tokenizer_for_nlpaug(mlm_dir: str) -> None:
+    """nlpaug 1.1.11 calls the slow-tokenizer internals that transformers 5 removed; map them onto the
+    public conversions (same ids) so the baseline runs at all."""
+    from transformers import AutoTokenizer
+
+    cls = type(AutoTokenizer.from_pretrained(mlm_dir))
+    if not hasattr(cls, "_convert_token_to_id"):
+        cls._convert_token_to_id = lambda self, token: self.convert_tokens_to_ids(token)
+        cls._convert_id_to_token = lambda self, index: self.convert_ids_to_tokens(index)
+
+
 def nlpaug_loop(rows, mlm_dir: str, config) -> tuple[float, str]:
     """nlpaug's ContextualWordEmbsAug substituting as many words per candidate as our masks hold."""
     try:
         import nlpaug.augmenter.word as naw
     except ImportError as error:  # the bench extra is not installed
         return float("nan"), f"nlpaug unavailable: {error}"
+    _patch_tokenizer_for_nlpaug(mlm_dir)
     try:
         aug = naw.ContextualWordEmbsAug(
             model_path=mlm_dir,
