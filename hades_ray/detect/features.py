@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from hades_ray.detect.spans import context_window, rows_to_items
+from hades_ray.detect.spans import encode_spans, rows_to_items
 
 UPOS = (
     "ADJ",
@@ -60,13 +60,8 @@ TAG_NAMES = tuple(f"pos_{t}" for t in UPOS) + tuple(f"ner_{t}" for t in ENTITY_T
 @torch.no_grad()
 def mlm_span_features(model, tokenizer, items: list[dict], window: int) -> np.ndarray:
     """``[n, 2]``: average original-subword probability and average entropy over the masked span."""
-    views = [context_window(tokenizer, it["words"], it["start"], it["end"], "offline", window) for it in items]
-    enc = tokenizer([v["text"] for v in views], padding=True, return_offsets_mapping=True, return_tensors="pt")
-    offsets = enc.pop("offset_mapping")
-    cs = torch.tensor([v["char_start"] for v in views]).unsqueeze(1)
-    ce = torch.tensor([v["char_end"] for v in views]).unsqueeze(1)
-    real = (offsets[..., 1] > offsets[..., 0]) & enc["attention_mask"].bool()
-    span = real & (offsets[..., 0] < ce) & (offsets[..., 1] > cs)
+    enc = encode_spans(tokenizer, items, "offline", window)
+    span = enc.pop("span_mask")
     original = enc["input_ids"].clone()
     enc["input_ids"] = enc["input_ids"].masked_fill(span, tokenizer.mask_token_id)
     device = next(model.parameters()).device
