@@ -270,6 +270,7 @@ def write_results(results: dict) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_perturb.json").write_text(json.dumps(results, indent=2))
     r, q = results["rates_candidates_per_s"], results["ratios"]
+
     def fmt(value: float | None) -> str:
         return "n/a" if value is None or math.isnan(value) else f"{value:.2f}"
 

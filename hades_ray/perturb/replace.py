@@ -44,10 +44,7 @@ def vocabulary_bans(
         unusable = index in special or token is None or text.startswith(("[unused", "<unused")) or not text
         anywhere[index] = unusable
         at_start[index] = (
-            unusable
-            or token.startswith("##")
-            or not any(c.isalnum() for c in text)
-            or text.lower() in stop_words
+            unusable or token.startswith("##") or not any(c.isalnum() for c in text) or text.lower() in stop_words
         )
     return anywhere, at_start
 

@@ -224,7 +224,9 @@ class PerplexityRanker:
 
         self.config = config_from_dict(config)
         device = _setup_torch(self.config.perturb.resources.rank)
-        self.tokenizer, self.model = load_causal_lm(self.config.models.causal_lm, device, self.config.perturb.rank.dtype)
+        self.tokenizer, self.model = load_causal_lm(
+            self.config.models.causal_lm, device, self.config.perturb.rank.dtype
+        )
         self.max_length = context_limit(self.model, self.config.perturb.rank.max_length)
 
     def __call__(self, batch: dict) -> dict:
