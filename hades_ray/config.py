@@ -122,9 +122,6 @@ class HadesConfig:
         data.update({name: dataclasses.asdict(section) for name, section in self.extra.items()} if extra else {})
         return data
 
-    def section(self, name: str):
-        return self.extra[name]
-
     def __getattr__(self, name: str):
         # Registered sections read as attributes: ``config.detect.lr`` (only called for unknown names).
         extra = self.__dict__.get("extra", {})

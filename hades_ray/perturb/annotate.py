@@ -44,10 +44,6 @@ def _is_content(token, stops: frozenset[str]) -> bool:
     )
 
 
-def sentence_starts(doc) -> list[int]:
-    return [sent.start_char for sent in doc.sents]
-
-
 def mask_units(doc, config: MaskConfig, stops: frozenset[str]) -> list[dict]:
     """Candidate spans as ``{start, end, ner, pos}`` character ranges, in text order."""
     sentences = list(doc.sents)
@@ -70,9 +66,3 @@ def mask_units(doc, config: MaskConfig, stops: frozenset[str]) -> list[dict]:
         )
     units.sort(key=lambda unit: unit["start"])
     return units
-
-
-def analyse(nlp, text: str, config: MaskConfig, stops: frozenset[str]) -> tuple[int, list[dict]]:
-    """(number of sentences, mask units) of one text."""
-    doc = nlp(text)
-    return len(list(doc.sents)), mask_units(doc, config, stops)

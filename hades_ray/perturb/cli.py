@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from hades_ray.cli_common import add_config_args, config_from_args
@@ -48,7 +47,3 @@ def register(subparsers) -> None:
     )
     add_perturb_args(parser)
     parser.set_defaults(func=run)
-
-
-def summary_json(path: Path) -> dict:
-    return json.loads((path / "summary.json").read_text(encoding="utf-8"))

@@ -154,7 +154,7 @@ def _shard_outputs(shard: int, rows: list[dict], config: HadesConfig) -> tuple[l
     return pool, instances, quarantine, counts, dict(timings)
 
 
-def _check_or_skip(output: Path, shard: int, fingerprint: str, force: bool, size: int) -> bool:
+def _check_or_skip(output: Path, shard: int, fingerprint: str, force: bool) -> bool:
     """True if the shard is finished and current; raise if it is finished but stale."""
     marker = read_marker(output, shard)
     if marker is None or force:
@@ -193,7 +193,7 @@ def run_perturb(
     for shard, rows in itertools.chain(shards, [(None, None)]):
         if shard is not None:
             fingerprint = shard_fingerprint(rows, digest)
-            if _check_or_skip(output, shard, fingerprint, force, len(rows)):
+            if _check_or_skip(output, shard, fingerprint, force):
                 skipped += 1
                 continue
             wave.append((shard, rows, fingerprint))
