@@ -75,7 +75,8 @@ class RankConfig:
 class StageResources:
     """Resources of one Ray Data stage (an actor pool for model stages)."""
 
-    concurrency: int = 1
+    concurrency: int = 1  # the most actors of this stage; the pool autoscales down to min_concurrency
+    min_concurrency: int = 1  # a smaller cluster still runs the job with this many actors
     num_cpus: float = 0.5  # fractional so read/write tasks always find a CPU (RAY_NOTES: deadlock on 2 CPUs)
     num_gpus: float = 0.0
     batch_size: int = 8  # documents per batch
@@ -103,6 +104,9 @@ class PerturbConfig:
 class RayConfig:
     address: str = ""  # empty: RAY_ADDRESS if set, else a fresh local cluster on 127.0.0.1
     num_cpus: int = 0  # 0: the machine's cores (local clusters only)
+    # Before any work, fail fast when no node can host one actor of some stage (else Ray waits forever).
+    # Turn off on autoscaling clusters whose GPU nodes only start on demand.
+    check_resources: bool = True
 
 
 @dataclass
@@ -297,6 +301,10 @@ def validate(config: HadesConfig) -> None:
         res: StageResources = getattr(p.resources, stage)
         checks += [
             (res.concurrency >= 1, f"perturb.resources.{stage}.concurrency must be >= 1"),
+            (
+                1 <= res.min_concurrency <= res.concurrency,
+                f"perturb.resources.{stage}.min_concurrency must be in [1, concurrency]",
+            ),
             (res.batch_size >= 1, f"perturb.resources.{stage}.batch_size must be >= 1"),
             (res.num_cpus >= 0 and res.num_gpus >= 0, f"perturb.resources.{stage}: resources must be >= 0"),
         ]
