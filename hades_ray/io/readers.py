@@ -1,110 +1,295 @@
-"""Input readers: JSONL, Parquet, Wiki-40B Parquet and the embedded demo corpus, as one row stream.
+"""Perturbation input: planning shards over JSONL, Parquet (Wiki-40B too) or the embedded demo corpus,
+and reading one shard on a worker.
 
-Every input row comes out exactly once, either as a document or with a ``reject`` reason, so that a
-shard is complete when all of its rows reach the writer and nothing is dropped silently.
+Inputs are local paths or any URI ``pyarrow.fs`` resolves (``s3://``, ``gs://``, ``file://``). The
+driver only lists files and reads Parquet footers; JSONL files are indexed (a byte offset every
+``shard_size`` lines) by a task per file, so line numbers in quarantine entries are exact while
+workers seek straight to their rows.
+
+Every row of a shard comes out exactly once, as a document or with a ``reject`` reason, so a shard is
+complete when all of its rows reach the writer and nothing is dropped silently.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+import math
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from hades_ray.io.demo_corpus import DEMO_INPUT, read_demo_records
+from hades_ray.perturb.seeding import stable_key
 from hades_ray.perturb.segment import first_paragraph
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.shards import Shard
 
-WIKI40B_MARKERS = ("_START_ARTICLE_", "_START_SECTION_", "_START_PARAGRAPH_")
+SUFFIXES = (".jsonl", ".json", ".parquet")
+MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer JSONL line is quarantined unread: no first paragraph is that long
+_CHUNK = 1024 * 1024
+INPUT_SCHEMA = pa.schema(
+    [
+        ("shard", pa.int32()),
+        ("row", pa.int64()),
+        ("doc_id", pa.string()),
+        ("title", pa.string()),
+        ("text", pa.string()),
+        ("source", pa.string()),
+        ("reject", pa.string()),
+        ("shard_rows", pa.int64()),  # rows this shard emitted: the writer checks it received them all
+    ]
+)
+Mapper = Callable[[Callable, list], list]
 
 
-@dataclass
-class InputRow:
-    doc_id: str
-    title: str
-    text: str
-    source: str  # "file:line" (or file:row for Parquet), for error messages and quarantine
-    reject: str = ""  # a reason when the row cannot be used at all
+class InputError(ValueError):
+    """An input that cannot be planned (missing, unreadable, or without a text column)."""
 
 
-def input_files(path: str | Path) -> list[Path]:
+def input_files(path: str) -> list[str]:
     """The files behind ``--input``: one file, or every .jsonl/.json/.parquet under a folder, sorted."""
     if str(path) == DEMO_INPUT:
         return []
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"input not found: {path}")
-    if path.is_file():
-        return [path]
-    files = sorted(p for p in path.rglob("*") if p.suffix in (".jsonl", ".json", ".parquet") and p.is_file())
+    try:
+        info = storage.file_info(path)
+    except OSError as error:
+        raise InputError(f"input {path}: cannot be read ({error})") from None
+    if info.type == pafs.FileType.NotFound:
+        raise InputError(f"input not found: {path}")
+    if info.type == pafs.FileType.File:
+        return [str(path)]
+    files = storage.list_files(path, SUFFIXES)
     if not files:
-        raise FileNotFoundError(f"no .jsonl or .parquet files under {path}")
+        raise InputError(f"no .jsonl or .parquet files under {path}")
     return files
 
 
-def _record_row(record: object, source: str, fallback_id: str) -> InputRow:
+# ---- planning (driver, plus one indexing task per JSONL file) ---------------------------------------
+
+
+def _identity(path: str) -> str:
+    info = storage.file_info(path)
+    return f"{info.size}:{info.mtime_ns or 0}"
+
+
+def index_jsonl(path: str, every: int) -> tuple[int, list[int]]:
+    """(number of lines, byte offset of line 0, every, 2*every, ...), streamed in bounded memory."""
+    fs, inner = storage.resolve(path)
+    offsets, lines, position, last_byte = [0], 0, 0, b"\n"
+    with fs.open_input_stream(inner) as handle:
+        while chunk := handle.read(_CHUNK):
+            start = 0
+            while True:
+                newline = chunk.find(b"\n", start)
+                if newline < 0:
+                    break
+                lines += 1
+                if lines % every == 0:
+                    offsets.append(position + newline + 1)
+                start = newline + 1
+            position += len(chunk)
+            last_byte = chunk[-1:]
+    if last_byte != b"\n":
+        lines += 1  # a last line without a newline
+    if offsets[-1] >= position and len(offsets) > 1:
+        offsets.pop()  # the file ends exactly on a boundary
+    return lines, offsets
+
+
+def _parquet_rows(path: str) -> int:
+    fs, inner = storage.resolve(path)
+    try:
+        with fs.open_input_file(inner) as handle:
+            parquet = pq.ParquetFile(handle)
+            schema, rows = parquet.schema_arrow, parquet.metadata.num_rows
+    except (pa.ArrowInvalid, OSError) as error:
+        raise InputError(f"{path}: not a readable Parquet file ({error})") from None
+    if "text" not in schema.names:
+        raise InputError(f"{path}: Parquet input needs a 'text' column; it has {', '.join(schema.names)}")
+    if not pa.types.is_string(schema.field("text").type) and not pa.types.is_large_string(schema.field("text").type):
+        raise InputError(f"{path}: the 'text' column must hold strings, not {schema.field('text').type}")
+    return rows
+
+
+def plan_shards(
+    path: str,
+    shard_size: int,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    mapper: Mapper = None,
+) -> list[Shard]:
+    """Fixed row-range shards over the input (after ``limit`` rows; ``sample`` draws about N of them).
+
+    With ``sample``, each row is kept with probability N / rows, seeded per (seed, file name, row), and
+    shards widen by the same factor so each still holds about ``shard_size`` kept rows."""
+    mapper = mapper or (lambda fn, items: [fn(i) for i in items])
+    if str(path) == DEMO_INPUT:
+        sources = [(DEMO_INPUT, "demo", len(_demo_records()), [0], "")]
+    else:
+        sources = _file_sources(input_files(path), shard_size, mapper)
+    total = sum(rows for _, _, rows, _, _ in sources)
+    total = min(total, limit) if limit is not None else total
+    rate = 1.0 if not sample or sample >= total else sample / total
+    span = shard_size if rate >= 1.0 else math.ceil(shard_size / rate)
+    shards: list[Shard] = []
+    remaining = total
+    for source, fmt, rows, offsets, identity in sources:
+        rows = min(rows, remaining)
+        remaining -= rows
+        for first in range(0, rows, span):
+            indexed = first // shard_size if fmt == "jsonl" else 0
+            shards.append(
+                Shard(
+                    len(shards),
+                    source,
+                    fmt,
+                    first,
+                    min(first + span, rows),
+                    byte_start=offsets[indexed],
+                    offset_row=indexed * shard_size,
+                    identity=identity,
+                    sample_rate=rate,
+                    sample_seed=seed,
+                )
+            )
+    return shards
+
+
+def _file_sources(files: list[str], shard_size: int, mapper: Mapper) -> list[tuple]:
+    jsonl = [f for f in files if not f.endswith(".parquet")]
+    indexes = dict(zip(jsonl, mapper(lambda f: index_jsonl(f, shard_size), jsonl)))
+    sources = []
+    for path in files:
+        if path.endswith(".parquet"):
+            sources.append((path, "parquet", _parquet_rows(path), [0], _identity(path)))
+        else:
+            lines, offsets = indexes[path]
+            sources.append((path, "jsonl", lines, offsets, _identity(path)))
+    return sources
+
+
+# ---- reading one shard (worker) ---------------------------------------------------------------------
+
+
+def _kept(shard: Shard, row: int) -> bool:
+    if shard.sample_rate >= 1.0:
+        return True
+    name = shard.source.rsplit("/", 1)[-1]
+    return stable_key(f"{shard.sample_seed}\x00{name}\x00{row}") / 2**64 < shard.sample_rate
+
+
+def read_shard(shard: Shard) -> pa.Table:
+    """The shard's rows (kept by the sample), sorted by text length so model batches pad little."""
+    readers = {"jsonl": _jsonl_records, "parquet": _parquet_records, "demo": _demo_rows}
+    rows = [r for r in readers[shard.fmt](shard) if _kept(shard, r["row"])]
+    rows.sort(key=lambda r: (len(r["text"]), r["row"]))
+    for r in rows:
+        r.update(shard=shard.index, shard_rows=len(rows))
+    return pa.Table.from_pylist(rows, schema=INPUT_SCHEMA)
+
+
+def _row(row: int, doc_id: str, source: str, title: str = "", text: str = "", reject: str = "") -> dict:
+    return {"row": row, "doc_id": doc_id, "title": title, "text": text, "source": source, "reject": reject}
+
+
+def record_row(record: object, row: int, source: str, fallback_id: str) -> dict:
+    """One input record as a row: its first paragraph, or the reason it cannot be used."""
     if not isinstance(record, dict):
-        return InputRow(fallback_id, "", "", source, "not_an_object")
+        return _row(row, fallback_id, source, reject="not_an_object")
     doc_id = record.get("id", record.get("wikidata_id", fallback_id))
-    doc_id = str(doc_id) if doc_id not in (None, "") else fallback_id
+    doc_id = str(doc_id) if isinstance(doc_id, (str, int)) and doc_id != "" else fallback_id
     title = record.get("title") if isinstance(record.get("title"), str) else ""
     text = record.get("text")
     if text is None:
-        return InputRow(doc_id, title, "", source, "missing_text")
+        return _row(row, doc_id, source, title, reject="missing_text")
     if not isinstance(text, str):
-        return InputRow(doc_id, title, "", source, "text_not_a_string")
-    return InputRow(doc_id, title, first_paragraph(text), source)
+        return _row(row, doc_id, source, title, reject="text_not_a_string")
+    return _row(row, doc_id, source, title, first_paragraph(text))
 
 
-def _read_jsonl(path: Path) -> Iterator[InputRow]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            source, fallback = f"{path}:{number}", f"{path.stem}:{number}"
-            if not raw.strip():
-                continue
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                yield InputRow(fallback, "", "", source, "invalid_utf8")
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                yield InputRow(fallback, "", "", source, "invalid_json")
-                continue
-            yield _record_row(record, source, fallback)
-
-
-def _read_parquet(path: Path) -> Iterator[InputRow]:
-    import pyarrow.parquet as pq
-
-    parquet = pq.ParquetFile(path)
-    if "text" not in parquet.schema_arrow.names:
-        raise ValueError(f"{path}: Parquet input needs a 'text' column; it has {parquet.schema_arrow.names}")
-    number = 0
-    for batch in parquet.iter_batches(batch_size=1024):
-        for record in batch.to_pylist():
-            number += 1
-            yield _record_row(record, f"{path}:row {number}", f"{path.stem}:{number}")
-
-
-def _read_demo() -> Iterator[InputRow]:
-    for number, record in enumerate(read_demo_records(), start=1):
-        yield _record_row(record, f"demo:{number}", f"demo:{number}")
-
-
-def read_rows(path: str | Path, limit: int | None = None) -> Iterator[InputRow]:
-    """Every input row in a stable order (files sorted, rows in file order), at most ``limit``."""
-    if str(path) == DEMO_INPUT:
-        streams: Iterator[InputRow] = _read_demo()
-    else:
-        streams = (row for file in input_files(path) for row in _read_file(file))
-    for count, row in enumerate(streams):
-        if limit is not None and count >= limit:
+def _bounded_lines(handle, budget: int) -> Iterator[bytes | None]:
+    """Lines (without the newline) from a stream; None for a line over ``MAX_LINE_BYTES``, which is
+    skipped without being held in memory. Stops after ``budget`` lines."""
+    buffer, too_long = b"", False
+    while budget > 0:
+        chunk = handle.read(_CHUNK)
+        if not chunk:
+            if buffer or too_long:
+                yield None if too_long else buffer
             return
-        yield row
+        buffer += chunk
+        while budget > 0 and (newline := buffer.find(b"\n")) >= 0:
+            yield None if too_long else buffer[:newline]
+            buffer, too_long, budget = buffer[newline + 1 :], False, budget - 1
+        if len(buffer) > MAX_LINE_BYTES:
+            buffer, too_long = b"", True
 
 
-def _read_file(path: Path) -> Iterator[InputRow]:
-    if path.suffix == ".parquet":
-        return _read_parquet(path)
-    return _read_jsonl(path)
+def _jsonl_records(shard: Shard) -> Iterator[dict]:
+    fs, inner = storage.resolve(shard.source)
+    name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    with fs.open_input_file(inner) as handle:
+        handle.seek(shard.byte_start)
+        for row, raw in enumerate(_bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
+            if row < shard.first_row or (raw is not None and not raw.strip()):
+                continue  # lines before the shard (skipped to from the index), and blank lines
+            source, fallback = f"{shard.source}:{row + 1}", f"{name}:{row + 1}"
+            yield _parse_line(raw, row, source, fallback)
+
+
+def _parse_line(raw: bytes | None, row: int, source: str, fallback: str) -> dict:
+    if raw is None:
+        return _row(row, fallback, source, reject="line_too_long")
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _row(row, fallback, source, reject="invalid_utf8")
+    try:
+        record = json.loads(line)
+    except RecursionError:
+        return _row(row, fallback, source, reject="nested_too_deep")
+    except ValueError:
+        return _row(row, fallback, source, reject="invalid_json")
+    return record_row(record, row, source, fallback)
+
+
+def _parquet_records(shard: Shard) -> Iterator[dict]:
+    fs, inner = storage.resolve(shard.source)
+    name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    with fs.open_input_file(inner) as handle:
+        parquet = pq.ParquetFile(handle)
+        columns = [c for c in ("id", "wikidata_id", "title", "text") if c in parquet.schema_arrow.names]
+        group_start = 0
+        for group in range(parquet.num_row_groups):
+            size = parquet.metadata.row_group(group).num_rows
+            lo, hi = max(shard.first_row, group_start), min(shard.end_row, group_start + size)
+            if lo < hi:
+                yield from _row_group(parquet, group, columns, group_start, lo, hi, shard.source, name)
+            group_start += size
+
+
+def _row_group(parquet, group, columns, group_start, lo, hi, path, name) -> Iterator[dict]:
+    try:
+        records = parquet.read_row_group(group, columns=columns).slice(lo - group_start, hi - lo).to_pylist()
+    except (pa.ArrowException, OSError) as error:
+        reason = f"unreadable_parquet: {type(error).__name__}"
+        for row in range(lo, hi):
+            yield _row(row, f"{name}:{row + 1}", f"{path}:row {row + 1}", reject=reason)
+        return
+    for row, record in enumerate(records, start=lo):
+        yield record_row(record, row, f"{path}:row {row + 1}", f"{name}:{row + 1}")
+
+
+@lru_cache(maxsize=1)
+def _demo_records() -> list[dict]:
+    return read_demo_records()
+
+
+def _demo_rows(shard: Shard) -> Iterator[dict]:
+    records = _demo_records()
+    for row in range(shard.first_row, shard.end_row):
+        yield record_row(records[row], row, f"demo:{row + 1}", f"demo:{row + 1}")

@@ -17,8 +17,19 @@ def add_perturb_args(parser: argparse.ArgumentParser) -> None:
         help=f"JSONL or Parquet file or folder (id, text[, title]; Wiki-40B Parquet too), "
         f"or '{DEMO_INPUT}' for the embedded Wikipedia leads",
     )
-    parser.add_argument("--output", required=True, help="output folder (pool/, instances.jsonl, summary.json)")
-    parser.add_argument("--limit", type=int, default=None, help="read at most N input rows")
+    parser.add_argument(
+        "--output",
+        required=True,
+        help="output folder or URI such as s3://bucket/pool (pool/, instances/, markers/, summary.json)",
+    )
+    parser.add_argument("--limit", type=int, default=None, help="read at most N input rows (lines for JSONL)")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a seeded random sample of about N input rows (the seed is --seed / the config's seed)",
+    )
     parser.add_argument("--force", action="store_true", help="redo shards that are already finished")
     parser.add_argument(
         "--executor",
@@ -34,9 +45,18 @@ def run(args: argparse.Namespace) -> int:
     from hades_ray.perturb.runner import run_perturb
 
     config = config_from_args(args)
-    if args.limit is not None and args.limit < 1:
-        raise ValueError("--limit must be >= 1")
-    summary = run_perturb(config, args.input, args.output, limit=args.limit, force=args.force, executor=args.executor)
+    for flag in ("limit", "sample"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise ValueError(f"--{flag} must be >= 1")
+    summary = run_perturb(
+        config,
+        args.input,
+        args.output,
+        limit=args.limit,
+        force=args.force,
+        executor=args.executor,
+        sample=args.sample,
+    )
     print_report(Path(args.output), summary, examples=args.examples)
     return 0
 

@@ -1,34 +1,34 @@
-"""The perturbation job's driver: shards the input, runs the stages (on Ray Data or in-process),
-writes each shard when all of its rows are back, and keeps the summary.
+"""The perturbation job's driver: plans shards, refuses stale or concurrent runs, streams the shards
+through the stages (on Ray Data or in-process), and merges the workers' markers into the summary.
+
+The driver never holds a shard's rows: workers read their shard, run the stages and write the
+shard's files and marker themselves, and only a small stats row per shard comes back.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import itertools
 import json
 import logging
 import time
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections import Counter
 from pathlib import Path
 
-from hades_ray.config import HadesConfig, save_config
-from hades_ray.io.readers import InputRow, read_rows
-from hades_ray.perturb.shards import (
-    atomic_write_text,
-    finished_shards,
-    merge_views,
-    read_marker,
-    shard_fingerprint,
-    write_shard,
-)
-from hades_ray.perturb.spans import hades_instances
-from hades_ray.perturb.stages import DocumentPreparer, MaskFiller, PerplexityRanker
+import pyarrow as pa
+import yaml
+
+from hades_ray.config import HadesConfig
+from hades_ray.io.readers import plan_shards, read_shard
+from hades_ray.perturb.stages import perturb_stages
+from hades_ray.perturb.writer import EMPTY_SHARD_ROW, QUARANTINE_KEEPS, write_shards
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.executor import run_in_process, run_on_ray
+from hades_ray.pipeline.lock import OutputLock
+from hades_ray.pipeline.shards import Shard, part_name, read_markers
 
 log = logging.getLogger(__name__)
-QUARANTINE_KEEPS = ("too_short", "no_maskable_words")  # normal filtering: counted, not quarantined
-TIMING_COLUMNS = ("t_prepare", "t_replace", "t_replace_forward", "t_rank")
+TOTALS = ("read", "kept", "perturbed", "instances", "quarantined")
 
 
 class StaleShardError(FileExistsError):
@@ -36,135 +36,55 @@ class StaleShardError(FileExistsError):
 
 
 def config_digest(config: HadesConfig) -> str:
+    """What the output depends on: every setting but resources, Ray and the later stages' sections."""
     relevant = config.to_dict()
     for key in ("ray", "detect", "select", "annotate"):
         relevant.pop(key, None)
-    relevant["perturb"].pop("resources", None)  # resources never change the output
+    relevant["perturb"].pop("resources", None)
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
 
-def iter_shards(rows: Iterable[InputRow], size: int) -> Iterator[tuple[int, list[InputRow]]]:
-    iterator = iter(rows)
-    for shard in itertools.count():
-        chunk = list(itertools.islice(iterator, size))
-        if not chunk:
-            return
-        yield shard, chunk
+def read_with_fingerprint(digest: str, shard: Shard) -> pa.Table:
+    """The shard's rows, each carrying the shard's fingerprint for the marker (a placeholder row when
+    the shard has none, so that its marker is still written)."""
+    table = read_shard(shard)
+    if table.num_rows == 0:
+        placeholder = {"shard": shard.index, "row": EMPTY_SHARD_ROW, "doc_id": "", "title": "", "text": ""}
+        placeholder |= {"source": "", "reject": "empty_shard", "shard_rows": 0}
+        table = pa.Table.from_pylist([placeholder], schema=table.schema)
+    fingerprint = shard.fingerprint(digest)
+    return table.append_column("fingerprint", pa.array([fingerprint] * table.num_rows, pa.string()))
 
 
-def _row_dicts(shard: int, rows: list[InputRow]) -> list[dict]:
-    return [
-        {
-            "shard": shard,
-            "row": i,
-            "doc_id": r.doc_id,
-            "title": r.title,
-            "text": r.text,
-            "source": r.source,
-            "reject": r.reject,
-        }
-        for i, r in enumerate(rows)
+def plan_work(shards: list[Shard], markers: dict[int, dict], digest: str, force: bool) -> tuple[list[Shard], int]:
+    """(shards to run, shards already finished); raises when finished shards would mix with new ones."""
+    planned = {s.index for s in shards}
+    other_config = sorted(i for i, m in markers.items() if m.get("config_digest") != digest)
+    if force:
+        left = [i for i in other_config if i not in planned]
+        if left:
+            raise StaleShardError(
+                f"--force redoes shards {_ranges(sorted(planned))} only, but shards {_ranges(left)} of this output "
+                "were made under another config and would be mixed with the new ones; rerun with --force over "
+                "the whole input (no --limit), or write to a new --output"
+            )
+        return shards, 0
+    stale = [
+        s.index for s in shards if s.index in markers and markers[s.index].get("fingerprint") != s.fingerprint(digest)
     ]
-
-
-def run_stages_ray(items: list[dict], config: HadesConfig) -> Iterator[dict]:
-    """The three stages as Ray Data actor pools; rows stream back as they finish."""
-    import ray
-
-    res = config.perturb.resources
-    config_dict = config.to_dict()
-    items = sorted(items, key=lambda r: len(r["text"]))  # similar lengths share a batch: less padding
-    # One block per CPU-stage batch: each batch's output block is one unit of work for the model
-    # stages, so small inputs still spread over every actor.
-    blocks = max(1, min(len(items), 10_000, -(-len(items) // res.annotate.batch_size)))
-    ds = ray.data.from_items(items, override_num_blocks=blocks)
-    for stage, cls in (("annotate", DocumentPreparer), ("replace", MaskFiller), ("rank", PerplexityRanker)):
-        r = getattr(res, stage)
-        ds = ds.map_batches(
-            cls,
-            fn_constructor_kwargs={"config": config_dict},
-            batch_size=r.batch_size,
-            compute=ray.data.ActorPoolStrategy(size=r.concurrency),
-            num_cpus=r.num_cpus,
-            num_gpus=r.num_gpus or None,
-        )
-    yield from ds.iter_rows()
-
-
-def run_stages_in_process(items: list[dict], config: HadesConfig) -> Iterator[dict]:
-    """The same stages, serially in this process (debugging, and the benchmark's baseline)."""
-    from hades_ray.perturb.stages import _columns, _rows
-
-    config_dict = config.to_dict()
-    stages = [DocumentPreparer(config_dict), MaskFiller(config_dict), PerplexityRanker(config_dict)]
-    sizes = [
-        config.perturb.resources.annotate.batch_size,
-        config.perturb.resources.replace.batch_size,
-        config.perturb.resources.rank.batch_size,
-    ]
-    items = sorted(items, key=lambda r: len(r["text"]))
-    for begin in range(0, len(items), sizes[1]):
-        batch = _columns(items[begin : begin + sizes[1]])
-        for stage in stages:
-            batch = stage(batch)
-        yield from _rows(batch)
-
-
-def _shard_outputs(shard: int, rows: list[dict], config: HadesConfig) -> tuple[list, list, list, Counter, dict]:
-    pool, instances, quarantine, counts = [], [], [], Counter(read=len(rows))
-    timings = defaultdict(float)
-    for row in sorted(rows, key=lambda r: r["row"]):
-        for column in TIMING_COLUMNS:
-            timings[column] += float(row.get(column) or 0.0)
-        status = row["status"]
-        if status != "ok":
-            counts[status] += 1
-            if status not in QUARANTINE_KEEPS:
-                counts["quarantined"] += 1
-                quarantine.append(
-                    {
-                        "doc_id": row["doc_id"],
-                        "source": row["source"],
-                        "reason": status,
-                        "text_head": (row["text"] or "")[:200],
-                    }
-                )
-            continue
-        result = json.loads(row["payload"])
-        spans = result["spans"]
-        pool.append(
-            {
-                "doc_id": row["doc_id"],
-                "title": row["title"],
-                "original": row["text"],
-                "perturbed": result["perturbed"],
-                "ppl": result["ppl"],
-                "candidate": result["candidate"],
-                "candidate_ppls": result["candidate_ppls"],
-                "spans": spans,
-                "shard": shard,
-                "row": row["row"],
-            }
-        )
-        made = hades_instances(row["doc_id"], result["perturbed"], spans, config.perturb.lowercase_instances)
-        instances.extend(made)
-        counts["kept"] += 1
-        counts["perturbed"] += 1
-        counts["instances"] += len(made)
-    return pool, instances, quarantine, counts, dict(timings)
-
-
-def _check_or_skip(output: Path, shard: int, fingerprint: str, force: bool) -> bool:
-    """True if the shard is finished and current; raise if it is finished but stale."""
-    marker = read_marker(output, shard)
-    if marker is None or force:
-        return False
-    if marker.get("fingerprint") != fingerprint:
+    stale += [i for i in other_config if i not in stale]
+    if stale:
         raise StaleShardError(
-            f"{output}/markers/part-{shard:05d}.json was made from other input rows or another config; "
-            "rerun with --force to redo it, or write to a new --output"
+            f"shards {_ranges(sorted(stale))} of this output were made from other input rows or another config; "
+            "rerun with --force to redo them, or write to a new --output"
         )
-    return True
+    todo = [s for s in shards if s.index not in markers]
+    return todo, len(shards) - len(todo)
+
+
+def _ranges(indices: list[int]) -> str:
+    shown = ", ".join(part_name(i) for i in indices[:5])
+    return shown + (f" and {len(indices) - 5} more" if len(indices) > 5 else "")
 
 
 def run_perturb(
@@ -174,77 +94,67 @@ def run_perturb(
     limit: int | None = None,
     force: bool = False,
     executor: str = "ray",
-    shards_per_wave: int = 64,
+    sample: int | None = None,
 ) -> dict:
-    """Perturb ``input_path`` (a file, a folder, or ``demo``) into ``output_dir``; returns the summary."""
+    """Perturb ``input_path`` (a file, a folder, a URI, or ``demo``) into ``output_dir``; returns the summary."""
     started = time.perf_counter()
-    output = Path(output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    save_config(config, output)
+    output = str(output_dir)
     digest = config_digest(config)
-    run_stages = run_stages_ray if executor == "ray" else run_stages_in_process
-    if executor == "ray":
-        from hades_ray.ray_runtime import init_ray
-
-        init_ray(config.ray.address, config.ray.num_cpus)
-    skipped = processed = 0
-    wave: list[tuple[int, list[InputRow], str]] = []
-    shards = iter_shards(read_rows(input_path, limit), config.perturb.read.shard_size)
-    for shard, rows in itertools.chain(shards, [(None, None)]):
-        if shard is not None:
-            fingerprint = shard_fingerprint(rows, digest)
-            if _check_or_skip(output, shard, fingerprint, force):
-                skipped += 1
-                continue
-            wave.append((shard, rows, fingerprint))
-        if wave and (shard is None or len(wave) >= shards_per_wave):
-            processed += _run_wave(wave, config, output, run_stages)
-            wave = []
-    return _write_summary(output, skipped, processed, time.perf_counter() - started)
-
-
-def _run_wave(wave, config: HadesConfig, output: Path, run_stages) -> int:
-    expected = {shard: len(rows) for shard, rows, _ in wave}
-    fingerprints = {shard: fp for shard, _, fp in wave}
-    items = [item for shard, rows, _ in wave for item in _row_dicts(shard, rows)]
-    buffers: dict[int, dict[int, dict]] = defaultdict(dict)
-    written = 0
-    for row in run_stages(items, config):
-        shard = int(row["shard"])
-        buffers[shard][int(row["row"])] = row  # keyed: a recomputed block can never duplicate a row
-        if len(buffers[shard]) == expected[shard]:
-            _finish_shard(output, shard, list(buffers.pop(shard).values()), config, fingerprints[shard])
-            written += 1
-    if buffers:
-        missing = {s: expected[s] - len(b) for s, b in buffers.items()}
-        raise RuntimeError(f"rows missing from shards after the pipeline ended: {missing}")
-    return written
+    with OutputLock(output):
+        mapper = _ray_mapper(config) if executor == "ray" else None
+        shards = plan_shards(str(input_path), config.perturb.read.shard_size, limit, sample, config.seed, mapper)
+        todo, skipped = plan_work(shards, read_markers(output), digest, force)
+        storage.write_text(
+            storage.join(output, "config.resolved.yaml"), yaml.safe_dump(config.to_dict(), sort_keys=False)
+        )
+        log.info("%d shards planned: %d to run, %d already finished", len(shards), len(todo), skipped)
+        stages = perturb_stages(config)
+        read = functools.partial(read_with_fingerprint, digest)
+        write = functools.partial(
+            write_shards, output=output, config_digest=digest, lowercase=config.perturb.lowercase_instances
+        )
+        if executor == "ray":
+            stream = run_on_ray(todo, read, stages, write, check=config.ray.check_resources)
+        else:
+            stream = run_in_process(todo, read, stages, write)
+        for done, stats in enumerate(stream, start=1):
+            counts = json.loads(stats["marker"])["counts"]
+            log.info("shard %s written (%d/%d): %s", part_name(stats["shard"]), done, len(todo), counts)
+        return write_summary(output, len(todo), skipped, time.perf_counter() - started)
 
 
-def _finish_shard(output: Path, shard: int, rows: list[dict], config: HadesConfig, fingerprint: str) -> None:
-    pool, instances, quarantine, counts, timings = _shard_outputs(shard, rows, config)
-    stats = {"shard": shard, "fingerprint": fingerprint, "counts": dict(counts), "stage_seconds": timings}
-    write_shard(output, shard, pool, instances, quarantine, stats)
-    log.info("shard %05d: %s", shard, dict(counts))
+def _ray_mapper(config: HadesConfig):
+    from hades_ray.ray_runtime import init_ray
+
+    ray = init_ray(config.ray.address, config.ray.num_cpus)
+
+    def mapper(fn, items):
+        remote = ray.remote(num_cpus=0.25)(fn)
+        return ray.get([remote.remote(item) for item in items])
+
+    return mapper
 
 
-def _write_summary(output: Path, skipped: int, processed: int, seconds: float) -> dict:
-    shards = finished_shards(output)
-    merge_views(output, shards)
+def write_summary(output: str, processed: int, skipped: int, seconds: float) -> dict:
+    """Merge every finished shard's marker into ``summary.json``, and rebuild the merged JSONL views."""
+    markers = read_markers(output)
+    shards = sorted(markers)
+    for view in ("instances", "quarantine"):
+        parts = [storage.join(output, view, f"{part_name(i)}.jsonl") for i in shards]
+        storage.concatenate(parts, storage.join(output, f"{view}.jsonl"))
     counts: Counter = Counter()
     stage_seconds: Counter = Counter()
-    for shard in shards:
-        marker = read_marker(output, shard)
+    for marker in markers.values():
         counts.update(marker["counts"])
         stage_seconds.update(marker.get("stage_seconds", {}))
-    reasons = {k: v for k, v in counts.items() if k not in ("read", "kept", "perturbed", "instances", "quarantined")}
+    reasons = {k: v for k, v in counts.items() if k not in TOTALS and k not in QUARANTINE_KEEPS}
     summary = {
         "read": counts["read"],
         "kept": counts["kept"],
         "too_short": counts["too_short"],
         "no_maskable_words": counts["no_maskable_words"],
         "quarantined": counts["quarantined"],
-        "quarantined_by_reason": {k: v for k, v in sorted(reasons.items()) if k not in QUARANTINE_KEEPS},
+        "quarantined_by_reason": dict(sorted(reasons.items())),
         "perturbed": counts["perturbed"],
         "instances": counts["instances"],
         "shards": {"total": len(shards), "processed_now": processed, "skipped_finished": skipped},
@@ -253,5 +163,5 @@ def _write_summary(output: Path, skipped: int, processed: int, seconds: float) -
             "stage_busy_seconds": {k: round(v, 3) for k, v in sorted(stage_seconds.items())},
         },
     }
-    atomic_write_text(output / "summary.json", json.dumps(summary, indent=2))
+    storage.write_text(storage.join(output, "summary.json"), json.dumps(summary, indent=2))
     return summary

@@ -1,0 +1,146 @@
+"""The perturbation's pure steps over rows (dicts of one document's columns), called by the stages in
+``perturb/stages.py`` and by tests without Ray.
+
+prepare (CPU): validate, spaCy units, MLM tokens, every candidate's chosen units;
+replace (model): fill every candidate's masks left to right, sequences of equal length together;
+assemble (CPU): decode the fills into candidate texts and spans, tokenize them for the causal LM;
+rank (model): perplexity of every candidate.
+Rows whose ``status`` is not "ok" pass through untouched, so every input row reaches the writer.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hades_ray.config import HadesConfig
+from hades_ray.perturb.annotate import mask_units, stop_words
+from hades_ray.perturb.mask import align_units, choose_spans, tokenize_for_mask
+from hades_ray.perturb.rank import encode_for_perplexity, perplexities
+from hades_ray.perturb.replace import MaskedSequence, fill_masks
+from hades_ray.perturb.seeding import candidate_rng
+from hades_ray.perturb.segment import reject_reason
+from hades_ray.perturb.spans import apply_replacements, decode_replacement
+
+REPLACE_STREAM = 1
+
+
+def _ok(rows: list[dict]) -> list[dict]:
+    return [row for row in rows if row["status"] == "ok"]
+
+
+def prepare_rows(rows: list[dict], nlp, tokenizer, config: HadesConfig) -> list[dict]:
+    """Validate each text, find its maskable units and choose every candidate's masked spans."""
+    read, mask = config.perturb.read, config.perturb.mask
+    stops = stop_words(mask.stopwords)
+    for row in rows:
+        row.update(status=row.get("reject") or reject_reason(row["text"], read), input_ids=[], units=[], chosen=[])
+    todo = [row for row in rows if not row["status"]]
+    for row, doc in zip(todo, nlp.pipe([row["text"] for row in todo])):
+        if len(list(doc.sents)) < read.min_sentences:
+            row["status"] = "too_short"
+            continue
+        input_ids, offsets = tokenize_for_mask(tokenizer, row["text"], config.perturb.replace.max_length)
+        units = align_units(mask_units(doc, mask, stops), offsets, mask)
+        if not units:
+            row["status"] = "no_maskable_words"
+            continue
+        candidates = range(config.perturb.rank.num_candidates)
+        row.update(
+            status="ok",
+            input_ids=input_ids,
+            units=units,
+            chosen=[choose_spans(units, mask, config.seed, row["doc_id"], c) for c in candidates],
+        )
+    return rows
+
+
+def masked_sequences(row: dict, mask_id: int, seed: int) -> list[MaskedSequence]:
+    """One masked copy of the document's tokens per candidate (same length: a span keeps its width)."""
+    sequences = []
+    for candidate, chosen in enumerate(row["chosen"]):
+        ids = list(row["input_ids"])
+        positions, originals, starts = [], [], set()
+        for unit_index in chosen:
+            unit = row["units"][unit_index]
+            starts.add(unit["token_start"])
+            for position in range(unit["token_start"], unit["token_end"]):
+                positions.append(position)
+                originals.append(ids[position])
+                ids[position] = mask_id
+        rng = candidate_rng(seed, row["doc_id"], candidate, REPLACE_STREAM)
+        sequences.append(MaskedSequence(ids, positions, originals, frozenset(starts), rng))
+    return sequences
+
+
+def replace_rows(rows: list[dict], model, tokenizer, bans, config: HadesConfig, timings: dict) -> list[dict]:
+    """Fill all candidates of all "ok" rows; ``row["fills"]`` holds each candidate's chosen token ids.
+
+    Only sequences of equal length share a forward, so no padding enters the arithmetic and a
+    document's fills do not depend on which other documents share its batch."""
+    by_length: dict[int, list[tuple[dict, int, MaskedSequence]]] = defaultdict(list)
+    for row in rows:
+        row["fills"] = []
+    for row in _ok(rows):
+        row["fills"] = [None] * len(row["chosen"])
+        for candidate, seq in enumerate(masked_sequences(row, tokenizer.mask_token_id, config.seed)):
+            by_length[len(seq.input_ids)].append((row, candidate, seq))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    for length in sorted(by_length):
+        group = by_length[length]
+        fills = fill_masks(model, [seq for _, _, seq in group], config.perturb.replace, bans, pad, timings=timings)
+        for (row, candidate, _), chosen in zip(group, fills):
+            row["fills"][candidate] = chosen
+    return rows
+
+
+def candidate_text(row: dict, chosen: list[int], fills: list[int], tokenizer) -> tuple[str, list[dict]]:
+    """(perturbed text, spans) of one candidate from its fills."""
+    spans, cursor = [], 0
+    for unit_index in chosen:
+        unit = row["units"][unit_index]
+        width = unit["token_end"] - unit["token_start"]
+        original = row["text"][unit["start"] : unit["end"]]
+        replacement = decode_replacement(tokenizer, fills[cursor : cursor + width], original)
+        cursor += width
+        spans.append(
+            {
+                "orig_start": unit["start"],
+                "orig_end": unit["end"],
+                "replacement": replacement,
+                "ner": unit["ner"],
+                "pos": unit["pos"],
+            }
+        )
+    return apply_replacements(row["text"], spans)
+
+
+def assemble_rows(rows: list[dict], mlm_tokenizer, lm_tokenizer, max_length: int) -> list[dict]:
+    """Candidate texts and spans from the fills, and their causal-LM token ids."""
+    for row in rows:
+        row.update(cand_texts=[], cand_spans=[], rank_ids=[])
+    for row in _ok(rows):
+        made = [candidate_text(row, c, f, mlm_tokenizer) for c, f in zip(row["chosen"], row["fills"])]
+        row["cand_texts"] = [text for text, _ in made]
+        row["cand_spans"] = [spans for _, spans in made]
+        row["rank_ids"] = encode_for_perplexity(lm_tokenizer, row["cand_texts"], max_length)
+    return rows
+
+
+def rank_rows(rows: list[dict], model, pad_id: int) -> list[dict]:
+    """``row["cand_ppls"]``: the perplexity of every candidate."""
+    for row in rows:
+        row["cand_ppls"] = []
+    todo = _ok(rows)
+    ids = [ids for row in todo for ids in row["rank_ids"]]
+    scores = perplexities(model, ids, pad_id) if ids else []
+    cursor = 0
+    for row in todo:
+        row["cand_ppls"] = scores[cursor : cursor + len(row["rank_ids"])]
+        cursor += len(row["rank_ids"])
+    return rows
+
+
+def context_limit(model_config, configured: int) -> int:
+    """The configured length, capped by the model's positions (a small GPT-2 may have only 256)."""
+    positions = getattr(model_config, "n_positions", None) or getattr(model_config, "max_position_embeddings", None)
+    return min(configured, positions) if positions else configured

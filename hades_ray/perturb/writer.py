@@ -1,0 +1,182 @@
+"""The perturbation job's shard writer, run on a worker: the kept candidate of every document, the
+shard's files (data first, each atomically), then its marker with the shard's counts.
+
+Files of shard k (all keyed by ``part-0000k``): ``pool/`` (Parquet, one row per perturbed document with
+every candidate's perplexity), ``instances/`` (HaDes instances as Parquet for the selection job and as
+JSONL in the published format), ``quarantine/`` (JSONL: rows set aside, with reason and source), and
+``markers/`` last.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections import Counter, defaultdict
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hades_ray.perturb.rank import most_fluent
+from hades_ray.perturb.spans import hades_instances, words_with_span_indices
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.shards import part_name, write_marker
+
+QUARANTINE_KEEPS = ("too_short", "no_maskable_words")  # normal filtering: counted, not quarantined
+EMPTY_SHARD_ROW = -1  # the reader's placeholder for a shard with no rows, so that its marker is written too
+SPAN_TYPE = pa.struct(
+    [
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("orig_start", pa.int64()),
+        ("orig_end", pa.int64()),
+        ("original", pa.string()),
+        ("replacement", pa.string()),
+        ("ner", pa.string()),
+        ("pos", pa.string()),
+    ]
+)
+POOL_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("title", pa.string()),
+        ("original", pa.string()),
+        ("perturbed", pa.string()),
+        ("ppl", pa.float64()),
+        ("candidate", pa.int32()),
+        ("candidate_ppls", pa.list_(pa.float64())),
+        ("spans", pa.list_(SPAN_TYPE)),
+        ("shard", pa.int32()),
+        ("row", pa.int64()),
+    ]
+)
+INSTANCE_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("doc_id", pa.string()),
+        ("words", pa.list_(pa.string())),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("replacement", pa.string()),
+        ("original_span", pa.string()),
+        ("ner", pa.string()),
+        ("pos", pa.string()),
+        ("hallucination", pa.int8()),
+    ]
+)
+
+
+class IncompleteShardError(RuntimeError):
+    """A shard reached the writer without all of its rows."""
+
+
+def write_shards(table: pa.Table, output: str, config_digest: str, lowercase: bool) -> pa.Table:
+    """Write every shard in ``table`` (the executor hands one per block); returns one stats row each."""
+    by_shard: dict[int, list[dict]] = defaultdict(list)
+    for row in table.to_pylist():
+        by_shard[int(row["shard"])].append(row)
+    stats = [_write_one(shard, rows, output, config_digest, lowercase) for shard, rows in sorted(by_shard.items())]
+    return pa.table({"shard": [s["shard"] for s in stats], "marker": [json.dumps(s) for s in stats]})
+
+
+def _write_one(shard: int, rows: list[dict], output: str, config_digest: str, lowercase: bool) -> dict:
+    real = sorted((r for r in rows if r["row"] != EMPTY_SHARD_ROW), key=lambda r: r["row"])
+    expected = int(rows[0]["shard_rows"])
+    if len(real) != expected:
+        raise IncompleteShardError(f"shard {shard}: {len(real)} of {expected} rows reached the writer")
+    pool, instances, quarantine, counts = shard_outputs(shard, real, lowercase)
+    name = part_name(shard)
+    storage.write_bytes(storage.join(output, "pool", f"{name}.parquet"), _parquet(pool, POOL_SCHEMA))
+    columns = [c for _, c in instances]
+    storage.write_bytes(storage.join(output, "instances", f"{name}.parquet"), _parquet(columns, INSTANCE_SCHEMA))
+    storage.write_text(storage.join(output, "instances", f"{name}.jsonl"), _jsonl([r for r, _ in instances]))
+    storage.write_text(storage.join(output, "quarantine", f"{name}.jsonl"), _jsonl(quarantine))
+    stats = {
+        "shard": shard,
+        "fingerprint": rows[0]["fingerprint"],
+        "config_digest": config_digest,
+        "counts": dict(counts),
+        "stage_seconds": _stage_seconds(rows),
+        "finished_at": time.time(),
+    }
+    write_marker(output, shard, stats)  # last: a shard with a marker is whole
+    return stats
+
+
+def _stage_seconds(rows: list[dict]) -> dict[str, float]:
+    seconds: Counter = Counter()
+    for row in rows:
+        for key, value in row.items():
+            if (key.startswith("seconds_") or key.endswith("_forward_seconds")) and value:
+                seconds[key.removeprefix("seconds_")] += float(value)
+    return {k: round(v, 4) for k, v in sorted(seconds.items())}
+
+
+def shard_outputs(shard: int, rows: list[dict], lowercase: bool) -> tuple[list, list, list, Counter]:
+    """(pool rows, HaDes instances, quarantine entries, counts) of one shard's rows, in row order."""
+    pool, instances, quarantine, counts = [], [], [], Counter(read=len(rows))
+    for row in rows:
+        status = row["status"]
+        if status != "ok":
+            counts[status] += 1
+            if status not in QUARANTINE_KEEPS:
+                counts["quarantined"] += 1
+                quarantine.append(_quarantine_entry(row, status))
+            continue
+        best = most_fluent(row["cand_ppls"])
+        spans = row["cand_spans"][best]
+        pool.append(
+            {
+                "doc_id": row["doc_id"],
+                "title": row["title"],
+                "original": row["text"],
+                "perturbed": row["cand_texts"][best],
+                "ppl": row["cand_ppls"][best],
+                "candidate": best,
+                "candidate_ppls": row["cand_ppls"],
+                "spans": spans,
+                "shard": shard,
+                "row": row["row"],
+            }
+        )
+        made = hades_instances(row["doc_id"], row["cand_texts"][best], spans, lowercase)
+        columns = instance_rows(row["doc_id"], row["cand_texts"][best], spans, lowercase)
+        instances.extend(zip(made, columns))
+        counts.update(kept=1, perturbed=1, instances=len(made))
+    return pool, instances, quarantine, counts
+
+
+def _quarantine_entry(row: dict, reason: str) -> dict:
+    return {"doc_id": row["doc_id"], "source": row["source"], "reason": reason, "text_head": (row["text"] or "")[:200]}
+
+
+def instance_rows(doc_id: str, perturbed: str, spans: list[dict], lowercase: bool) -> list[dict]:
+    """The same instances as ``hades_instances``, as columns: the words, and the span's word range."""
+    words, ranges = words_with_span_indices(perturbed, spans)
+    words = [w.lower() for w in words] if lowercase else words
+    return [
+        {
+            "id": f"{doc_id}#{index}",
+            "doc_id": doc_id,
+            "words": words,
+            "start": first,
+            "end": last,
+            "replacement": span["replacement"],
+            "original_span": span["original"],
+            "ner": span["ner"],
+            "pos": span["pos"],
+            "hallucination": -1,
+        }
+        for index, (span, (first, last)) in enumerate(zip(spans, ranges))
+        if last >= first  # a replacement with no word characters cannot be a target span
+    ]
+
+
+def _parquet(rows: list[dict], schema: pa.Schema) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), buffer)
+    return buffer.getvalue()
+
+
+def _jsonl(records: list[dict]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

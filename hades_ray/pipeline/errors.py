@@ -1,0 +1,9 @@
+"""Errors a user can act on; the CLI prints them as one line and exits with code 2."""
+
+
+class ResourceError(RuntimeError):
+    """The cluster cannot place an actor of some stage."""
+
+
+class OutputLockedError(RuntimeError):
+    """Another run is writing to the same output."""

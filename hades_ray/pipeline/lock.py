@@ -1,0 +1,99 @@
+"""One run at a time per output: a lock file that a second concurrent run refuses to share.
+
+Locally the lock is created with O_EXCL, so exactly one of two racing runs gets it; a lock left by a
+run that died on this host (its pid is gone) is taken over with a warning. Object stores have no
+exclusive create through ``pyarrow.fs``, so there the lock is written, read back and checked for our
+token: it stops a second run that starts later, not two runs started in the same instant.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from pathlib import Path
+
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.errors import OutputLockedError
+
+log = logging.getLogger(__name__)
+LOCK_NAME = "_lock.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class OutputLock:
+    """``with OutputLock(output):`` holds the output for this run."""
+
+    def __init__(self, output: str | Path):
+        self.path = storage.join(output, LOCK_NAME)
+        self.owner = {"host": socket.gethostname(), "pid": os.getpid(), "token": uuid.uuid4().hex, "since": time.time()}
+
+    def _refuse(self, holder: dict) -> OutputLockedError:
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
+        return OutputLockedError(
+            f"{self.path}: another run (pid {holder.get('pid')} on {holder.get('host')}, since {since}) is writing "
+            "to this output; wait for it to finish, or delete the lock file if that run is dead"
+        )
+
+    def _holder(self) -> dict | None:
+        try:
+            return json.loads(storage.read_text(self.path))
+        except FileNotFoundError:
+            return None
+        except (ValueError, OSError):
+            return {}
+
+    def _stale(self, holder: dict) -> bool:
+        return holder.get("host") == self.owner["host"] and not _alive(int(holder.get("pid", -1)))
+
+    def acquire(self) -> None:
+        storage.makedirs(str(self.path).rsplit("/", 1)[0])
+        if storage.is_local(self.path):
+            self._acquire_local()
+            return
+        holder = self._holder()
+        if holder is not None and not self._stale(holder):
+            raise self._refuse(holder)
+        storage.write_text(self.path, json.dumps(self.owner))
+        if (self._holder() or {}).get("token") != self.owner["token"]:
+            raise self._refuse(self._holder() or {})
+
+    def _acquire_local(self) -> None:
+        path = storage.resolve(self.path)[1]
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self._holder() or {}
+                if not self._stale(holder):
+                    raise self._refuse(holder) from None
+                log.warning("taking over %s: the run that held it (pid %s) is gone", self.path, holder.get("pid"))
+                os.unlink(path)
+                continue
+            with os.fdopen(fd, "w") as handle:
+                handle.write(json.dumps(self.owner))
+            return
+        raise self._refuse(self._holder() or {})
+
+    def release(self) -> None:
+        if (self._holder() or {}).get("token") == self.owner["token"]:
+            storage.delete(self.path)
+
+    def __enter__(self) -> OutputLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

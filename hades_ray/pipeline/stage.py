@@ -1,0 +1,118 @@
+"""A stage: declared input and output columns (Arrow types), declared resources, ``setup()`` that
+loads its model once, and ``process()``, a pure function over a ``pyarrow.Table`` that tests call
+without Ray.
+
+A batch is one shard (the executor hands whole shards to stages, so that a shard's rows reach the
+writer together); ``__call__`` cuts it into ``resources.batch_size`` rows at a time, calls
+``process`` on each piece and checks the declared columns on the way out.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pyarrow as pa
+
+
+class StageError(RuntimeError):
+    """A stage broke its declared contract (a missing input column, an undeclared output type)."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one actor (or task) of a stage needs, and how many of them the pool may use."""
+
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    min_actors: int = 1
+    max_actors: int = 1
+    batch_size: int = 64  # rows per ``process`` call; model stages chunk further by tokens
+    torch_threads: int = 1
+    uses_actors: bool = True  # False: stateless tasks (no model to keep loaded)
+
+    @classmethod
+    def of(cls, stage_config, uses_actors: bool = True) -> Resources:
+        """From a config ``StageResources`` (concurrency is the pool's maximum)."""
+        return cls(
+            num_cpus=stage_config.num_cpus,
+            num_gpus=stage_config.num_gpus,
+            min_actors=min(stage_config.min_concurrency, stage_config.concurrency),
+            max_actors=stage_config.concurrency,
+            batch_size=stage_config.batch_size,
+            torch_threads=stage_config.torch_threads,
+            uses_actors=uses_actors,
+        )
+
+    def describe(self) -> str:
+        parts = [f"{self.num_cpus:g} CPU"] + ([f"{self.num_gpus:g} GPU"] if self.num_gpus else [])
+        return " + ".join(parts)
+
+
+class Stage:
+    """Subclasses set ``name``, ``inputs``, ``outputs`` (and ``drops``) and implement ``process``."""
+
+    name: ClassVar[str] = "stage"
+    inputs: ClassVar[dict[str, pa.DataType]] = {}
+    outputs: ClassVar[dict[str, pa.DataType]] = {}
+    drops: ClassVar[tuple[str, ...]] = ()  # consumed columns that later stages do not need
+
+    def __init__(self, resources: Resources):
+        self.resources = resources
+        self.busy_seconds = 0.0
+
+    def setup(self) -> None:
+        """Load models once per actor; the base stage has nothing to load."""
+
+    def process(self, batch: pa.Table) -> dict[str, list | pa.Array]:
+        """The declared ``outputs`` for the rows of ``batch``, in the same order."""
+        raise NotImplementedError
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        missing = [c for c in self.inputs if c not in batch.column_names]
+        if missing:
+            raise StageError(f"stage {self.name!r} needs columns {missing}; the batch has {batch.column_names}")
+        started = time.perf_counter()
+        pieces = [
+            self._piece(batch.slice(b, self.resources.batch_size))
+            for b in range(0, batch.num_rows, self.resources.batch_size)
+        ]
+        added = pa.concat_tables(pieces) if pieces else pa.table({k: pa.array([], t) for k, t in self.outputs.items()})
+        seconds = time.perf_counter() - started
+        self.busy_seconds += seconds
+        timing = f"seconds_{self.name}"
+        out = batch.drop_columns([c for c in (*self.drops, *self.outputs, timing) if c in batch.column_names])
+        for name in self.outputs:
+            out = out.append_column(name, added.column(name))
+        # Each row carries its share of the stage's busy time, so a shard's marker can sum it.
+        share = seconds / max(batch.num_rows, 1)
+        return out.append_column(timing, pa.array([share] * batch.num_rows, pa.float64()))
+
+    def _piece(self, batch: pa.Table) -> pa.Table:
+        columns = self.process(batch)
+        try:
+            arrays = {
+                name: pa.array(columns[name], type=kind)
+                if not isinstance(columns[name], (pa.Array, pa.ChunkedArray))
+                else columns[name].cast(kind)
+                for name, kind in self.outputs.items()
+            }
+        except KeyError as error:
+            raise StageError(f"stage {self.name!r} did not produce its declared column {error}") from None
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+            raise StageError(
+                f"stage {self.name!r}: an output column does not match its declared type: {error}"
+            ) from None
+        return pa.table(arrays)
+
+
+class StageActor:
+    """The Ray Data callable class around a stage: ``setup()`` once, then one call per shard."""
+
+    def __init__(self, stage: Stage):
+        self.stage = stage
+        self.stage.setup()
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        return self.stage(batch)

@@ -1,0 +1,148 @@
+"""Paths as URIs resolved through ``pyarrow.fs``: a local path, ``file://``, ``s3://`` or ``gs://``.
+
+S3 access follows the standard AWS variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``), so any S3-compatible store works. Writes are
+atomic: locally a uniquely named temp file is fsynced and renamed into place; on an object store a
+single PUT is already all-or-nothing, so the object is written under its final key.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pyarrow.fs as pafs
+
+_CHUNK = 8 * 1024 * 1024
+
+
+def is_uri(path: str | Path) -> bool:
+    return "://" in str(path)
+
+
+def is_local(path: str | Path) -> bool:
+    return not is_uri(path) or str(path).startswith("file://")
+
+
+def _s3(uri: str) -> tuple[pafs.FileSystem, str]:
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    options: dict = {"region": os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"}
+    if endpoint:
+        scheme, _, host = endpoint.partition("://")
+        options.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
+    return pafs.S3FileSystem(**options), uri.split("://", 1)[1].rstrip("/")
+
+
+def resolve(path: str | Path) -> tuple[pafs.FileSystem, str]:
+    """(filesystem, path inside it) for a local path or URI."""
+    text = str(path)
+    if text.startswith("s3://"):
+        return _s3(text)
+    if not is_uri(text):
+        return pafs.LocalFileSystem(), str(Path(text).expanduser().absolute())
+    return pafs.FileSystem.from_uri(text)
+
+
+def join(base: str | Path, *parts: str) -> str:
+    return "/".join([str(base).rstrip("/"), *parts])
+
+
+def display(path: str | Path) -> str:
+    return str(path)
+
+
+def exists(path: str | Path) -> bool:
+    fs, inner = resolve(path)
+    return fs.get_file_info(inner).type != pafs.FileType.NotFound
+
+
+def file_info(path: str | Path) -> pafs.FileInfo:
+    fs, inner = resolve(path)
+    return fs.get_file_info(inner)
+
+
+def makedirs(path: str | Path) -> None:
+    fs, inner = resolve(path)
+    fs.create_dir(inner, recursive=True)
+
+
+def read_bytes(path: str | Path) -> bytes:
+    fs, inner = resolve(path)
+    with fs.open_input_stream(inner) as handle:
+        return handle.read()
+
+
+def read_text(path: str | Path) -> str:
+    return read_bytes(path).decode("utf-8")
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` so that readers see either nothing or all of it."""
+    fs, inner = resolve(path)
+    if isinstance(fs, pafs.LocalFileSystem):
+        _write_local(Path(inner), data)
+        return
+    with fs.open_output_stream(inner) as handle:
+        handle.write(data)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def _write_local(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")  # unique per writer: no two runs share one
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def delete(path: str | Path) -> None:
+    fs, inner = resolve(path)
+    if fs.get_file_info(inner).type == pafs.FileType.File:
+        fs.delete_file(inner)
+
+
+def list_files(path: str | Path, suffixes: tuple[str, ...] = (), recursive: bool = True) -> list[str]:
+    """Files under a folder (sorted URIs or paths, in the same form as ``path``); hidden names skipped."""
+    fs, inner = resolve(path)
+    infos = fs.get_file_info(pafs.FileSelector(inner, recursive=recursive, allow_not_found=True))
+    prefix = str(path).rstrip("/")
+    found = []
+    for info in infos:
+        if info.type != pafs.FileType.File or info.base_name.startswith((".", "_")):
+            continue
+        if suffixes and not info.base_name.endswith(suffixes):
+            continue
+        found.append(prefix + info.path[len(inner.rstrip("/")) :])
+    return sorted(found)
+
+
+def concatenate(parts: list[str], target: str | Path) -> None:
+    """Stream ``parts`` into ``target`` in order (bounded memory), then put it in place atomically."""
+    fs, inner = resolve(target)
+    local = isinstance(fs, pafs.LocalFileSystem)
+    final = Path(inner)
+    tmp_inner = str(final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")) if local else inner
+    if local:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with fs.open_output_stream(tmp_inner) as out:
+            for part in parts:
+                part_fs, part_inner = resolve(part)
+                with part_fs.open_input_stream(part_inner) as handle:
+                    while chunk := handle.read(_CHUNK):
+                        out.write(chunk)
+        if local:
+            os.replace(tmp_inner, final)
+    finally:
+        if local and os.path.exists(tmp_inner):
+            os.unlink(tmp_inner)
