@@ -9,7 +9,9 @@ import sys
 from hades_ray.cli_common import setup_logging
 from hades_ray.config import ConfigError
 from hades_ray.io.hades_format import HadesFormatError
+from hades_ray.io.readers import InputError
 from hades_ray.models.registry import ModelNotFoundError
+from hades_ray.pipeline.errors import OutputLockedError, ResourceError
 
 # Each module defines ``register(subparsers)``; a command's handler returns an exit code.
 COMMAND_MODULES = (
@@ -20,7 +22,16 @@ COMMAND_MODULES = (
     "hades_ray.annotate.cli",
 )
 
-USER_ERRORS = (ConfigError, HadesFormatError, ModelNotFoundError, FileNotFoundError, FileExistsError)
+USER_ERRORS = (
+    ConfigError,
+    HadesFormatError,
+    ModelNotFoundError,
+    FileNotFoundError,
+    FileExistsError,
+    InputError,
+    ResourceError,
+    OutputLockedError,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
