@@ -6,8 +6,8 @@ that names an unknown key, or gives a value of the wrong type, fails here before
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import json
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
@@ -18,6 +18,7 @@ import yaml
 
 PRESETS = ("local", "paper")
 DTYPES = ("float32", "bfloat16", "float16", "auto")
+MAX_CONFIG_BYTES = 1 << 20  # a config file is a few KiB; anything this large is not one
 
 
 class ConfigError(ValueError):
@@ -31,6 +32,8 @@ class ModelsConfig:
     mlm: str = "local:mlm"  # REPLACE and the feature detectors' word probabilities
     causal_lm: str = "local:gpt2"  # RANK by perplexity
     encoder: str = "local:minilm"  # detector backbone and paraphrase similarity
+    # Hub id -> the commit it loads (40 hex digits), so a preset means the same weights next year.
+    revisions: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -202,7 +205,8 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
             value = yaml.safe_load(value)
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: expected a mapping, got {value!r}")
-        return dict(value)
+        key_hint, item_hint = typing.get_args(hint) or (Any, Any)
+        return {_coerce(k, key_hint, key): _coerce(v, item_hint, f"{key}.{k}") for k, v in value.items()}
     return value
 
 
@@ -223,6 +227,8 @@ def _merge(target: Any, overrides: dict[str, Any], prefix: str) -> None:
         current = getattr(target, key)
         if dataclasses.is_dataclass(current):
             _merge(current, value, f"{path}.")
+        elif isinstance(current, dict):  # mappings merge key by key, so --set adds one entry
+            setattr(target, key, {**current, **_coerce(value, hints[key], path)})
         else:
             setattr(target, key, _coerce(value, hints[key], path))
 
@@ -236,7 +242,10 @@ def _set_dotted(config: HadesConfig, assignment: str) -> None:
     cursor = nested
     for part in parts[:-1]:
         cursor = cursor.setdefault(part, {})
-    value = yaml.safe_load(raw) if raw.strip() else ""
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except (yaml.YAMLError, RecursionError):
+        raise ConfigError(f"--set {dotted.strip()}: value is not valid YAML: {raw[:80]!r}") from None
     if value is None:
         value = raw
     cursor[parts[-1]] = value
@@ -252,10 +261,16 @@ def preset_path(name: str) -> Path:
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: {path.stat().st_size} bytes is too large for a config file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(path.read_bytes().decode("utf-8")) or {}
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {error.start + 1})") from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: YAML nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return data
@@ -274,40 +289,48 @@ def load_config(
         _merge(config, file_data, "")
         for assignment in overrides:
             _set_dotted(config, assignment)
+        validate(config)
     except ConfigError as error:
-        source = f"{config_file}: " if config_file else ""
+        source = f"{config_file}: " if config_file and not str(error).startswith(str(config_file)) else ""
         raise ConfigError(f"{source}{error}") from None
-    validate(config)
+    _pin_models(config)
     return config
 
 
 def validate(config: HadesConfig) -> None:
-    """Check values whose type is right but whose meaning is not."""
+    """Check every value whose type is right but whose meaning is not: each numeric key against its
+    interval (``config_bounds.BOUNDS``, finite floats only), the choices, and each section's own rules."""
+    from hades_ray.config_bounds import bound_problems, numeric_keys
+    from hades_ray.models.registry import reference_problem, revision_problem
+
+    for prefix, section in [("", config), *((f"{name}.", s) for name, s in config.extra.items())]:
+        for key, value in numeric_keys(section, prefix):
+            problems = bound_problems(key, value)
+            if problems:
+                raise ConfigError(problems[0])
     p = config.perturb
     checks = [
-        (0.0 < p.mask.ratio <= 1.0, "perturb.mask.ratio must be in (0, 1]"),
-        (p.replace.decoding in ("greedy", "top_k", "top_p"), "perturb.replace.decoding: greedy, top_k or top_p"),
-        (p.replace.top_k >= 1, "perturb.replace.top_k must be >= 1"),
-        (0.0 < p.replace.top_p <= 1.0, "perturb.replace.top_p must be in (0, 1]"),
-        (p.replace.temperature > 0, "perturb.replace.temperature must be > 0"),
-        (p.rank.num_candidates >= 1, "perturb.rank.num_candidates must be >= 1"),
+        (config.preset in PRESETS, f"preset: one of {', '.join(PRESETS)}"),
         (p.read.min_sentences >= p.mask.context_sentences + 1, "perturb.read.min_sentences must exceed context"),
-        (p.read.shard_size >= 1, "perturb.read.shard_size must be >= 1"),
+        (p.replace.decoding in ("greedy", "top_k", "top_p"), "perturb.replace.decoding: greedy, top_k or top_p"),
         (p.mask.stopwords in ("auto", "nltk", "spacy"), "perturb.mask.stopwords: auto, nltk or spacy"),
         (p.replace.dtype in DTYPES, f"perturb.replace.dtype: one of {', '.join(DTYPES)}"),
         (p.rank.dtype in DTYPES, f"perturb.rank.dtype: one of {', '.join(DTYPES)}"),
     ]
     for stage in ("annotate", "replace", "rank"):
         res: StageResources = getattr(p.resources, stage)
-        checks += [
-            (res.concurrency >= 1, f"perturb.resources.{stage}.concurrency must be >= 1"),
+        checks.append(
             (
-                1 <= res.min_concurrency <= res.concurrency,
+                res.min_concurrency <= res.concurrency,
                 f"perturb.resources.{stage}.min_concurrency must be in [1, concurrency]",
-            ),
-            (res.batch_size >= 1, f"perturb.resources.{stage}.batch_size must be >= 1"),
-            (res.num_cpus >= 0 and res.num_gpus >= 0, f"perturb.resources.{stage}: resources must be >= 0"),
-        ]
+            )
+        )
+    for name in ("mlm", "causal_lm", "encoder"):
+        problem = reference_problem(getattr(config.models, name))
+        checks.append((not problem, f"models.{name}: {problem}"))
+    for reference, revision in config.models.revisions.items():
+        problem = revision_problem(reference, revision)
+        checks.append((not problem, f"models.revisions.{reference}: {problem}"))
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
@@ -326,9 +349,29 @@ def save_config(config: HadesConfig, directory: str | Path, name: str = "config.
 
 
 def config_from_dict(data: dict[str, Any]) -> HadesConfig:
-    """Rebuild a config from ``to_dict`` output (for checkpoints and Ray workers)."""
+    """Rebuild a config from ``to_dict`` output (for checkpoints and Ray workers), validated like any other."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"config: expected a mapping, got {type(data).__name__}")
     config = default_config()
-    data = json.loads(json.dumps(data))
+    data = copy.deepcopy(data)  # keeps shared YAML aliases shared, where a JSON round trip would expand them
     config.preset = data.pop("preset", config.preset)
     _merge(config, data, "")
+    validate(config)
+    _pin_models(config)
     return config
+
+
+def _pin_models(config: HadesConfig) -> None:
+    from hades_ray.models.registry import pin_revisions
+
+    pin_revisions(config.models.revisions)
+
+
+def load_saved_config(path: str | Path) -> HadesConfig:
+    """A ``config.resolved.yaml`` written beside an output, read and validated; errors name the file."""
+    path = Path(path)
+    try:
+        return config_from_dict(_read_yaml(path))
+    except ConfigError as error:
+        message = str(error)
+        raise ConfigError(message if message.startswith(str(path)) else f"{path}: {message}") from None

