@@ -6,12 +6,11 @@ reason. Unlabelled (-1) instances are counted and left out of training and evalu
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hades_ray.io.hades_format import Instance, parse_instance, read_instances
+from hades_ray.io.hades_format import Instance, parse_instance, read_instances, write_instances
 
 log = logging.getLogger(__name__)
 
@@ -29,11 +28,7 @@ class LoadReport:
     def write_quarantine(self, directory: str | Path) -> Path | None:
         if not self.bad:
             return None
-        path = Path(directory) / "quarantine.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as handle:
-            for record in self.bad:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        path = write_instances(self.bad, Path(directory) / "quarantine.jsonl")  # JSON lines, atomically
         log.warning("%d bad lines quarantined in %s", len(self.bad), path)
         return path
 

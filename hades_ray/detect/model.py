@@ -2,18 +2,25 @@
 
 Saved as a plain folder: ``detector.json`` (backbone reference and head shape), ``weights.safetensors``
 (the head and every backbone parameter that trained), and ``tokenizer/``. Loading rebuilds the
-backbone from its reference with ``from_pretrained`` and lays the trained weights over it.
+backbone from its reference (at its pinned revision) with ``from_pretrained`` and lays the trained
+weights over it; the weights must hold exactly the parameters that trained, no more and no fewer.
+An export is written to a new folder first and renamed into place, ``detector.json`` last, so a reader
+never finds new weights under an old description, or half a file.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import torch
 from torch import nn
 
 FORMAT = "hades_ray.span_classifier/1"
+DETECTOR_JSON, WEIGHTS, TOKENIZER = "detector.json", "weights.safetensors", "tokenizer"
 
 
 def _layers(backbone: nn.Module) -> nn.ModuleList | None:
@@ -75,58 +82,117 @@ def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
     return {n: t.detach().cpu().contiguous().clone() for n, t in model.state_dict().items() if n in names}
 
 
-def load_tokenizer(source: str):
+def load_tokenizer(source: str, revision: str | None = None):
     """A tokenizer that can pad: causal LMs (GPT-2) have none, so their end token pads."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer = AutoTokenizer.from_pretrained(source, revision=revision)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     return tokenizer
 
 
-def load_backbone(source: str):
-    """(tokenizer, bare backbone) from a resolved reference."""
+def load_backbone(source: str, revision: str | None = None):
+    """(tokenizer, bare backbone) from a resolved reference, at ``revision`` for a hub id."""
     import transformers
     from transformers import AutoModel
 
     transformers.logging.set_verbosity_error()  # an MLM checkpoint as encoder reports its unused head
-    tokenizer = load_tokenizer(source)
-    backbone = AutoModel.from_pretrained(source, trust_remote_code=False)
+    tokenizer = load_tokenizer(source, revision)
+    backbone = AutoModel.from_pretrained(source, revision=revision, trust_remote_code=False)
     return tokenizer, backbone
 
 
 def build_classifier(source: str, settings: dict) -> tuple:
-    tokenizer, backbone = load_backbone(source)
+    tokenizer, backbone = load_backbone(source, settings.get("revision"))
     model = SpanClassifier(backbone, settings["pooling"], settings["mlp_layers"], settings["freeze"])
     return tokenizer, model
 
 
 def export_detector(directory: str | Path, state: dict[str, torch.Tensor], settings: dict, tokenizer) -> Path:
-    """Write the standard detector folder that ``evaluate``/``predict`` load."""
+    """Write the standard detector folder that ``evaluate``/``predict`` load: staged, then renamed in."""
     from safetensors.torch import save_file
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    save_file(state, str(directory / "weights.safetensors"))
-    tokenizer.save_pretrained(str(directory / "tokenizer"))
-    meta = {"format": FORMAT, "type": "transformer", **settings}
-    (directory / "detector.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    stage = Path(tempfile.mkdtemp(prefix=".export-", dir=directory))
+    try:
+        save_file(state, str(stage / WEIGHTS))
+        tokenizer.save_pretrained(str(stage / TOKENIZER))
+        meta = {"format": FORMAT, "type": "transformer", **settings}
+        (stage / DETECTOR_JSON).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        _swap_in(stage, directory)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     return directory
 
 
+def _swap_in(stage: Path, directory: Path) -> None:
+    # Without detector.json the folder is no detector, so nothing reads it between the two renames.
+    (directory / DETECTOR_JSON).unlink(missing_ok=True)
+    os.replace(stage / WEIGHTS, directory / WEIGHTS)
+    old_tokenizer = directory / TOKENIZER
+    if old_tokenizer.exists():
+        old_tokenizer.rename(stage / "old-tokenizer")
+    (stage / TOKENIZER).rename(old_tokenizer)
+    os.replace(stage / DETECTOR_JSON, directory / DETECTOR_JSON)
+
+
+def read_detector_json(directory: Path) -> dict:
+    """The detector's description; a missing, unreadable or foreign file is a clear error."""
+    from hades_ray.models.registry import CheckpointError, ModelNotFoundError
+
+    path = directory / DETECTOR_JSON
+    if not path.is_file():
+        raise ModelNotFoundError(f"{directory} is not a detector folder (no {DETECTOR_JSON})")
+    try:
+        meta = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise CheckpointError(f"{path}: not a valid detector description ({error})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: field 'format': expected {FORMAT!r}")
+    missing = [k for k in ("backbone", "mode", "window", "pooling", "mlp_layers", "freeze") if k not in meta]
+    if missing:
+        raise CheckpointError(f"{path}: missing field(s) {', '.join(missing)}")
+    return meta
+
+
+def check_state(model: nn.Module, state: dict[str, torch.Tensor], where: Path) -> None:
+    """The weights must be exactly the parameters that train (per ``freeze``), each of the right shape."""
+    from hades_ray.models.registry import CheckpointError
+
+    expected = trainable_state(model)
+    missing, unknown = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unknown:
+        raise CheckpointError(
+            f"{where}: weights do not match the detector: missing {missing[:3]}, unexpected {unknown[:3]}"
+            f" ({len(missing)} missing, {len(unknown)} unexpected)"
+        )
+    wrong = [n for n in expected if tuple(state[n].shape) != tuple(expected[n].shape)]
+    if wrong:
+        raise CheckpointError(
+            f"{where}: parameter {wrong[0]!r} has shape {tuple(state[wrong[0]].shape)}, "
+            f"expected {tuple(expected[wrong[0]].shape)}"
+        )
+
+
 def load_detector(directory: str | Path, device: str = "cpu"):
-    """(tokenizer, model in eval mode, settings) from an exported detector folder."""
+    """(tokenizer, model in eval mode, settings) from an exported detector folder; every key is checked."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from hades_ray.models.registry import resolve_model
+    from hades_ray.models.registry import CheckpointError, ModelNotFoundError, resolve_model
 
     directory = Path(directory)
-    settings = json.loads((directory / "detector.json").read_text(encoding="utf-8"))
+    settings = read_detector_json(directory)
+    weights = directory / WEIGHTS
+    if not weights.is_file():
+        raise ModelNotFoundError(f"{directory}: no {WEIGHTS}")
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"{weights}: not readable safetensors ({error})") from None
     _, model = build_classifier(resolve_model(settings["backbone"]), settings)
-    state = load_file(str(directory / "weights.safetensors"))
-    unknown = set(state) - set(model.state_dict())
-    if unknown:
-        raise ValueError(f"{directory}: weights for unknown parameters {sorted(unknown)[:3]}")
-    model.load_state_dict(state, strict=False)
-    return load_tokenizer(str(directory / "tokenizer")), model.eval().to(device), settings
+    check_state(model, state, weights)
+    model.load_state_dict(state, strict=False)  # strict would also demand the frozen backbone's keys
+    return load_tokenizer(str(directory / TOKENIZER)), model.eval().to(device), settings

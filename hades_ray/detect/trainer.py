@@ -24,8 +24,10 @@ RUN_NAME = "detector"
 def detector_settings(config: HadesConfig, mode: str) -> dict:
     """What a saved detector must remember to rebuild itself and to score the same way."""
     d = config.detect
+    backbone = d.backbone or config.models.encoder
     return {
-        "backbone": d.backbone or config.models.encoder,
+        "backbone": backbone,
+        "revision": config.models.revisions.get(backbone),  # the hub commit it trained on (None: local)
         "mode": mode,
         "window": d.window,
         "pooling": d.pooling,
@@ -102,7 +104,7 @@ def export_best(checkpoint, settings: dict, output_dir: Path) -> Path:
 
     with checkpoint.as_directory() as folder:
         state = load_file(os.path.join(folder, "weights.safetensors"))
-    tokenizer = load_tokenizer(resolve_model(settings["backbone"]))
+    tokenizer = load_tokenizer(resolve_model(settings["backbone"]), settings.get("revision"))
     return export_detector(output_dir, state, settings, tokenizer)
 
 
