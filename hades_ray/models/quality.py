@@ -12,9 +12,14 @@ from collections import Counter
 import numpy as np
 
 
-def content_word_spans(doc) -> list[tuple[int, int]]:
-    """Character spans of content words: alphabetic, not a stop word, at least two letters."""
-    return [(t.idx, t.idx + len(t.text)) for t in doc if t.is_alpha and not t.is_stop and len(t.text) > 1]
+def content_word_spans(doc, stop_words: frozenset[str] | None = None) -> list[tuple[int, int]]:
+    """Character spans of content words: alphabetic, not a stop word (NLTK's list unless given, as
+    MASK uses it), at least two letters."""
+    if stop_words is None:
+        from hades_ray.text.stopwords import english_stop_words
+
+        stop_words = english_stop_words("nltk")
+    return [(t.idx, t.idx + len(t.text)) for t in doc if t.is_alpha and t.lower_ not in stop_words and len(t.text) > 1]
 
 
 def mlm_cases(

@@ -9,22 +9,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 from hades_ray.config import MaskConfig
+from hades_ray.text.stopwords import english_stop_words
 
 
-@lru_cache(maxsize=4)
 def stop_words(source: str = "auto") -> frozenset[str]:
-    """NLTK's English stop words where its data is installed, else spaCy's (RAY_NOTES: no NLTK data here)."""
-    if source in ("auto", "nltk"):
-        try:
-            from nltk.corpus import stopwords
-
-            return frozenset(w.lower() for w in stopwords.words("english"))
-        except LookupError:
-            if source == "nltk":
-                raise
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return frozenset(w.lower() for w in STOP_WORDS)
+    """The ``perturb.mask.stopwords`` list: ``auto`` and ``nltk`` mean NLTK's 179 words (the paper's,
+    shipped in ``hades_ray.text.stopwords``), ``spacy`` spaCy's 326."""
+    return english_stop_words("nltk" if source == "auto" else source)
 
 
 @lru_cache(maxsize=2)
@@ -34,9 +25,17 @@ def load_spacy(name: str):
     return spacy.load(name)
 
 
+def _is_clitic(text: str) -> bool:
+    # "'s", "n't", "'re": spaCy splits them off as tokens; NLTK's list (unlike spaCy's) has no entry
+    # for them, yet they are never content words.
+    lowered = text.lower().replace("\u2019", "'")
+    return lowered.startswith("'") or lowered == "n't"
+
+
 def _is_content(token, stops: frozenset[str]) -> bool:
     return (
         not token.is_punct
+        and not _is_clitic(token.text)
         and not token.is_space
         and any(c.isalnum() for c in token.text)
         and token.text.lower() not in stops

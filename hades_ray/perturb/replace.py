@@ -4,6 +4,13 @@
 sequence that still has a mask fills its leftmost one, so a batch of all candidates of many texts
 costs one forward per step. The original token is removed from the distribution at each position.
 Draws come from one generator per candidate, so a sequence's result never depends on its batch.
+
+A replacement is a word, not debris (``whole_words``, on by default): each position is filled with
+a token of the original's shape, so the text keeps its layout. Punctuation inside a span (the
+apostrophe of "Night's", the comma of "1,000") stays as it was and costs no model step; every other
+position takes no punctuation; a position that continued a word takes a word piece and one that
+began a word takes a whole-word token; no word start repeats the token just before it, and a
+one-token word does not repeat the word after it.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import torch
 from hades_ray.config import ReplaceConfig
 
 NEG_INF = float("-inf")
+SPAN_START, CONTINUATION, INNER_WORD = 0, 1, 2  # what the original token at a position was
 
 
 @dataclass
@@ -28,25 +36,60 @@ class MaskedSequence:
     rng: np.random.Generator
 
 
+@dataclass
+class VocabularyBans:
+    """Boolean vectors over the vocabulary, and per position kind the tokens it may not take."""
+
+    anywhere: torch.Tensor  # special, unused and out-of-vocabulary ids
+    at_start: torch.Tensor  # also banned at a span's first position
+    continuation: torch.Tensor  # tokens that continue a word (WordPiece "##", BPE without a space marker)
+    punctuation: torch.Tensor  # tokens with a character that is neither a letter nor a digit
+    by_kind: torch.Tensor  # [3, vocab]: bans at SPAN_START, CONTINUATION and INNER_WORD positions
+    whole_words: bool
+
+    def to(self, device) -> VocabularyBans:
+        moved = {k: getattr(self, k).to(device) for k in ("anywhere", "at_start", "continuation", "punctuation")}
+        return VocabularyBans(**moved, by_kind=self.by_kind.to(device), whole_words=self.whole_words)
+
+
+def _token_shape(token: str | None, prefixed_space: bool) -> tuple[str, bool]:
+    """(the token's text without markers, whether it continues a word)."""
+    token = token or ""
+    if token.startswith("##"):
+        return token[2:], True
+    if token[:1] in ("Ġ", "▁"):
+        return token[1:], False
+    return token, prefixed_space  # byte-level BPE and SentencePiece: no space marker = inside a word
+
+
 def vocabulary_bans(
-    tokenizer, vocab_size: int, stop_words: frozenset[str] | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(banned anywhere, banned at a span's first position) as boolean vectors over the vocabulary.
-    Special and unused tokens never fill a mask; a span never starts with a word piece, punctuation,
-    or (given ``stop_words``) a stop word."""
+    tokenizer, vocab_size: int, stop_words: frozenset[str] | None = None, whole_words: bool = True
+) -> VocabularyBans:
+    """The bans REPLACE applies. Special and unused tokens never fill a mask; a span never starts
+    with a word piece, punctuation, or (given ``stop_words``) a stop word; with ``whole_words`` the
+    word-shape rules of the module docstring apply too (``False``: the paper's unconstrained fill)."""
     stop_words = stop_words or frozenset()
     tokens = tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
+    space_marked = any(t and t[:1] in ("Ġ", "▁") for t in tokens[:5000])
     special = set(tokenizer.all_special_ids)
-    anywhere = torch.ones(vocab_size, dtype=torch.bool)  # ids past the tokenizer's vocabulary stay banned
-    at_start = torch.ones(vocab_size, dtype=torch.bool)
+    # ids past the tokenizer's vocabulary stay banned
+    anywhere, at_start = torch.ones(vocab_size, dtype=torch.bool), torch.ones(vocab_size, dtype=torch.bool)
+    continuation, punctuation = torch.zeros(vocab_size, dtype=torch.bool), torch.ones(vocab_size, dtype=torch.bool)
     for index, token in enumerate(tokens):
-        text = (token or "").replace("Ġ", "").replace("▁", "")
+        text, continues = _token_shape(token, space_marked)
         unusable = index in special or token is None or text.startswith(("[unused", "<unused")) or not text
         anywhere[index] = unusable
+        continuation[index] = continues
+        punctuation[index] = not text.isalnum()
         at_start[index] = (
             unusable or token.startswith("##") or not any(c.isalnum() for c in text) or text.lower() in stop_words
         )
-    return anywhere, at_start
+    if whole_words:
+        shaped = anywhere | punctuation
+        by_kind = torch.stack([at_start | shaped | continuation, shaped | ~continuation, shaped | continuation])
+    else:
+        by_kind = torch.stack([at_start, anywhere, anywhere])
+    return VocabularyBans(anywhere, at_start, continuation, punctuation, by_kind, whole_words)
 
 
 def _mlm_logits_at(
@@ -80,11 +123,37 @@ def choose_tokens(logits: torch.Tensor, uniforms: np.ndarray, config: ReplaceCon
     return indices.gather(-1, picks).squeeze(-1)
 
 
+@dataclass
+class _Plan:
+    """Which of a sequence's positions the model fills, and what kind of token each one was."""
+
+    steps: list[int]  # indices into ``positions``
+    kinds: list[int]
+
+
+def _plan(seq: MaskedSequence, bans: VocabularyBans) -> _Plan:
+    steps, kinds, starting = [], [], False
+    for index, (position, original) in enumerate(zip(seq.positions, seq.original_ids)):
+        starting = starting or position in seq.span_starts
+        if bans.whole_words and bool(bans.punctuation[original]):
+            continue  # punctuation inside a span ("$5", "Night's") stays as it was
+        if starting:
+            kind = SPAN_START
+        elif bans.whole_words and bool(bans.continuation[original]):
+            kind = CONTINUATION
+        else:
+            kind = INNER_WORD
+        steps.append(index)
+        kinds.append(kind)
+        starting = False
+    return _Plan(steps, kinds)
+
+
 def fill_masks(
     model,
     sequences: list[MaskedSequence],
     config: ReplaceConfig,
-    bans: tuple[torch.Tensor, torch.Tensor],
+    bans: VocabularyBans,
     pad_id: int,
     max_batch_tokens: int = 32_768,
     timings: dict | None = None,
@@ -92,42 +161,74 @@ def fill_masks(
     """Token ids chosen for each sequence's positions, left to right; ``timings["forward"]``
     accumulates the seconds spent inside model forwards."""
     device = next(model.parameters()).device
-    anywhere, at_start = (b.to(device) for b in bans)
+    on_device = bans.to(device)
     width = max(len(s.input_ids) for s in sequences)
     ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
     for row, seq in enumerate(sequences):
         ids[row, : len(seq.input_ids)] = torch.tensor(seq.input_ids)
     lengths = torch.tensor([len(s.input_ids) for s in sequences])
-    chosen: list[list[int]] = [[] for _ in sequences]
-    for step in range(max((len(s.positions) for s in sequences), default=0)):
-        active = [row for row, seq in enumerate(sequences) if step < len(seq.positions)]
+    chosen: list[list[int]] = [list(s.original_ids) for s in sequences]  # kept positions stay as they were
+    plans = [_plan(seq, bans) for seq in sequences]
+    for row, seq in enumerate(sequences):
+        for index in set(range(len(seq.positions))) - set(plans[row].steps):
+            ids[row, seq.positions[index]] = seq.original_ids[index]
+    for step in range(max((len(p.steps) for p in plans), default=0)):
+        active = [row for row, plan in enumerate(plans) if step < len(plan.steps)]
         rows_per_chunk = max(1, max_batch_tokens // int(lengths[active].max()))
         for begin in range(0, len(active), rows_per_chunk):
             chunk = active[begin : begin + rows_per_chunk]
-            picks = _step(model, ids, lengths, sequences, chunk, step, config, anywhere, at_start, device, timings)
-            for row, token in zip(chunk, picks):
-                ids[row, sequences[row].positions[step]] = token
-                chosen[row].append(token)
+            cols = [sequences[r].positions[plans[r].steps[step]] for r in chunk]
+            banned = [_banned_ids(ids[r], sequences[r], plans[r], step, col, bans) for r, col in zip(chunk, cols)]
+            picks = _step(
+                model,
+                ids,
+                lengths,
+                chunk,
+                cols,
+                [plans[r].kinds[step] for r in chunk],
+                banned,
+                [sequences[r].rng for r in chunk],
+                config,
+                on_device,
+                timings,
+            )
+            for row, col, token in zip(chunk, cols, picks):
+                ids[row, col] = token
+                chosen[row][plans[row].steps[step]] = token
     return chosen
 
 
+def _banned_ids(ids: torch.Tensor, seq: MaskedSequence, plan: _Plan, step: int, col: int, bans) -> list[int]:
+    """The original token, and with ``whole_words`` at a word start the tokens that would repeat a
+    neighbouring word: the token just before, and the unmasked word just after ("he he", "the the")."""
+    banned = [seq.original_ids[plan.steps[step]]]
+    if not bans.whole_words or plan.kinds[step] == CONTINUATION:
+        return banned
+    if col > 0:
+        banned.append(int(ids[col - 1]))
+    if col + 1 < len(seq.input_ids) and (col + 1) not in seq.positions:
+        after = int(ids[col + 1])
+        if not bool(bans.continuation[after]):
+            banned.append(after)
+    return banned
+
+
 @torch.inference_mode()
-def _step(model, ids, lengths, sequences, chunk, step, config, anywhere, at_start, device, timings) -> list[int]:
+def _step(model, ids, lengths, chunk, cols, kinds, banned, rngs, config, bans, timings) -> list[int]:
     span = int(lengths[chunk].max())
+    device = bans.anywhere.device
     batch = ids[chunk, :span].to(device)
     attention = (torch.arange(span).unsqueeze(0) < lengths[chunk].unsqueeze(1)).long().to(device)
-    cols = torch.tensor([sequences[r].positions[step] for r in chunk], device=device)
     rows = torch.arange(len(chunk), device=device)
     started = time.perf_counter()
-    logits = _mlm_logits_at(model, batch, attention, rows, cols).float()
+    logits = _mlm_logits_at(model, batch, attention, rows, torch.tensor(cols, device=device)).float()
     if device.type == "cuda":
         torch.cuda.synchronize()
     if timings is not None:
         timings["forward"] = timings.get("forward", 0.0) + time.perf_counter() - started
-    logits = logits[:, : anywhere.shape[0]].masked_fill(anywhere, NEG_INF)
-    starts = torch.tensor([sequences[r].positions[step] in sequences[r].span_starts for r in chunk], device=device)
-    logits = torch.where(starts.unsqueeze(1) & at_start.unsqueeze(0), NEG_INF, logits)
-    originals = torch.tensor([sequences[r].original_ids[step] for r in chunk], device=device)
-    logits[rows, originals] = NEG_INF
-    uniforms = np.array([sequences[r].rng.random() for r in chunk])
+    logits = logits[:, : bans.anywhere.shape[0]].masked_fill(bans.by_kind[torch.tensor(kinds, device=device)], NEG_INF)
+    flat_rows = [slot for slot, ids_ in enumerate(banned) for _ in ids_]
+    flat_ids = [token for ids_ in banned for token in ids_]
+    logits[torch.tensor(flat_rows, device=device), torch.tensor(flat_ids, device=device)] = NEG_INF
+    uniforms = np.array([rng.random() for rng in rngs])
     return choose_tokens(logits, uniforms, config).tolist()

@@ -18,6 +18,15 @@ def mark_replacements(text: str, spans: list[dict], left: str = "[[", right: str
     return "".join(pieces + [text[cursor:]])
 
 
+def _artifact_rows(artifacts: dict | None) -> list[tuple[str, object]]:
+    """The artifact-rate row (hades_ray.perturb.artifacts), when the summary has one."""
+    if not artifacts or artifacts.get("rate") is None:
+        return []
+    kinds = ", ".join(f"{kind} {n}" for kind, n in artifacts.get("by_kind", {}).items() if n)
+    detail = f"{artifacts['with_artifacts']} of {artifacts['replacements']}" + (f": {kinds}" if kinds else "")
+    return [("replacement artifact rate", f"{artifacts['rate']:.2%} ({detail})")]
+
+
 def summary_table(summary: dict) -> str:
     rows = [
         ("read", summary["read"]),
@@ -29,6 +38,7 @@ def summary_table(summary: dict) -> str:
     rows += [(f"  - {reason}", n) for reason, n in summary["quarantined_by_reason"].items()]
     rows += [
         ("instances (replaced spans)", summary["instances"]),
+        *_artifact_rows(summary.get("artifacts")),
         (
             "shards done now / skipped",
             f"{summary['shards']['processed_now']} / {summary['shards']['skipped_finished']}",

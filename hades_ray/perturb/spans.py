@@ -9,11 +9,49 @@ from hades_ray.io.hades_format import mark_span
 _WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
+def _lowercasing(tokenizer) -> bool:
+    return bool(getattr(tokenizer, "do_lower_case", False)) or tokenizer.tokenize("A") == tokenizer.tokenize("a")
+
+
+def _token_text(tokenizer, token_id: int) -> str:
+    token = tokenizer.convert_ids_to_tokens(int(token_id))
+    if token.startswith("##"):
+        return token[2:]
+    return tokenizer.convert_tokens_to_string([token]).strip()
+
+
+def _match_case(text: str, like: str) -> str:
+    if len(like) > 1 and like.isupper():
+        return text.upper()
+    return text[:1].upper() + text[1:] if like[:1].isupper() else text
+
+
+def _laid_out(tokenizer, token_ids: list[int], original: str) -> str | None:
+    """The filled tokens with the original's spacing between them (and its exact characters where a
+    token was kept), or None when the original does not tokenize to as many tokens."""
+    encoded = tokenizer(original, add_special_tokens=False, return_offsets_mapping=True)
+    if len(encoded["input_ids"]) != len(token_ids):
+        return None
+    restore_case = _lowercasing(tokenizer)
+    pieces, previous_end = [], None
+    for token_id, kept_id, (start, end) in zip(token_ids, encoded["input_ids"], encoded["offset_mapping"]):
+        if previous_end is not None:
+            pieces.append(original[previous_end:start])
+        word = original[start:end]
+        text = word if token_id == kept_id else _token_text(tokenizer, token_id)
+        pieces.append(_match_case(text, word) if restore_case and token_id != kept_id else text)
+        previous_end = end
+    return "".join(pieces).strip()
+
+
 def decode_replacement(tokenizer, token_ids: list[int], original: str) -> str:
-    """The replacement's text; an uncased tokenizer's output takes the original's leading capital."""
+    """The replacement's text laid out like ``original`` (same spaces between tokens); an uncased
+    tokenizer's output takes the case of the original token it replaces."""
+    laid_out = _laid_out(tokenizer, token_ids, original)
+    if laid_out is not None:
+        return laid_out
     text = tokenizer.decode(token_ids, clean_up_tokenization_spaces=True).strip()
-    lowercasing = getattr(tokenizer, "do_lower_case", False) or tokenizer.tokenize("A") == tokenizer.tokenize("a")
-    if lowercasing and text and original[:1].isupper():
+    if _lowercasing(tokenizer) and text and original[:1].isupper():
         text = text[0].upper() + text[1:]
     return text
 
