@@ -7,10 +7,8 @@ import importlib
 import sys
 
 from hades_ray.cli_common import setup_logging
-from hades_ray.config import ConfigError
-from hades_ray.io.hades_format import HadesFormatError
+from hades_ray.errors import UserError
 from hades_ray.io.readers import InputError
-from hades_ray.models.registry import ModelNotFoundError
 from hades_ray.pipeline.errors import OutputLockedError, ResourceError
 
 # Each module defines ``register(subparsers)``; a command's handler returns an exit code.
@@ -22,12 +20,15 @@ COMMAND_MODULES = (
     "hades_ray.annotate.cli",
 )
 
+# Input errors end the command with their one-line message and exit code 2, never a traceback.
+# UserError covers config keys and files, HaDes lines, judges' files, model references and checkpoints.
 USER_ERRORS = (
-    ConfigError,
-    HadesFormatError,
-    ModelNotFoundError,
+    UserError,
     FileNotFoundError,
     FileExistsError,
+    PermissionError,
+    IsADirectoryError,
+    NotADirectoryError,
     InputError,
     ResourceError,
     OutputLockedError,
@@ -64,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as error:
         print(f"hades-ray {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"hades-ray {args.command}: interrupted; finished parts are kept", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -16,12 +16,14 @@ from typing import Any
 
 import yaml
 
+from hades_ray.errors import UserError
+
 PRESETS = ("local", "paper")
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few KiB; anything this large is not one
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A configuration key or value that cannot be used; raised before any work starts."""
 
 

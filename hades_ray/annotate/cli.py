@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from hades_ray.cli_common import add_config_args, config_from_args
+
+WORKDIR_HELP = "the annotation work directory (pool, rounds, judgments)"
+ROUND_HELP = "round number (0, 1, ...)"
 
 
 def _agreement_line(config, workdir, round_index: int) -> str:
@@ -27,17 +29,14 @@ def _export(args) -> int:
 
 
 def _import(args) -> int:
-    from hades_ray.annotate.judgments import JudgmentError, import_judgments
+    from hades_ray.annotate.judgments import import_judgments
 
     config = config_from_args(args)
-    try:
-        report = import_judgments(config, args.workdir, args.round, args.file, skip_bad=args.skip_bad)
-    except JudgmentError as error:
-        print(f"hades-ray annotations import: error: {error}", file=sys.stderr)
-        return 2
+    report = import_judgments(config, args.workdir, args.round, args.file, skip_bad=args.skip_bad)
     print(
         f"{report['import']}: {report['accepted']} judgments accepted, {report['quarantined']} quarantined"
         + (f" ({report['quarantine']})" if report.get("quarantine") else "")
+        + (f", {report['cancelled']} cancelled annotations left out" if report.get("cancelled") else "")
     )
     print(_agreement_line(config, args.workdir, args.round))
     return 0
@@ -73,32 +72,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = annotations.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     parser = sub.add_parser("export", help="items still needing judgments: crowd-sourcing CSV or Label Studio")
-    parser.add_argument("--workdir", required=True)
-    parser.add_argument("--round", type=int, required=True)
-    parser.add_argument("--format", choices=("csv", "label-studio"), default="csv")
+    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
+    parser.add_argument("--round", type=int, required=True, help=ROUND_HELP)
+    parser.add_argument(
+        "--format", choices=("csv", "label-studio"), default="csv", help="csv (default) or label-studio tasks"
+    )
     add_config_args(parser)
     parser.set_defaults(func=_export)
 
     parser = sub.add_parser("import", help="add judgments (CSV item_id,judge_id,label or a Label Studio export)")
-    parser.add_argument("--workdir", required=True)
-    parser.add_argument("--round", type=int, required=True)
-    parser.add_argument("file")
+    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
+    parser.add_argument("--round", type=int, required=True, help=ROUND_HELP)
+    parser.add_argument("file", help="a judgments CSV (item_id, judge_id, label) or a Label Studio export (.json)")
     parser.add_argument("--skip-bad", action="store_true", help="quarantine bad rows with reasons instead of failing")
     add_config_args(parser)
     parser.set_defaults(func=_import)
 
     parser = sub.add_parser("simulate", help="SIMULATED judges for offline demos and tests")
-    parser.add_argument("--workdir", required=True)
-    parser.add_argument("--round", type=int, required=True)
-    parser.add_argument("--judges", type=int, default=None)
-    parser.add_argument("--noise", type=float, default=None)
+    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
+    parser.add_argument("--round", type=int, required=True, help=ROUND_HELP)
+    parser.add_argument("--judges", type=int, default=None, help="first panel size (default: annotate.judges)")
+    parser.add_argument("--noise", type=float, default=None, help="flip rate (default: annotate.simulate_noise)")
     add_config_args(parser)
     parser.set_defaults(func=_simulate)
 
     dataset = subparsers.add_parser("dataset", help="build the HaDes-format dataset from consensus judgments")
     sub = dataset.add_subparsers(dest="action", metavar="ACTION", required=True)
     parser = sub.add_parser("build", help="train/valid/test.txt split by document, with stats.json and stats.md")
-    parser.add_argument("--workdir", required=True)
-    parser.add_argument("--output", required=True)
+    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
+    parser.add_argument("--output", required=True, help="folder for train/valid/test.txt and the statistics")
     add_config_args(parser)
     parser.set_defaults(func=_build)

@@ -1,20 +1,23 @@
 """Items for judges: a CSV for crowd-sourcing and Label Studio tasks with their labeling config.
 
 Corpus text is escaped wherever it is rendered: HTML-escaped inside the ``<mark>`` markup of Label
-Studio and of the CSV's ``*_html`` columns, CSV-quoted by the csv module, and spreadsheet formula
-prefixes (= + - @) neutralized in plain-text cells.
+Studio and of the CSV's ``*_html`` columns, CSV-quoted by the csv module, and every string cell of the
+CSV guarded against spreadsheet formulas (``io/safe_csv.py``). Item ids are written unaltered: an id
+that would need the guard is refused, since its judgments must come back under the same id. Exports
+hold the round's lock and appear under their final name only when complete.
 """
 
 from __future__ import annotations
 
-import csv
 import html
 import json
 from pathlib import Path
 
 from hades_ray.annotate.consensus import item_table
-from hades_ray.annotate.judgments import batch_items, load_judgments
+from hades_ray.annotate.judgments import JudgmentError, batch_items, load_judgments
+from hades_ray.annotate.locking import round_lock, write_new_text
 from hades_ray.io.hades_format import parse_instance
+from hades_ray.io.safe_csv import guard_cell, unsafe_id_reason, write_guarded_csv
 from hades_ray.select.workdir import round_dir
 
 LABEL_CONFIG = """<View>
@@ -48,8 +51,9 @@ def perturbed_text(item: dict) -> tuple[str, int, int]:
     return " ".join(words), offset, offset + len(" ".join(words[start : end + 1]))
 
 
-def safe_cell(value: str) -> str:
-    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+def safe_cell(value):
+    """A CSV cell a spreadsheet never runs as a formula (see ``io/safe_csv.py``)."""
+    return guard_cell(value)
 
 
 def export_rows(config, workdir: str | Path, round_index: int) -> list[dict]:
@@ -61,6 +65,9 @@ def export_rows(config, workdir: str | Path, round_index: int) -> list[dict]:
     for item in items:
         if needed[str(item["id"])] <= 0:
             continue
+        unsafe = unsafe_id_reason(str(item["id"]), "item id")
+        if unsafe:
+            raise JudgmentError(f"round {round_index}: {unsafe}; nothing exported")
         text, start, end = perturbed_text(item)
         orig, o_start, o_end = item["original_text"], item["original_start"], item["original_end"]
         rows.append(
@@ -84,32 +91,27 @@ def _next_export(directory: Path) -> str:
     return f"export-{max(numbers, default=0) + 1:03d}"
 
 
+def _write_export(rows: list[dict], directory: Path, name: str, fmt: str) -> list[str]:
+    if fmt == "csv":
+        path = write_guarded_csv(rows, directory / f"{name}.csv", list(rows[0]) if rows else ["item_id"])
+        return [str(path)]
+    tasks = write_new_text(
+        json.dumps([{"data": row} for row in rows], ensure_ascii=False, indent=1), directory / f"{name}.tasks.json"
+    )
+    xml = write_new_text(LABEL_CONFIG, directory / f"{name}.labeling_config.xml")
+    return [str(tasks), str(xml)]
+
+
 def export_items(config, workdir: str | Path, round_index: int, fmt: str = "csv") -> dict:
     """Write the round's next export (``csv`` or ``label-studio``); earlier exports are kept."""
-    rows = export_rows(config, workdir, round_index)
-    directory = round_dir(workdir, round_index) / "exports"
-    directory.mkdir(parents=True, exist_ok=True)
-    name = _next_export(directory)
-    if fmt == "csv":
-        path = directory / f"{name}.csv"
-        with path.open("x", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["item_id"], quoting=csv.QUOTE_ALL)
-            writer.writeheader()
-            for row in rows:
-                writer.writerow(
-                    {k: safe_cell(v) if isinstance(v, str) and not k.endswith("_html") else v for k, v in row.items()}
-                )
-        files = [str(path)]
-    elif fmt == "label-studio":
-        tasks = [{"data": row} for row in rows]
-        path = directory / f"{name}.tasks.json"
-        with path.open("x", encoding="utf-8") as handle:
-            json.dump(tasks, handle, ensure_ascii=False, indent=1)
-        xml = directory / f"{name}.labeling_config.xml"
-        xml.write_text(LABEL_CONFIG, encoding="utf-8")
-        files = [str(path), str(xml)]
-    else:
-        raise ValueError(f"unknown export format {fmt!r}: csv or label-studio")
+    if fmt not in ("csv", "label-studio"):
+        raise JudgmentError(f"unknown export format {fmt!r}: csv or label-studio")
+    with round_lock(round_dir(workdir, round_index)):
+        rows = export_rows(config, workdir, round_index)
+        directory = round_dir(workdir, round_index) / "exports"
+        directory.mkdir(parents=True, exist_ok=True)
+        name = _next_export(directory)
+        files = _write_export(rows, directory, name, fmt)
     return {
         "export": name,
         "items": len(rows),

@@ -1,24 +1,28 @@
 """Importing judgments: validated, append-only, one new numbered file per import.
 
 Accepted inputs: a CSV with columns ``item_id, judge_id, label`` (label H/N, also 1/0), or a Label
-Studio export (JSON list of tasks with ``data.item_id`` and ``annotations[].result[].value.choices``).
-Bad rows (unknown item, unknown label, a judge judging an item twice, a missing field) stop the
-import with their line numbers, or with ``skip_bad`` go to a quarantine file with reasons.
+Studio export (JSON list of tasks with ``data.item_id`` and ``annotations[].result[].value.choices``);
+``annotate/parsers.py`` reads both. Bad rows (unknown item, unknown label, a judge judging an item
+twice, a missing field, an unreadable line) stop the import with their line numbers, or with
+``skip_bad`` go to a quarantine file with reasons. Ids are stored exactly as given, so an id that a
+spreadsheet would read as a formula is refused rather than escaped. Imports hold the round's lock.
 """
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pandas as pd
 
+from hades_ray.annotate.locking import copy_new, round_lock
+from hades_ray.annotate.parsers import JudgmentError, parse_csv, parse_label_studio
+from hades_ray.io.safe_csv import unsafe_id_reason, write_guarded_csv
 from hades_ray.select.workdir import round_dir
 
+__all__ = ["JudgmentError", "batch_items", "import_judgments", "load_judgments", "next_import_number"]
 COLUMNS = ["item_id", "judge_id", "label", "where", "simulated"]
+BAD_COLUMNS = ["where", "item_id", "judge_id", "label", "reason"]
 LABEL_ALIASES = {
     "h": "H",
     "1": "H",
@@ -31,10 +35,6 @@ LABEL_ALIASES = {
     "not hallucination": "N",
     "not_hallucination": "N",
 }
-
-
-class JudgmentError(ValueError):
-    """An import that cannot be used as is; the message lists the bad rows with their line numbers."""
 
 
 def batch_items(workdir: str | Path, round_index: int) -> list[dict]:
@@ -55,53 +55,27 @@ def load_judgments(workdir: str | Path, round_index: int) -> pd.DataFrame:
 
 
 def normalize_label(raw) -> str | None:
-    return LABEL_ALIASES.get(str(raw).strip().lower()) if raw is not None else None
+    return LABEL_ALIASES.get(raw.strip().lower()) if isinstance(raw, str) else None
 
 
-def parse_csv(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"item_id", "judge_id", "label"} - set(reader.fieldnames or [])
-        if missing:
-            raise JudgmentError(
-                f"{path}: line 1: missing column(s) {', '.join(sorted(missing))}; expected item_id, judge_id, label"
-            )
-        return [
-            {
-                "item_id": (r.get("item_id") or "").strip(),
-                "judge_id": (r.get("judge_id") or "").strip(),
-                "label": r.get("label"),
-                "where": f"line {reader.line_num}",
-            }
-            for r in reader
-        ]
-
-
-def parse_label_studio(path: Path) -> list[dict]:
-    try:
-        tasks = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise JudgmentError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
-    if not isinstance(tasks, list):
-        raise JudgmentError(f"{path}: expected a Label Studio export (a JSON list of tasks)")
-    rows = []
-    for t, task in enumerate(tasks):
-        item = str((task.get("data") or {}).get("item_id", "")) if isinstance(task, dict) else ""
-        for a, annotation in enumerate(task.get("annotations") or [] if isinstance(task, dict) else []):
-            if annotation.get("was_cancelled"):
-                continue
-            judge = annotation.get("completed_by", "")
-            judge = judge.get("email") or judge.get("id") if isinstance(judge, dict) else judge
-            choices = [c for r in annotation.get("result") or [] for c in (r.get("value") or {}).get("choices", [])]
-            rows.append(
-                {
-                    "item_id": item,
-                    "judge_id": str(judge),
-                    "label": choices[0] if len(choices) == 1 else "|".join(choices),
-                    "where": f"task {t + 1} annotation {a + 1}",
-                }
-            )
-    return rows
+def row_problem(row: dict, items: set[str], seen: set) -> str:
+    """Why a row cannot be imported ("" when it can)."""
+    if row.get("problem"):
+        return row["problem"]
+    if not row["item_id"]:
+        return "missing item_id"
+    if not row["judge_id"]:
+        return "missing judge_id"
+    unsafe = unsafe_id_reason(row["item_id"], "item id") or unsafe_id_reason(row["judge_id"], "judge id")
+    if unsafe:
+        return unsafe
+    if row["item_id"] not in items:
+        return f"unknown item {row['item_id']!r} (not in this round's batch)"
+    if normalize_label(row["label"]) is None:
+        return f"unknown label {row['label']!r} (expected H or N)"
+    if (row["item_id"], row["judge_id"]) in seen:
+        return f"judge {row['judge_id']!r} already judged item {row['item_id']!r}"
+    return ""
 
 
 def validate(rows: list[dict], items: set[str], earlier: pd.DataFrame) -> tuple[list[dict], list[dict]]:
@@ -109,25 +83,12 @@ def validate(rows: list[dict], items: set[str], earlier: pd.DataFrame) -> tuple[
     seen = set(zip(earlier["item_id"], earlier["judge_id"])) if len(earlier) else set()
     good, bad = [], []
     for row in rows:
-        label = normalize_label(row["label"])
-        reason = (
-            "missing item_id"
-            if not row["item_id"]
-            else "missing judge_id"
-            if not row["judge_id"]
-            else f"unknown item {row['item_id']!r} (not in this round's batch)"
-            if row["item_id"] not in items
-            else f"unknown label {row['label']!r} (expected H or N)"
-            if label is None
-            else f"judge {row['judge_id']!r} already judged item {row['item_id']!r}"
-            if (row["item_id"], row["judge_id"]) in seen
-            else ""
-        )
+        reason = row_problem(row, items, seen)
         if reason:
-            bad.append({**row, "reason": reason})
+            bad.append({**row, "label": "" if row["label"] is None else str(row["label"]), "reason": reason})
             continue
         seen.add((row["item_id"], row["judge_id"]))
-        good.append({**row, "label": label})
+        good.append({**row, "label": normalize_label(row["label"])})
     return good, bad
 
 
@@ -136,11 +97,15 @@ def next_import_number(directory: Path) -> int:
     return max(numbers, default=0) + 1
 
 
-def _write_new(frame: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    frame.to_csv(tmp, index=False)
-    os.link(tmp, path)  # fails rather than overwrite: imports are append-only
-    tmp.unlink()
+def read_rows(source: Path) -> tuple[list[dict], int]:
+    """(rows, cancelled Label Studio annotations) of a judges' file."""
+    if not source.exists():
+        raise FileNotFoundError(f"judgments file not found: {source}")
+    if not source.is_file():
+        raise JudgmentError(f"{source}: not a file")
+    if source.suffix.lower() == ".json":
+        return parse_label_studio(source)
+    return parse_csv(source), 0
 
 
 def import_judgments(
@@ -153,11 +118,16 @@ def import_judgments(
     rows: list[dict] | None = None,
 ) -> dict:
     """Validate and store one import as the round's next numbered file; returns its counts."""
+    with round_lock(round_dir(workdir, round_index)):
+        return import_locked(workdir, round_index, source, skip_bad, simulated, rows)
+
+
+def import_locked(workdir, round_index: int, source, skip_bad=False, simulated=False, rows=None) -> dict:
+    """``import_judgments`` for a caller that already holds the round's lock."""
     source = Path(source)
+    cancelled = 0
     if rows is None:
-        if not source.is_file():
-            raise FileNotFoundError(f"judgments file not found: {source}")
-        rows = parse_label_studio(source) if source.suffix.lower() == ".json" else parse_csv(source)
+        rows, cancelled = read_rows(source)
     items = {str(item["id"]) for item in batch_items(workdir, round_index)}
     good, bad = validate(rows, items, load_judgments(workdir, round_index))
     if bad and not skip_bad:
@@ -168,23 +138,22 @@ def import_judgments(
         )
     directory = round_dir(workdir, round_index) / "judgments"
     directory.mkdir(parents=True, exist_ok=True)
-    number = next_import_number(directory)
-    name = f"import-{number:03d}" + (".simulated" if simulated else "")
-    frame = pd.DataFrame(good, columns=COLUMNS[:4]).assign(simulated=str(simulated).lower())
-    _write_new(frame, directory / f"{name}.csv")
+    name = f"import-{next_import_number(directory):03d}" + (".simulated" if simulated else "")
+    rows_out = [{**g, "simulated": str(simulated).lower()} for g in good]
+    write_guarded_csv(rows_out, directory / f"{name}.csv", COLUMNS)
     if source.is_file():
-        shutil.copyfile(source, directory / f"{name}.source{source.suffix or '.txt'}")
+        copy_new(source, directory / f"{name}.source{source.suffix or '.txt'}")
     report = {
         "import": name,
         "accepted": len(good),
         "quarantined": len(bad),
+        "cancelled": cancelled,
         "simulated": simulated,
         "file": str(directory / f"{name}.csv"),
         "source": str(source),
     }
     if bad:
         quarantine = round_dir(workdir, round_index) / "quarantine" / f"{name}.bad.csv"
-        quarantine.parent.mkdir(parents=True, exist_ok=True)
-        _write_new(pd.DataFrame(bad, columns=["where", "item_id", "judge_id", "label", "reason"]), quarantine)
+        write_guarded_csv(bad, quarantine, BAD_COLUMNS)
         report["quarantine"] = str(quarantine)
     return report

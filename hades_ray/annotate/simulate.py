@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from hades_ray.annotate.consensus import item_table
-from hades_ray.annotate.judgments import batch_items, import_judgments, load_judgments, next_import_number
+from hades_ray.annotate.judgments import batch_items, import_locked, load_judgments, next_import_number
+from hades_ray.annotate.locking import round_lock
 from hades_ray.select.workdir import round_dir
 
 
@@ -72,11 +73,13 @@ def simulate_judgments(
         cfg.validate()
     noise = cfg.simulate_noise if noise is None else noise
     n_judges = cfg.max_judges
-    items = [str(i["id"]) for i in batch_items(workdir, round_index)]
-    judged = load_judgments(workdir, round_index)
-    table = item_table(items, judged, cfg)
     truth = simulated_truth(compute_features(config, workdir), cfg.simulate_similarity)
-    number = next_import_number(round_dir(workdir, round_index) / "judgments")
-    rows = simulate_rows(truth, table, judged, n_judges, noise, config.seed, round_index, number)
-    report = import_judgments(config, workdir, round_index, "simulated-panel", simulated=True, rows=rows)
+    # Under the round's lock, so the import number that seeds the panel is the one the import gets.
+    with round_lock(round_dir(workdir, round_index)):
+        items = [str(i["id"]) for i in batch_items(workdir, round_index)]
+        judged = load_judgments(workdir, round_index)
+        table = item_table(items, judged, cfg)
+        number = next_import_number(round_dir(workdir, round_index) / "judgments")
+        rows = simulate_rows(truth, table, judged, n_judges, noise, config.seed, round_index, number)
+        report = import_locked(workdir, round_index, "simulated-panel", simulated=True, rows=rows)
     return {**report, "judges": n_judges, "noise": noise}

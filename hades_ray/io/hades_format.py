@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hades_ray.errors import UserError
 from hades_ray.io.lines import MAX_LINE_BYTES, LineError, decode_line, iter_raw_lines
 
 MARK = "==="
 LABELS = (-1, 0, 1)
 
 
-class HadesFormatError(ValueError):
+class HadesFormatError(UserError):
     """A line that is not a valid HaDes instance; the message names file, line and field."""
 
 

