@@ -127,16 +127,20 @@ def assemble_rows(rows: list[dict], mlm_tokenizer, lm_tokenizer, max_length: int
 
 
 def rank_rows(rows: list[dict], model, pad_id: int) -> list[dict]:
-    """``row["cand_ppls"]``: the perplexity of every candidate."""
+    """``row["cand_ppls"]``: the perplexity of every candidate; only sequences of equal length share a
+    forward, so a candidate's perplexity does not depend on the other documents in its batch."""
     for row in rows:
         row["cand_ppls"] = []
-    todo = _ok(rows)
-    ids = [ids for row in todo for ids in row["rank_ids"]]
-    scores = perplexities(model, ids, pad_id) if ids else []
-    cursor = 0
-    for row in todo:
-        row["cand_ppls"] = scores[cursor : cursor + len(row["rank_ids"])]
-        cursor += len(row["rank_ids"])
+    by_length: dict[int, list[tuple[dict, int]]] = defaultdict(list)
+    for row in _ok(rows):
+        row["cand_ppls"] = [None] * len(row["rank_ids"])
+        for candidate, ids in enumerate(row["rank_ids"]):
+            by_length[len(ids)].append((row, candidate))
+    for length in sorted(by_length):  # equal lengths only: no padding, so no dependence on the batch
+        group = by_length[length]
+        scores = perplexities(model, [row["rank_ids"][c] for row, c in group], pad_id)
+        for (row, candidate), score in zip(group, scores):
+            row["cand_ppls"][candidate] = score
     return rows
 
 
