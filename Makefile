@@ -7,13 +7,19 @@ PY := $(VENV)/bin/python
 TORCH_PIN ?= torch==2.13.0
 DEMO_OUT ?= out/demo
 DEMO_LIMIT ?= 200
-RAY_ADDRESS ?= http://127.0.0.1:8265
+RAY_PORT ?= 6379
+DASHBOARD_PORT ?= 8265
+RAY_ADDRESS ?= http://127.0.0.1:$(DASHBOARD_PORT)
+# submit-perturb: input rows to read (empty: all), and the python that runs the job on the cluster
+# (this venv's, for a head started with `make ray-head` on this machine; `python` on a cluster image).
+LIMIT ?= 50
+JOB_PYTHON ?= $(abspath $(PY))
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
-.PHONY: install models demo demo-loop test lint bench submit-perturb clean
+.PHONY: install models demo demo-loop test lint bench ray-head submit-perturb clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,12 +49,22 @@ bench: models
 	$(PY) jobs/bench_perturb.py
 	$(PY) jobs/bench_detect.py
 
-# Submit the perturbation job to a running cluster (RAY_ADDRESS: its dashboard, e.g. http://127.0.0.1:8265).
-submit-perturb: install
-	RAY_ADDRESS=$(RAY_ADDRESS) $(VENV)/bin/ray job submit --working-dir . \
+# A private local Ray head for `make submit-perturb`: loopback only, token auth on. The token lives in
+# ~/.ray/auth_token (made once, readable by you alone); stop the head with `.venv/bin/ray stop`.
+ray-head: install
+	$(VENV)/bin/ray get-auth-token --generate >/dev/null
+	chmod 600 "$$HOME/.ray/auth_token"
+	RAY_AUTH_MODE=token $(VENV)/bin/ray start --head --node-ip-address=127.0.0.1 --port=$(RAY_PORT) \
+		--dashboard-host=127.0.0.1 --dashboard-port=$(DASHBOARD_PORT)
+
+# Submit the perturbation job to a running cluster (RAY_ADDRESS: its dashboard), sending the token of
+# ~/.ray/auth_token. Defaults: the embedded leads, LIMIT=50 rows (minutes on a laptop), the local preset
+# (its models are built first), output under out/. On a cluster: JOB_PYTHON=python LIMIT= INPUT=s3://...
+submit-perturb: install $(if $(filter local,$(or $(PRESET),local)),models)
+	RAY_AUTH_MODE=token RAY_ADDRESS=$(RAY_ADDRESS) $(VENV)/bin/ray job submit --working-dir . \
 		--runtime-env-json '{"excludes": [".venv", "out", ".git"]}' -- \
-		python jobs/perturb.py --input $(or $(INPUT),demo) --output $(or $(OUTPUT),/tmp/hades_ray/perturb) \
-		--preset $(or $(PRESET),local)
+		$(JOB_PYTHON) jobs/perturb.py --input $(or $(INPUT),demo) --output $(or $(OUTPUT),$(CURDIR)/out/submit-perturb) \
+		--preset $(or $(PRESET),local) $(if $(LIMIT),--limit $(LIMIT))
 
 clean:
 	rm -rf out .pytest_cache

@@ -1,7 +1,11 @@
 """Starting or joining Ray the same way from the CLI, the jobs and the tests.
 
-Local clusters stay on 127.0.0.1 (RAY_NOTES.md: Ray binds the external interface otherwise) and
-never attach to a stale cluster left by a killed head.
+Local clusters stay on 127.0.0.1 (Ray binds the external interface otherwise; see README, "Ray on
+this machine") and never attach to a stale cluster left by a killed head. Token authentication stays
+on: Ray 2.59+ turns it on for a new local cluster unless ``RAY_AUTH_MODE`` says otherwise, and
+writes the token to ``~/.ray/auth_token``, so another user of a shared host cannot reach its GCS
+port. Only the test suite sets ``RAY_AUTH_MODE=disabled`` (tests/conftest.py), to drive the Ray CLI
+without a token.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ def init_ray(address: str = "", num_cpus: int = 0, quiet: bool = True):
     if target:
         ray.init(address=target, runtime_env=runtime_env, log_to_driver=not quiet)
         return ray
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     ray.init(
         address="local",
         num_cpus=num_cpus or os.cpu_count(),

@@ -35,7 +35,7 @@ def _tune(args) -> int:
         args.valid,
         args.output,
         num_samples=args.num_samples,
-        restore=not args.fresh,
+        resume=args.resume,
     )
     print(f"best {summary['metric']}: {summary['best_score']} with {json.dumps(summary['best_config'])}")
     print(f"results: {args.output}/best.json; trials under {summary['experiment']}")
@@ -63,7 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--valid", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--num-samples", type=int, default=4)
-    parser.add_argument("--fresh", action="store_true", help="start over instead of resuming a sweep in --output")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted sweep in --output (only one this tool created and recorded)",
+    )
     add_config_args(parser)
     parser.set_defaults(func=_tune)
 

@@ -4,6 +4,8 @@ Train V2 cannot be passed to ``Tuner`` (RAY_NOTES): each trial is a function tha
 package's own ``TorchTrainer`` setup with ``TuneReportCallback``, so every epoch's validation report
 reaches Tune and ASHA can stop weak trials early. The trial driver takes no CPU
 (``with_resources({"cpu": 0, "memory": 1})``); its Train workers take ``detect.worker_cpus`` each.
+A sweep starts fresh in a new ``--output``; ``resume=True`` continues one only after
+``tune_record.check_resumable`` (resuming unpickles the sweep's files).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import json
 import logging
 from pathlib import Path
 
-from hades_ray.config import _set_dotted, config_from_dict, save_config
+from hades_ray.config import _set_dotted, config_from_dict, save_config, validate
+from hades_ray.select.tune_record import check_resumable, record_sweep
 from hades_ray.select.workdir import write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -36,6 +39,7 @@ def apply_trial(base: dict, trial: dict):
     config = config_from_dict(base)
     for key, value in trial.items():
         _set_dotted(config, f"{key}={json.dumps(value)}")
+    validate(config)  # a search space can reach values no preset would pass
     return config
 
 
@@ -83,18 +87,24 @@ def concurrent_trials(config) -> int:
 
 
 def tune_detector(
-    config, train_path, valid_path, output, num_samples: int = 4, space: dict | None = None, restore: bool = True
+    config, train_path, valid_path, output, num_samples: int = 4, space: dict | None = None, resume: bool = False
 ) -> dict:
-    """Sweep the detector; resumes an interrupted sweep found under ``output``; writes best.json."""
+    """Sweep the detector in a new ``output`` (or, with ``resume``, continue the recorded sweep there);
+    writes best.json."""
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
     from hades_ray.ray_runtime import init_ray
 
     output = Path(output).resolve()
-    init_ray(config.ray.address, config.ray.num_cpus)
-    _ = config.detect  # the detect section must be present
     experiment = output / EXPERIMENT
+    if resume:
+        check_resumable(output, experiment)
+    elif experiment.exists():
+        raise FileExistsError(
+            f"{experiment} already holds a sweep: pass --resume to continue it, or choose a new --output"
+        )
+    init_ray(config.ray.address, config.ray.num_cpus)
     trainable = tune.with_resources(
         tune.with_parameters(
             detector_trial,
@@ -105,7 +115,7 @@ def tune_detector(
         ),
         {"cpu": 0, "memory": 1},
     )
-    if restore and tune.Tuner.can_restore(str(experiment)):
+    if resume:
         log.info("resuming the sweep in %s", experiment)
         tuner = tune.Tuner.restore(str(experiment), trainable=trainable, resume_unfinished=True, resume_errored=True)
     else:
@@ -124,6 +134,7 @@ def tune_detector(
             ),
             run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(output)),
         )
+        record_sweep(output, experiment)  # the Tuner has just written tuner.pkl
     results = tuner.fit()
     best = results.get_best_result(metric="selection_score", mode="max")
     trials = [

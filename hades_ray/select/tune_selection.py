@@ -1,12 +1,15 @@
 """Sweeping a round's selection cuts as Tune trials over its stored scores (no model reruns).
 
 A trial's score is how far the expected H share of the batch, after Eq. 1 rebalancing, lands from
-50/50, plus the share of the batch that the candidates left could not fill.
+50/50, plus the share of the batch that the candidates left could not fill. Each run is a fresh grid
+(never ``Tuner.restore``, which would unpickle the folder's files); the previous run's trial folders
+are replaced, its ``best.json`` too.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 
@@ -52,6 +55,8 @@ def tune_selection(config, workdir, round_index: int, grid: dict | None = None) 
     from hades_ray.ray_runtime import init_ray
 
     out = round_dir(workdir, round_index)
+    if not (out / "round.json").is_file() or not (out / "candidates.parquet").is_file():
+        raise FileNotFoundError(f"round {round_index} is not selected yet ({out}); run `hades-ray round` first")
     summary = json.loads((out / "round.json").read_text())
     if "rates" not in summary:
         raise FileNotFoundError(f"round {round_index} has no detector scores (round 0 or a random fallback)")
@@ -62,6 +67,7 @@ def tune_selection(config, workdir, round_index: int, grid: dict | None = None) 
     grid = grid or {"p_low": [0.0, 0.05, 0.15], "p_high": [0.85, 0.95, 1.0], "similarity_cut": [0.85, 0.9]}
     init_ray(config.ray.address, config.ray.num_cpus)
     storage = (out / "tune-selection").resolve()
+    shutil.rmtree(storage / "sweep", ignore_errors=True)  # derived from stored scores; rerunning rebuilds it
     trainable = tune.with_resources(
         tune.with_parameters(_trial, frame=frame, rates=summary["rates"], batch_size=summary["batch_size_target"]),
         {"cpu": 0.25},

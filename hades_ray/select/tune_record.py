@@ -1,0 +1,79 @@
+"""Which sweeps may be resumed: only those this tool created and recorded, unchanged since.
+
+Resuming a Ray Tune sweep unpickles its ``tuner.pkl`` and trial states, which runs whatever code they
+hold (Ray's ``Tuner.restore`` warns: trusted folders only). So ``hades-ray tune --resume`` resumes a
+folder only when (1) a record of it exists under ``$HADES_RAY_HOME/tune_runs/``, written when this
+tool created the sweep, (2) ``tuner.pkl`` still has the digest recorded then, and (3) every file of
+the sweep belongs to the current user and no one else can write it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+from hades_ray.errors import UserError
+
+TUNER_PKL = "tuner.pkl"  # the file Ray Tune writes when a Tuner is created (ray/tune/impl/tuner_internal.py)
+
+
+class ResumeRefused(UserError):
+    """A sweep folder that ``--resume`` must not unpickle."""
+
+
+def _record_path(output: Path) -> Path:
+    from hades_ray.models.registry import hades_home
+
+    key = hashlib.sha256(str(output.resolve()).encode("utf-8")).hexdigest()[:32]
+    return hades_home() / "tune_runs" / f"{key}.json"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def record_sweep(output: Path, experiment: Path) -> Path:
+    """Remember a sweep this tool just created (its ``tuner.pkl`` exists from here on)."""
+    record = {
+        "output": str(output.resolve()),
+        "experiment": str(experiment.resolve()),
+        "tuner_pkl_sha256": _digest(experiment / TUNER_PKL),
+    }
+    path = _record_path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def check_resumable(output: Path, experiment: Path) -> None:
+    """Raise ``ResumeRefused`` unless the sweep in ``experiment`` may be unpickled."""
+    path = _record_path(output)
+    if not (experiment / TUNER_PKL).is_file():
+        raise ResumeRefused(f"{experiment}: no sweep to resume (no {TUNER_PKL}); run without --resume")
+    if not path.is_file():
+        raise ResumeRefused(
+            f"{output}: no record that hades-ray tune created this sweep (looked for {path}); not resuming, "
+            "since resuming unpickles its files. Start a new sweep in a new --output"
+        )
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if record.get("experiment") != str(experiment.resolve()):
+        raise ResumeRefused(f"{output}: the record names another sweep ({record.get('experiment')}); not resuming")
+    if record.get("tuner_pkl_sha256") != _digest(experiment / TUNER_PKL):
+        raise ResumeRefused(f"{experiment / TUNER_PKL} changed since hades-ray tune wrote it; not resuming")
+    _check_private(experiment)
+
+
+def _check_private(folder: Path) -> None:
+    uid = os.getuid()
+    for path in [folder, *folder.rglob("*")]:
+        info = path.lstat()
+        if info.st_uid != uid or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or stat.S_ISLNK(info.st_mode):
+            raise ResumeRefused(
+                f"{path}: owned by another user, writable by others, or a link; not resuming a sweep "
+                "whose files someone else could have changed"
+            )
