@@ -219,11 +219,11 @@ def _bounded_lines(handle, budget: int) -> Iterator[bytes | None]:
         chunk = handle.read(_CHUNK)
         if not chunk:
             if buffer or too_long:
-                yield None if too_long else buffer
+                yield None if too_long or len(buffer) > MAX_LINE_BYTES else buffer
             return
         buffer += chunk
         while budget > 0 and (newline := buffer.find(b"\n")) >= 0:
-            yield None if too_long else buffer[:newline]
+            yield None if too_long or newline > MAX_LINE_BYTES else buffer[:newline]
             buffer, too_long, budget = buffer[newline + 1 :], False, budget - 1
         if len(buffer) > MAX_LINE_BYTES:
             buffer, too_long = b"", True

@@ -100,6 +100,7 @@ def run_perturb(
     started = time.perf_counter()
     output = str(output_dir)
     digest = config_digest(config)
+    _check_models(config)
     with OutputLock(output):
         mapper = _ray_mapper(config) if executor == "ray" else None
         shards = plan_shards(str(input_path), config.perturb.read.shard_size, limit, sample, config.seed, mapper)
@@ -121,6 +122,14 @@ def run_perturb(
             counts = json.loads(stats["marker"])["counts"]
             log.info("shard %s written (%d/%d): %s", part_name(stats["shard"]), done, len(todo), counts)
         return write_summary(output, len(todo), skipped, time.perf_counter() - started)
+
+
+def _check_models(config: HadesConfig) -> None:
+    """A model path that does not exist is a user error here, not an actor failing on a worker."""
+    from hades_ray.models.registry import resolve_model
+
+    resolve_model(config.models.mlm)
+    resolve_model(config.models.causal_lm)
 
 
 def _ray_mapper(config: HadesConfig):

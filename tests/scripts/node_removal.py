@@ -1,4 +1,5 @@
-"""Run the perturbation job on a two-node ray.cluster_utils.Cluster and remove the worker node mid-run.
+"""Run the perturbation job on a two-node ray.cluster_utils.Cluster and remove the worker node mid-run,
+once that node hosts stage actors and while the job is still running.
 
 Run in its own process (a test's Ray session cannot host a second cluster). Prints a JSON verdict.
 """
@@ -7,12 +8,18 @@ import json
 import sys
 import threading
 import time
+from pathlib import Path
 
 import ray
 from ray.cluster_utils import Cluster
+from ray.util.state import list_actors
 
 from hades_ray.config import load_config
 from hades_ray.perturb.runner import run_perturb
+
+
+def actors_on(node_id: str) -> int:
+    return len(list_actors(filters=[("node_id", "=", node_id), ("state", "=", "ALIVE")], raise_on_missing_output=False))
 
 
 def main(input_path: str, output: str) -> None:
@@ -25,24 +32,34 @@ def main(input_path: str, output: str) -> None:
         "local",
         overrides=[
             "perturb.rank.num_candidates=2",
-            "perturb.read.shard_size=4",
-            "perturb.resources.annotate.batch_size=2",
-            "perturb.resources.replace.batch_size=2",
-            "perturb.resources.rank.batch_size=2",
-            "perturb.resources.replace.concurrency=2",
+            "perturb.read.shard_size=2",
+            "perturb.resources.replace.concurrency=3",
+            "perturb.resources.replace.min_concurrency=3",
             "perturb.resources.rank.concurrency=2",
+            "perturb.resources.rank.min_concurrency=2",
         ],
     )
     result: dict = {}
     job = threading.Thread(target=lambda: result.update(run_perturb(config, input_path, output)))
     job.start()
-    time.sleep(8)  # actors are up and working on both nodes
+    deadline = time.time() + 300
+    while actors_on(worker.node_id) == 0 and time.time() < deadline:
+        time.sleep(0.5)
+    actors_at_removal = actors_on(worker.node_id)
+    markers_at_removal = len(list((Path(output) / "markers").glob("part-*.json")))
+    running_at_removal = job.is_alive() and not result
     cluster.remove_node(worker)
     removed_at = time.time()
     job.join(timeout=600)
-    print(
-        json.dumps({"summary": result, "finished_after_removal_s": time.time() - removed_at, "alive": job.is_alive()})
-    )
+    verdict = {
+        "summary": result,
+        "actors_on_removed_node": actors_at_removal,
+        "job_running_at_removal": running_at_removal,
+        "markers_at_removal": markers_at_removal,
+        "finished_after_removal_s": round(time.time() - removed_at, 1),
+        "alive": job.is_alive(),
+    }
+    print(json.dumps(verdict))
     ray.shutdown()
     cluster.shutdown()
 
