@@ -110,3 +110,33 @@ def test_exports_escape_corpus_text(workdir):
         rows = list(csv.DictReader(handle))
     assert len(rows) == 3 and rows[0]["perturbed_text"].endswith("[[Rome]] .")
     assert rows[0]["original_text"].startswith("'=cmd")  # spreadsheet formula neutralized
+
+
+def _set_batch(workdir, **changes):
+    path = workdir / "round-000" / "batch.jsonl"
+    items = [{**json.loads(line), **changes} for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(i) + "\n" for i in items))
+
+
+@pytest.mark.parametrize(
+    "prefix", ["=", "+", "-", "@", "\t=", "\r=", "\t", "\r", " =", "\uff1d", "\uff0b", "\uff0d", "\uff20"]
+)
+def test_every_csv_cell_is_guarded(workdir, prefix):
+    from hades_ray.io.safe_csv import needs_guard
+
+    text = prefix + "cmd Ann met in Paris ."
+    _set_batch(workdir, original_text=text, original_start=text.index("Paris"), original_end=text.index("Paris") + 5)
+    _set_batch(workdir, replacement=prefix + "Rome", original_span=prefix + "Paris")
+    report = export_items(load_config(), workdir, 0, "csv")
+    with open(report["files"][0], newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    cells = [v for row in rows for v in row.values()]
+    assert not [c for c in cells if needs_guard(c)], "a cell a spreadsheet would run"
+    assert rows[0]["original_html"].startswith("'") and rows[0]["item_id"] == "i0"  # html guarded, ids as they are
+
+
+def test_an_item_id_that_needs_a_guard_is_refused_not_altered(workdir):
+    _set_batch(workdir, id="-i0")
+    with pytest.raises(JudgmentError, match="item id '-i0' starts with '-'"):
+        export_items(load_config(), workdir, 0, "csv")
+    assert not list((workdir / "round-000").rglob("export-*"))

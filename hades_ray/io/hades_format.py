@@ -100,13 +100,16 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+_BLANK = object()
+
+
 def _decode_record(raw: bytes | None, number: int, where: str) -> Any:
     try:
         line = decode_line(raw, number)
     except LineError as error:
         raise HadesFormatError(f"{where}: {error}") from None
     if not line.strip():
-        return None
+        return _BLANK
     try:
         return json.loads(line)
     except json.JSONDecodeError as error:
@@ -130,7 +133,7 @@ def iter_instances(path: str | Path, skip_bad: bool = False, bad: list | None = 
             where = f"{path}:{number}"
             try:
                 record = _decode_record(raw, number, where)
-                if record is not None:
+                if record is not _BLANK:
                     yield parse_instance(record, where)
             except HadesFormatError as error:
                 if not skip_bad:

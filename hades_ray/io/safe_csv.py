@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import os
 import tempfile
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -40,6 +41,8 @@ def unsafe_id_reason(value: str, field: str = "id") -> str:
             f"{field} {value!r} starts with {value[:1]!r}, which spreadsheets read as a formula; "
             "ids are never altered, so such ids are refused (rename it)"
         )
+    if any(unicodedata.category(c) in ("Cc", "Cf") for c in value):
+        return f"{field} {value!r} contains a control character; ids are never altered, so it is refused"
     return ""
 
 
