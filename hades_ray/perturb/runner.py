@@ -20,6 +20,7 @@ import yaml
 
 from hades_ray.config import HadesConfig
 from hades_ray.io.readers import plan_shards, read_shard
+from hades_ray.perturb.artifacts import artifact_summary
 from hades_ray.perturb.stages import perturb_stages
 from hades_ray.perturb.writer import EMPTY_SHARD_ROW, QUARANTINE_KEEPS, write_shards
 from hades_ray.pipeline import storage
@@ -153,9 +154,11 @@ def write_summary(output: str, processed: int, skipped: int, seconds: float) -> 
         storage.concatenate(parts, storage.join(output, f"{view}.jsonl"))
     counts: Counter = Counter()
     stage_seconds: Counter = Counter()
+    artifacts: Counter = Counter()
     for marker in markers.values():
         counts.update(marker["counts"])
         stage_seconds.update(marker.get("stage_seconds", {}))
+        artifacts.update(marker.get("artifacts", {}))
     reasons = {k: v for k, v in counts.items() if k not in TOTALS and k not in QUARANTINE_KEEPS}
     summary = {
         "read": counts["read"],
@@ -166,6 +169,7 @@ def write_summary(output: str, processed: int, skipped: int, seconds: float) -> 
         "quarantined_by_reason": dict(sorted(reasons.items())),
         "perturbed": counts["perturbed"],
         "instances": counts["instances"],
+        "artifacts": artifact_summary(artifacts),
         "shards": {"total": len(shards), "processed_now": processed, "skipped_finished": skipped},
         "timings": {
             "wall_seconds": round(seconds, 3),

@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hades_ray.perturb.artifacts import count_artifacts
 from hades_ray.perturb.rank import most_fluent
 from hades_ray.perturb.spans import hades_instances, words_with_span_indices
 from hades_ray.pipeline import storage
@@ -96,6 +97,7 @@ def _write_one(shard: int, rows: list[dict], output: str, config_digest: str, lo
         "fingerprint": rows[0]["fingerprint"],
         "config_digest": config_digest,
         "counts": dict(counts),
+        "artifacts": dict(count_artifacts(pool)),
         "stage_seconds": _stage_seconds(rows),
         "finished_at": time.time(),
     }
