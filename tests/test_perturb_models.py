@@ -1,7 +1,5 @@
 """MASK/REPLACE/RANK with micro random-weight models: the rules a user relies on, not the models' quality."""
 
-import json
-
 import numpy as np
 import pytest
 import torch
@@ -10,7 +8,7 @@ from hades_ray.config import ReplaceConfig, load_config
 from hades_ray.perturb.annotate import load_spacy, stop_words
 from hades_ray.perturb.rank import encode_for_perplexity, most_fluent, perplexities
 from hades_ray.perturb.replace import MaskedSequence, choose_tokens, fill_masks, vocabulary_bans
-from hades_ray.perturb.stages import prepare_rows, rank_rows, replace_rows
+from hades_ray.perturb.steps import assemble_rows, prepare_rows, rank_rows, replace_rows
 
 TEXT = (
     "Marie Curie was a physicist and chemist. She was born in Warsaw in 1867. "
@@ -38,17 +36,16 @@ def _prepared(models, **overrides):
 def test_mask_leaves_context_alone_and_never_picks_stop_words(models):
     config, row = _prepared(models, **{"perturb.rank.num_candidates": 5})
     assert row["status"] == "ok"
-    payload = json.loads(row["payload"])
     context_end = TEXT.index("She moved")
     stops = stop_words()
-    for unit in payload["units"]:
+    for unit in row["units"]:
         assert unit["start"] >= context_end
         span = TEXT[unit["start"] : unit["end"]]
         assert span.lower() not in stops and any(c.isalnum() for c in span)
-    spans = {TEXT[u["start"] : u["end"]] for u in payload["units"]}
+    spans = {TEXT[u["start"] : u["end"]] for u in row["units"]}
     assert "Curie Institute" in spans or "the Curie Institute" in spans  # entities are masked whole
     assert "Curie" not in spans
-    assert len(payload["candidates"]) == 5 and all(payload["candidates"])
+    assert len(row["chosen"]) == 5 and all(row["chosen"])
 
 
 def test_short_text_is_counted_not_perturbed(models):
@@ -64,14 +61,14 @@ def test_replace_never_keeps_the_original_and_runs_one_forward_per_step(models, 
     original_forward = mlm.base_model.forward
     monkeypatch.setattr(mlm.base_model, "forward", lambda *a, **k: calls.append(1) or original_forward(*a, **k))
     bans = vocabulary_bans(mlm_tok, mlm.config.vocab_size)
-    payload = json.loads(row["payload"])
     replace_rows([row], mlm, mlm_tok, bans, config, {})
-    candidates = json.loads(row["payload"])["candidates"]
+    assemble_rows([row], mlm_tok, models[2], 64)
+    candidates = [{"perturbed": t, "spans": s} for t, s in zip(row["cand_texts"], row["cand_spans"])]
     most_masks = max(
-        sum(payload["units"][u]["token_end"] - payload["units"][u]["token_start"] for u in c)
-        for c in payload["candidates"]
+        sum(row["units"][u]["token_end"] - row["units"][u]["token_start"] for u in c) for c in row["chosen"]
     )
-    assert len(calls) == most_masks  # all 6 candidates share each step's forward
+    assert len(calls) == most_masks  # all 6 candidates (one length) share each step's forward
+    assert [len(ids) for ids in row["rank_ids"]] and all(ids for ids in row["rank_ids"])
     for candidate in candidates:
         perturbed = TEXT
         for span in reversed(candidate["spans"]):
@@ -122,7 +119,6 @@ def test_rank_keeps_the_lowest_perplexity(models):
     single = [perplexities(lm, [i], lm_tok.pad_token_id)[0] for i in ids]
     assert np.allclose(batched, single, rtol=1e-4)
     assert most_fluent([3.0, 1.0, 1.0]) == 1
-    config = load_config("local")
-    rows = [{"status": "ok", "payload": json.dumps({"candidates": [{"perturbed": t, "spans": []} for t in texts]})}]
-    result = json.loads(rank_rows(rows, lm, lm_tok, config)[0]["payload"])
-    assert result["candidate"] == int(np.argmin(batched)) and result["candidate_ppls"] == pytest.approx(batched)
+    rows = [{"status": "ok", "rank_ids": ids}]
+    ranked = rank_rows(rows, lm, lm_tok.pad_token_id)[0]["cand_ppls"]
+    assert ranked == pytest.approx(batched) and most_fluent(ranked) == int(np.argmin(batched))
