@@ -69,10 +69,12 @@ def check_resumable(output: Path, experiment: Path) -> None:
 
 
 def _check_private(folder: Path) -> None:
-    uid = os.getuid()
+    uid, gid = os.getuid(), os.getgid()
     for path in [folder, *folder.rglob("*")]:
         info = path.lstat()
-        if info.st_uid != uid or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or stat.S_ISLNK(info.st_mode):
+        # Group-writable is fine for the user's own group (umask 002 with per-user groups).
+        group_writes = info.st_mode & stat.S_IWGRP and info.st_gid != gid
+        if info.st_uid != uid or group_writes or info.st_mode & stat.S_IWOTH or stat.S_ISLNK(info.st_mode):
             raise ResumeRefused(
                 f"{path}: owned by another user, writable by others, or a link; not resuming a sweep "
                 "whose files someone else could have changed"

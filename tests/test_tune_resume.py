@@ -1,0 +1,71 @@
+"""`hades-ray tune` resumes only when asked (--resume), and only a sweep this tool created and recorded,
+unchanged and private: resuming unpickles the sweep's files."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hades_ray.cli import main
+from hades_ray.select.tune import EXPERIMENT
+from hades_ray.select.tune_record import ResumeRefused, check_resumable, record_sweep
+
+
+def _trivial(config):
+    return {"score": config["a"]}
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """A real Tuner's folder (the Tuner writes tuner.pkl when created; no cluster needed), recorded."""
+    from ray import tune
+
+    output = tmp_path / "out"
+    tune.Tuner(
+        _trivial,
+        param_space={"a": tune.grid_search([1, 2])},
+        run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(output)),
+    )
+    record_sweep(output, output / EXPERIMENT)
+    return output
+
+
+def test_a_recorded_unchanged_sweep_may_resume(sweep):
+    check_resumable(sweep, sweep / EXPERIMENT)
+
+
+def test_an_unrecorded_sweep_is_refused(sweep, tmp_path):
+    copy = tmp_path / "copy"
+    os.rename(sweep, copy)
+    with pytest.raises(ResumeRefused, match="no record that hades-ray tune created this sweep"):
+        check_resumable(copy, copy / EXPERIMENT)
+
+
+def test_a_changed_tuner_pkl_is_refused(sweep):
+    (sweep / EXPERIMENT / "tuner.pkl").write_bytes(b"cos\nsystem\n(S'echo pwned'\ntR.")
+    with pytest.raises(ResumeRefused, match="changed since hades-ray tune wrote it"):
+        check_resumable(sweep, sweep / EXPERIMENT)
+
+
+def test_files_others_can_write_are_refused(sweep):
+    state = sweep / EXPERIMENT / "experiment_state.json"
+    state.write_text("{}")
+    state.chmod(0o666)
+    with pytest.raises(ResumeRefused, match="writable by others"):
+        check_resumable(sweep, sweep / EXPERIMENT)
+    state.chmod(0o644)
+    (sweep / EXPERIMENT / "link").symlink_to("/etc/passwd")
+    with pytest.raises(ResumeRefused, match="or a link"):
+        check_resumable(sweep, sweep / EXPERIMENT)
+
+
+def test_cli_needs_resume_and_refuses_unrecorded_folders(sweep, tmp_path, capsys):
+    args = ["tune", "--train", "t.txt", "--valid", "v.txt", "--output", str(sweep)]
+    assert main(args) == 2  # the folder has a sweep: never resumed without --resume
+    assert "pass --resume to continue it" in capsys.readouterr().err
+    os.rename(sweep, tmp_path / "moved")
+    args[-1] = str(tmp_path / "moved")
+    assert main([*args, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "no record that hades-ray tune created this sweep" in err and "Traceback" not in err
