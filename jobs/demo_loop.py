@@ -72,12 +72,11 @@ def main(argv=None) -> int:
         [f"select.round_sizes={args.sizes}", "select.min_train_instances=20", "detect.epochs=2", *args.overrides],
     )
     init_ray(config.ray.address, config.ray.num_cpus)
-    if not (workdir / "pool" / "instances.jsonl").is_file():
-        run_perturb(config, "demo", workdir / "pool", limit=args.docs)
+    run_perturb(config, "demo", workdir / "pool", limit=args.docs)  # finished shards are skipped
     print(f"pool ready after {time.perf_counter() - began:.0f} s")
     from hades_ray.select.features import compute_features
 
-    similarity = compute_features(config, workdir)["similarity"].astype(float)
+    similarity = compute_features(config, workdir, columns=["similarity"])["similarity"].astype(float)
     if args.simulated_n_share > 0:
         config.annotate.simulate_similarity = float(similarity.quantile(1 - args.simulated_n_share))
         print(

@@ -1,13 +1,15 @@
-"""Test helpers (no tests here): a synthetic pool in the perturbation job's layout and a stand-in detector API."""
+"""Test helpers (no tests here): a synthetic pool in the perturbation job's layout."""
 
 from __future__ import annotations
 
 import json
-import types
-import zlib
 from pathlib import Path
 
-import numpy as np
+import pyarrow as pa
+
+from hades_ray.perturb.writer import INSTANCE_SCHEMA
+from hades_ray.pipeline.shards import part_name, write_marker
+from hades_ray.select.workdir import write_table
 
 SWAPS = [  # (original, replacement): dates, names, paraphrases, unrelated words, same lemma
     ("1932", "1954"),
@@ -25,11 +27,10 @@ SWAPS = [  # (original, replacement): dates, names, paraphrases, unrelated words
 ]
 
 
-def build_pool(directory: Path, n_docs: int = 12) -> Path:
-    """``directory/instances.jsonl`` (and a Parquet part) with one instance per (doc, swap) pair."""
-    directory.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for d in range(n_docs):
+def pool_rows(n_docs: int, first_doc: int = 0) -> list[dict]:
+    """One instance per (document, swap), in the perturbation job's instance columns."""
+    rows = []
+    for d in range(first_doc, first_doc + n_docs):
         for s, (orig, repl) in enumerate(SWAPS):
             words = (
                 f"Doc {d} : Anna Smith was born in March 1932 in London , a large city by the river ."
@@ -37,51 +38,42 @@ def build_pool(directory: Path, n_docs: int = 12) -> Path:
             ).split()
             i = words.index(f"<{repl}>")
             words[i] = repl
-            lines.append(
+            rows.append(
                 {
-                    "replaced": " ".join(words[:i] + [f"==={repl}==="] + words[i + 1 :]),
-                    "replaced_ids": [i, i],
-                    "hallucination": -1,
                     "id": f"d{d}-s{s}",
                     "doc_id": f"d{d}",
+                    "words": words,
+                    "start": i,
+                    "end": i,
+                    "replacement": repl,
                     "original_span": orig,
+                    "ner": "",
+                    "pos": "",
+                    "hallucination": -1,
                 }
             )
-    path = directory / "instances.jsonl"
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return rows
+
+
+def build_pool(directory: Path, n_docs: int = 12, docs_per_shard: int = 4, unfinished: bool = True) -> Path:
+    """``directory/instances/part-NNNNN.parquet`` + ``markers/`` per shard of ``docs_per_shard`` documents.
+
+    With ``unfinished``, one more shard has its instances but no marker (a crashed worker), and the
+    merged ``instances.jsonl`` holds an extra line: selection must read neither."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shards = [(k, min(docs_per_shard, n_docs - first)) for k, first in enumerate(range(0, n_docs, docs_per_shard))]
+    for index, count in shards:
+        rows = pool_rows(count, index * docs_per_shard)
+        write_table(
+            str(directory / "instances" / f"{part_name(index)}.parquet"), pa.Table.from_pylist(rows, INSTANCE_SCHEMA)
+        )
+        counts = {"read": count, "kept": count, "instances": len(rows)}
+        write_marker(str(directory), index, {"shard": index, "counts": counts, "fingerprint": f"fp{index}"})
+    if unfinished:
+        rows = pool_rows(2, 10_000)
+        path = directory / "instances" / f"{part_name(len(shards))}.parquet"
+        write_table(str(path), pa.Table.from_pylist(rows, INSTANCE_SCHEMA))
+        (directory / "instances.jsonl").write_text(
+            json.dumps({"id": "stray", "replaced": "a ===b===", "replaced_ids": [1, 1]}) + "\n"
+        )
     return directory
-
-
-def _p(instance_id: str) -> float:
-    return (zlib.crc32(instance_id.encode()) % 1000) / 1000.0
-
-
-def fake_detect_api():
-    """A module with detect.api's contract; p(H) is a hash of the id, so runs are reproducible."""
-    module = types.ModuleType("hades_ray.detect.api")
-    calls = {"train": 0}
-
-    def train_detector(config, train_path, valid_path, output_dir, detector="transformer", mode="offline", workers=1):
-        calls["train"] += 1
-        output_dir = Path(output_dir)
-        output_dir.mkdir(parents=True, exist_ok=True)
-        (output_dir / "config.json").write_text("{}")
-        return output_dir
-
-    def predict_file(model_dir, data_path, output_path, config=None):
-        records = [json.loads(x) for x in Path(data_path).read_text().splitlines() if x.strip()]
-        with open(output_path, "w") as handle:
-            for r in records:
-                p = _p(r["id"])
-                handle.write(json.dumps({"id": r["id"], "p_hallucination": p, "pred": int(p >= 0.5)}) + "\n")
-        return Path(output_path)
-
-    def evaluate_file(model_dir, data_path):
-        return {"accuracy": 0.5, "n": sum(1 for _ in open(data_path))}
-
-    def score_records(model_dir, records):
-        return np.array([_p(r["id"]) for r in records])
-
-    module.train_detector, module.predict_file = train_detector, predict_file
-    module.evaluate_file, module.score_records, module.calls = evaluate_file, score_records, calls
-    return module

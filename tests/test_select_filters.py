@@ -16,30 +16,54 @@ def test_thresholds_found_for_target():
     assert filters.find_thresholds(p, 500) == (0.0, 1.0)
 
 
+def test_histogram_thresholds_match_the_exact_ones():
+    """Workers return histograms, not scores: the band found from them keeps the target (to a bin)."""
+    p = np.random.default_rng(0).beta(2, 5, size=20_000)
+    halves = [filters.histogram(p[:7_000]), filters.histogram(p[7_000:])]
+    merged = {b: halves[0].get(b, 0) + halves[1].get(b, 0) for b in set(halves[0]) | set(halves[1])}
+    low, high = filters.thresholds_from_histogram(merged, 5_000)
+    kept = filters.threshold_keep(p, low, high).sum()
+    exact_low, exact_high = filters.find_thresholds(p, 5_000)
+    assert 5_000 <= kept <= 5_000 + 20 and abs(low - exact_low) <= 1e-4 and abs(high - exact_high) <= 1e-4
+    fixed_low, found_high = filters.thresholds_from_histogram(merged, 5_000, low=0.1)
+    assert fixed_low == 0.1 and 5_000 <= filters.threshold_keep(p, 0.1, found_high).sum() <= 5_020
+    assert filters.thresholds_from_histogram(merged, 50_000) == (0.0, 1.0)
+
+
 def test_paraphrase_cut():
     assert list(filters.paraphrase_keep([0.2, 0.9, 0.95], 0.9)) == [True, True, False]
 
 
-def test_obvious_swaps_share_is_seeded():
-    frame = pd.DataFrame(
-        {"orig_ent": ["DATE"] * 10 + ["PERSON", "GPE", "DATE"], "repl_ent": ["DATE"] * 10 + ["PERSON", "GPE", ""]}
-    )
+def test_obvious_swaps_are_dropped_per_row_by_seeded_hash():
+    ids = [f"i{k}" for k in range(4_000)]
+    frame = pd.DataFrame({"orig_ent": ["DATE"] * 3_000 + ["PERSON", "GPE"] * 500, "repl_ent": ["DATE"] * 4_000})
     swaps = filters.obvious_swaps(frame, ["DATE", "PERSON"])
-    assert swaps.sum() == 11
-    keep = filters.swap_keep(frame, ["DATE", "PERSON"], 0.8, seed=1)
-    assert (~keep).sum() == round(0.8 * 11) and keep[11] and keep[12]
-    assert (keep == filters.swap_keep(frame, ["DATE", "PERSON"], 0.8, seed=1)).all()
+    assert swaps.sum() == 3_000
+    keep = filters.swap_keep(ids, swaps, 0.8, seed=1, round_index=0)
+    assert keep[~swaps].all() and abs((~keep).sum() / 3_000 - 0.8) < 0.03
+    # A row's decision depends on its id alone: any subset, in any order, decides it the same way.
+    order = np.random.default_rng(3).permutation(4_000)[:500]
+    again = filters.swap_keep([ids[i] for i in order], swaps[order], 0.8, seed=1, round_index=0)
+    assert (again == keep[order]).all()
+    assert (filters.swap_keep(ids, swaps, 0.8, seed=2, round_index=0) != keep).any()
 
 
 def test_rebalance_keeps_all_predicted_n():
-    pred = np.array([1] * 10 + [0] * 5)
-    keep = filters.rebalance_keep(pred, 0.3, seed=0)
-    assert keep[10:].all() and keep[:10].sum() == 3
+    ids = [f"i{k}" for k in range(2_000)]
+    pred = np.array([1] * 1_000 + [0] * 1_000)
+    keep = filters.rebalance_keep(ids, pred, 0.3, seed=0, round_index=1)
+    assert keep[1_000:].all() and abs(keep[:1_000].mean() - 0.3) < 0.05
 
 
-def test_sample_batch_and_window():
-    ids = np.array([f"i{k}" for k in range(10)])
-    assert len(filters.sample_batch(ids, 4, 0)) == 4 and len(filters.sample_batch(ids, 40, 0)) == 10
+def test_batch_is_the_smallest_keys_whatever_the_split():
+    ids = [f"i{k}" for k in range(1_000)]
+    keys = filters.sample_keys(ids, seed=0, round_index=0)
+    whole = filters.smallest(zip(keys, ids, [0] * 1_000), 40)
+    parts = [filters.smallest(zip(keys[lo:hi], ids[lo:hi], [0] * 1_000), 40) for lo, hi in ((0, 300), (300, 1_000))]
+    assert filters.smallest([*parts[0], *parts[1]], 40) == whole and len(whole) == 40
+
+
+def test_window():
     text, start, end = window_text(["a", "b", "cc", "d", "e"], 2, 2, 1)
     assert text == "b cc d" and text[start:end] == "cc"
 

@@ -1,28 +1,32 @@
-"""Two rounds end to end on a small synthetic pool: the real detector (one Ray Train fit on MiniLM)
-when detect.api is importable, simulated judges, the dataset build and the CLI's guards."""
+"""Two rounds end to end on a small synthetic pool: the real detector (one Ray Train fit on MiniLM),
+simulated judges, the dataset build and the CLI's guards."""
 
 import json
 import sys
 
+import pandas as pd
 import pytest
 
 from hades_ray.config import load_config
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-from test_select_fakes import build_pool, fake_detect_api
+from test_select_fakes import build_pool
+
+
+KEEPS = ["keep_threshold", "keep_paraphrase", "keep_swap", "keep_rebalance"]
+
+
+def batch_ids_of(workdir, k: int) -> set[str]:
+    return {json.loads(x)["id"] for x in (workdir / f"round-{k:03d}" / "batch.jsonl").read_text().splitlines()}
 
 
 @pytest.mark.ray
-def test_two_rounds_end_to_end(ray_local, tmp_path, monkeypatch):
+def test_two_rounds_end_to_end(ray_local, tmp_path):
     from hades_ray.annotate.dataset import build_dataset
     from hades_ray.annotate.labels import round_labels
     from hades_ray.annotate.simulate import simulate_judgments
     from hades_ray.select.round import run_round
 
-    try:
-        import hades_ray.detect.api  # noqa: F401
-    except ImportError:
-        monkeypatch.setitem(sys.modules, "hades_ray.detect.api", fake_detect_api())
     workdir = tmp_path / "wd"
     build_pool(workdir / "pool", n_docs=10)
     config = load_config(
@@ -51,6 +55,18 @@ def test_two_rounds_end_to_end(ray_local, tmp_path, monkeypatch):
     assert counts["unjudged"] == 120 - 50 and counts["scored"] == counts["unjudged"]
     assert counts["after_thresholds"] >= counts["after_paraphrase"] >= counts["after_swaps"] >= counts["batch"]
     assert {"alpha", "beta", "gamma"} <= set(second["rates"]) and "R" in second["ratio"]
+    # alpha, beta, gamma come from judged items that neither trained the detector nor picked its epoch.
+    data = workdir / "round-001" / "detector" / "data"
+    parts = {p: {json.loads(x)["id"] for x in (data / f"{p}.txt").read_text().splitlines()} for p in
+             ("train", "heldout", "calibration")}  # fmt: skip
+    assert not (parts["train"] & parts["calibration"]) and not (parts["heldout"] & parts["calibration"])
+    rates = second["rates"]
+    assert rates["tp"] + rates["fn"] + rates["tn"] + rates["fp"] == counts["calibration"] == len(parts["calibration"])
+    assert rates["source"] == "calibration split"
+    candidates = pd.read_parquet(workdir / "round-001" / "candidates")
+    assert len(candidates) == counts["unjudged"] and {"p_hallucination", "keep_rebalance"} <= set(candidates)
+    in_batch = candidates[candidates["sample_key"] <= second["batch_sample_key_max"]]
+    assert set(in_batch.loc[in_batch[KEEPS].all(axis=1), "id"]) == batch_ids_of(workdir, 1)
     saved = json.loads((workdir / "round-001" / "round.json").read_text())
     assert saved["counts"] == counts
     batch_ids = {json.loads(x)["id"] for x in (workdir / "round-001" / "batch.jsonl").read_text().splitlines()}

@@ -64,7 +64,7 @@ def _train_linear(config: HadesConfig, kind: str, train: list[Instance], valid: 
     d = config.detect
     settings = _linear_settings(config, kind)
     lexical = LexicalStats.fit([i.words for i in train], d.ppmi_vocab, d.ppmi_window)
-    X = feature_matrix(train + valid, lexical, _with_source(settings), d)
+    X = feature_matrix(train + valid, lexical, _with_source(settings), d)  # judged sets: small, in-process
     y = np.array([i.label for i in train])
     params = fit_linear(kind, X[: len(train)], y, d, config.seed, list(FEATURE_NAMES))
     p, pred = predict_linear(params, X[len(train) :])
@@ -143,46 +143,38 @@ def train_detector(
     return out
 
 
-def _score(model_dir: Path, instances: list[Instance], config: HadesConfig, use_ray: bool) -> tuple:
-    """(p(H), pred) for instances, through Ray Data actors or in-process."""
+def detector_stages(model_dir, config: HadesConfig, num_gpus: float = 0.0) -> list:
+    """The pipeline stages that add ``p_hallucination`` and ``pred`` to a table of ``words``, ``start``,
+    ``end``: the span classifier (an actor pool), or spaCy tags + MLM features + the linear model."""
+    from hades_ray.pipeline.stage import Resources
+
+    model_dir = Path(model_dir).resolve()
     meta = _detector_type(model_dir)
+    d = config.detect
+    if meta["type"] == "transformer":
+        from hades_ray.detect.scoring import SpanScoreStage
+
+        resources = Resources(
+            num_cpus=d.actor_cpus,
+            num_gpus=num_gpus,
+            max_actors=d.actors,
+            batch_size=d.score_batch_size * 8,
+            torch_threads=d.torch_threads,
+        )
+        return [SpanScoreStage(resources, str(model_dir), d.score_batch_size)]
+    from hades_ray.detect.feature_pipeline import LinearScoreStage, model_feature_stages
+
+    linear = Resources(num_cpus=0.25, batch_size=1024)
+    return [*model_feature_stages(_with_source(meta), d), LinearScoreStage(linear, str(model_dir))]
+
+
+def _score(model_dir: Path, instances: list[Instance], config: HadesConfig, executor: str = "local") -> tuple:
+    """(p(H), pred) for instances, through the detector's stages on the pipeline executor."""
+    from hades_ray.detect.scoring import score_instances
+
     if not instances:
         return np.zeros(0), np.zeros(0, dtype=int)
-    if meta["type"] == "transformer":
-        p = _score_transformer(model_dir, instances, config, use_ray)
-        return p, (p >= 0.5).astype(int)
-    from hades_ray.detect.feature_pipeline import feature_matrix
-    from hades_ray.detect.lexical import LexicalStats
-    from hades_ray.detect.linear import load_linear, predict_linear
-
-    X = feature_matrix(instances, LexicalStats.load(model_dir), _with_source(meta), config.detect, use_ray)
-    return predict_linear(load_linear(model_dir), X)
-
-
-def _score_transformer(model_dir: Path, instances: list[Instance], config: HadesConfig, use_ray: bool):
-    from hades_ray.detect.data import to_rows
-    from hades_ray.detect.scoring import SpanScorer
-
-    d = config.detect
-    if not use_ray:
-        scorer = SpanScorer(str(model_dir), d.torch_threads, d.score_batch_size)
-        rows = to_rows(instances)
-        return scorer({k: [r[k] for r in rows] for k in ("row", "text", "start", "end")})["p_hallucination"]
-    import ray.data
-
-    ds = ray.data.from_items(to_rows(instances)).map_batches(
-        SpanScorer,
-        fn_constructor_kwargs={
-            "model_dir": str(Path(model_dir).resolve()),
-            "torch_threads": d.torch_threads,
-            "batch_size": d.score_batch_size,
-        },
-        batch_size=d.score_batch_size * 4,
-        compute=ray.data.ActorPoolStrategy(size=d.actors),
-        num_cpus=d.actor_cpus,
-    )
-    out = sorted(ds.take_all(), key=lambda r: r["row"])
-    return np.array([r["p_hallucination"] for r in out], dtype=np.float64)
+    return score_instances(detector_stages(model_dir, config), instances, executor, config.ray.check_resources)
 
 
 def predict_file(model_dir, data_path, output_path, config: HadesConfig | None = None) -> Path:
@@ -194,7 +186,7 @@ def predict_file(model_dir, data_path, output_path, config: HadesConfig | None =
     instances = load_all(data_path, config.detect.skip_bad, report)
     report.write_quarantine(Path(output_path).parent)
     _ray(config)
-    p, pred = _score(model_dir, instances, config, use_ray=True)
+    p, pred = _score(model_dir, instances, config, executor="ray")
     records = [
         {**inst.to_json(), "p_hallucination": float(pi), "pred": int(yi)} for inst, pi, yi in zip(instances, p, pred)
     ]
@@ -208,12 +200,17 @@ def evaluate_file(model_dir, data_path, config: HadesConfig | None = None) -> di
     report = LoadReport()
     instances = load_labelled(data_path, config.detect.skip_bad, report)
     _ray(config)
-    p, pred = _score(model_dir, instances, config, use_ray=True)
+    p, pred = _score(model_dir, instances, config, executor="ray")
     return {**binary_metrics([i.label for i in instances], pred, p), **report.summary()}
+
+
+def predict_records(model_dir, records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """(p(H), predicted label) of in-memory HaDes records, in-process (no Ray): for small sets."""
+    model_dir = Path(model_dir)
+    p, pred = _score(model_dir, instances_from_records(records), _model_config(model_dir), executor="local")
+    return np.asarray(p, dtype=np.float64), np.asarray(pred, dtype=int)
 
 
 def score_records(model_dir, records: list[dict]) -> np.ndarray:
     """p(H) of in-memory HaDes records, in-process (no Ray): for small sets."""
-    model_dir = Path(model_dir)
-    p, _ = _score(model_dir, instances_from_records(records), _model_config(model_dir), use_ray=False)
-    return np.asarray(p, dtype=np.float64)
+    return predict_records(model_dir, records)[0]

@@ -1,74 +1,133 @@
-"""Span feature matrices for LR/SVM: spaCy and MLM stages on a Ray Data actor pool (or in-process
-for small sets), then the cheap corpus statistics in the driver."""
+"""Span features of the LR/SVM detectors as pipeline stages: spaCy tags and MLM probability/entropy
+(actor pools that load their model once), then the corpus statistics and the linear model (CPU).
+
+Scoring a pool runs these stages on the executor shard by shard, so the scores are written by
+workers; ``feature_matrix`` runs them in-process for the judged sets a detector trains on.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
-from hades_ray.detect.data import to_rows
-from hades_ray.detect.features import TAG_NAMES, MlmFeaturizer, SpanTagger, mlm_span_features, tag_spans
+from hades_ray.detect.features import TAG_NAMES, mlm_span_features, tag_spans
 from hades_ray.detect.lexical import LexicalStats
+from hades_ray.detect.scoring import SCORE_OUTPUTS, SPAN_INPUTS, items_from_table
 from hades_ray.io.hades_format import Instance
+from hades_ray.pipeline.stage import Resources, Stage
 
 FEATURE_NAMES = ("mlm_prob", "mlm_entropy", "tfidf", "ppmi") + TAG_NAMES
+VECTOR = pa.list_(pa.float32())
 
 
-def _model_features_ray(rows: list[dict], settings: dict, d) -> tuple[np.ndarray, np.ndarray]:
-    import ray.data
+class SpanTagStage(Stage):
+    """spaCy: the share of the span's words with each POS tag and entity type."""
 
-    from hades_ray.ray_runtime import cluster_cpus
+    name = "span_tags"
+    inputs = SPAN_INPUTS
+    outputs = {"tags": VECTOR}
 
-    # Two actor pools side by side: with fractional CPUs the read task still finds a core (RAY_NOTES).
-    actors = max(1, min(d.actors, int(cluster_cpus() / d.actor_cpus) - 1))
-    ds = ray.data.from_items(rows)
-    ds = ds.map_batches(
-        SpanTagger,
-        fn_constructor_kwargs={"spacy_model": settings["spacy_model"]},
-        batch_size=d.feature_batch_size * 4,
-        compute=ray.data.ActorPoolStrategy(size=1),
-        num_cpus=d.actor_cpus,
+    def __init__(self, resources: Resources, spacy_model: str):
+        super().__init__(resources)
+        self.spacy_model = spacy_model
+
+    def setup(self) -> None:
+        import spacy
+
+        self.nlp = spacy.load(self.spacy_model, exclude=["lemmatizer"])
+
+    def process(self, batch: pa.Table) -> dict[str, list]:
+        return {"tags": list(tag_spans(self.nlp, items_from_table(batch)))}
+
+
+class MlmFeatureStage(Stage):
+    """Model: the MLM's average probability of the masked span's subwords and its average entropy."""
+
+    name = "mlm_features"
+    inputs = SPAN_INPUTS
+    outputs = {"mlm": VECTOR}
+
+    def __init__(self, resources: Resources, source: str, window: int):
+        super().__init__(resources)
+        self.source, self.window = source, window
+
+    def setup(self) -> None:
+        import torch
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+        torch.set_num_threads(max(1, self.resources.torch_threads))
+        self.tokenizer = AutoTokenizer.from_pretrained(self.source)
+        self.model = AutoModelForMaskedLM.from_pretrained(self.source).eval()
+        if self.resources.num_gpus > 0 and torch.cuda.is_available():
+            self.model = self.model.to("cuda")
+
+    def process(self, batch: pa.Table) -> dict[str, list]:
+        return {"mlm": list(mlm_span_features(self.model, self.tokenizer, items_from_table(batch), self.window))}
+
+
+def corpus_features(lexical: LexicalStats, batch: pa.Table) -> np.ndarray:
+    return np.array([lexical.features(it["words"], it["start"], it["end"]) for it in items_from_table(batch)])
+
+
+def stack_features(batch: pa.Table, corpus: np.ndarray) -> np.ndarray:
+    """``[n, len(FEATURE_NAMES)]`` in ``FEATURE_NAMES`` order."""
+    mlm = np.array(batch.column("mlm").to_pylist(), dtype=np.float64).reshape(-1, 2)
+    tags = np.array(batch.column("tags").to_pylist(), dtype=np.float64).reshape(-1, len(TAG_NAMES))
+    return np.hstack([mlm, corpus.reshape(-1, 2), tags])
+
+
+class LinearScoreStage(Stage):
+    """CPU: TF-IDF and PPMI from the detector's corpus statistics, then its linear model's p(H)."""
+
+    name = "linear"
+    inputs = {**SPAN_INPUTS, "mlm": VECTOR, "tags": VECTOR}
+    outputs = SCORE_OUTPUTS
+    drops = ("mlm", "tags")
+
+    def __init__(self, resources: Resources, model_dir: str):
+        super().__init__(resources)
+        self.model_dir = model_dir
+
+    def setup(self) -> None:
+        from hades_ray.detect.linear import load_linear
+
+        self.lexical, self.params = LexicalStats.load(self.model_dir), load_linear(self.model_dir)
+
+    def process(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        from hades_ray.detect.linear import predict_linear
+
+        p, pred = predict_linear(self.params, stack_features(batch, corpus_features(self.lexical, batch)))
+        return {"p_hallucination": p, "pred": pred.astype(np.int8)}
+
+
+def model_feature_stages(settings: dict, d) -> list[Stage]:
+    """spaCy tags (one actor) and MLM features (``detect.actors`` actors) with the detect section's resources."""
+    tag = Resources(num_cpus=d.actor_cpus, batch_size=d.feature_batch_size * 4, torch_threads=d.torch_threads)
+    mlm = Resources(
+        num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=d.feature_batch_size, torch_threads=d.torch_threads
     )
-    ds = ds.map_batches(
-        MlmFeaturizer,
-        fn_constructor_kwargs={
-            "source": settings["mlm_source"],
-            "window": settings["feature_window"],
-            "torch_threads": d.torch_threads,
-        },
-        batch_size=d.feature_batch_size,
-        compute=ray.data.ActorPoolStrategy(size=actors),
-        num_cpus=d.actor_cpus,
-    )
-    out = sorted(ds.select_columns(["row", "tags", "mlm"]).take_all(), key=lambda r: r["row"])
-    return np.stack([r["mlm"] for r in out]), np.stack([r["tags"] for r in out])
-
-
-def _model_features_local(rows: list[dict], settings: dict, d) -> tuple[np.ndarray, np.ndarray]:
-    import spacy
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-
-    from hades_ray.detect.spans import rows_to_items
-
-    items = rows_to_items({k: [r[k] for r in rows] for k in ("text", "start", "end")})
-    nlp = spacy.load(settings["spacy_model"], exclude=["lemmatizer"])
-    tokenizer = AutoTokenizer.from_pretrained(settings["mlm_source"])
-    model = AutoModelForMaskedLM.from_pretrained(settings["mlm_source"]).eval()
-    step = d.feature_batch_size
-    mlm = [
-        mlm_span_features(model, tokenizer, items[i : i + step], settings["feature_window"])
-        for i in range(0, len(items), step)
+    return [
+        SpanTagStage(tag, settings["spacy_model"]),
+        MlmFeatureStage(mlm, settings["mlm_source"], settings["feature_window"]),
     ]
-    return np.concatenate(mlm), tag_spans(nlp, items)
 
 
-def feature_matrix(
-    instances: list[Instance], lexical: LexicalStats, settings: dict, d, use_ray: bool = True
-) -> np.ndarray:
-    """``[n, len(FEATURE_NAMES)]`` span features in ``FEATURE_NAMES`` order."""
+def instances_table(instances: list[Instance]) -> pa.Table:
+    return pa.table(
+        {
+            "words": pa.array([i.words for i in instances], pa.list_(pa.string())),
+            "start": pa.array([i.start for i in instances], pa.int32()),
+            "end": pa.array([i.end for i in instances], pa.int32()),
+        }
+    )
+
+
+def feature_matrix(instances: list[Instance], lexical: LexicalStats, settings: dict, d) -> np.ndarray:
+    """``[n, len(FEATURE_NAMES)]`` span features of a judged set (in-process: a detector trains on it)."""
     if not instances:
         return np.zeros((0, len(FEATURE_NAMES)))
-    rows = to_rows(instances)
-    compute = _model_features_ray if use_ray else _model_features_local
-    mlm, tags = compute(rows, settings, d)
-    corpus = np.array([lexical.features(i.words, i.start, i.end) for i in instances])
-    return np.hstack([mlm, corpus, tags]).astype(np.float64)
+    table = instances_table(instances)
+    for stage in model_feature_stages(settings, d):
+        stage.setup()
+        table = stage(table)
+    return stack_features(table, corpus_features(lexical, table))

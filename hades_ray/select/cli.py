@@ -21,7 +21,7 @@ def print_round(summary: dict) -> None:
 def _round(args) -> int:
     from hades_ray.select.round import run_round
 
-    summary = run_round(config_from_args(args), args.workdir, args.round, pool=args.pool)
+    summary = run_round(config_from_args(args), args.workdir, args.round, pool=args.pool, executor=args.executor)
     print_round(summary)
     return 0
 
@@ -52,9 +52,17 @@ def _tune_selection(args) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("round", help="select one round's batch for judges (model in the loop)")
-    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--workdir", required=True, help="the work directory (a local folder) holding the rounds")
     parser.add_argument("--round", type=int, required=True, help="round number: 0 is random, >= 1 uses a detector")
-    parser.add_argument("--pool", default=None, help="the perturbation job's output folder (default WORKDIR/pool)")
+    parser.add_argument(
+        "--pool", default=None, help="the perturbation job's output folder or URI, e.g. s3://... (default WORKDIR/pool)"
+    )
+    parser.add_argument(
+        "--executor",
+        choices=("ray", "local"),
+        default="ray",
+        help="ray: stages on Ray Data actor pools (default); local: the same stages in-process, for debugging",
+    )
     add_config_args(parser)
     parser.set_defaults(func=_round)
 

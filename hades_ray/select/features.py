@@ -1,24 +1,34 @@
-"""Model-free scores of every pool instance, computed once per work directory and stored as data.
+"""Model-free features of every pool instance, as pipeline stages computed once per pool shard.
 
 * ``similarity``: cosine similarity of the encoder's representation (no fine-tuning; pooling a config
-  value) of the replacement and of the original span, as a Ray Data actor-pool stage;
-* ``orig_ent``/``repl_ent``, ``orig_pos``, ``orig_lemma``/``repl_lemma``: spaCy on a word window around
-  the span, once in the original and once in the perturbed text.
+  value) of the replacement and of the original span (an actor pool that loads the encoder once);
+* ``orig_ent``/``repl_ent``, ``orig_pos``/``repl_pos``, ``orig_lemma``/``repl_lemma``: spaCy on a word
+  window around the span, once in the original and once in the perturbed text (an actor pool).
+
+``hades_ray/select/feature_job.py`` runs them shard by shard and stores the result beside the pool.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-from pathlib import Path
-
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
-from hades_ray.select.workdir import load_pool, original_words, write_json_atomic, write_parquet_atomic
+from hades_ray.pipeline.stage import Resources, Stage
+from hades_ray.select.workdir import original_words
 
-log = logging.getLogger(__name__)
-FEATURES = "features/features.parquet"
+FEATURE_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("doc_id", pa.string()),
+        ("similarity", pa.float32()),
+        ("orig_ent", pa.string()),
+        ("repl_ent", pa.string()),
+        ("orig_pos", pa.string()),
+        ("repl_pos", pa.string()),
+        ("orig_lemma", pa.string()),
+        ("repl_lemma", pa.string()),
+    ]
+)
 
 
 def window_text(words: list[str], start: int, end: int, context: int) -> tuple[str, int, int]:
@@ -30,15 +40,11 @@ def window_text(words: list[str], start: int, end: int, context: int) -> tuple[s
     return " ".join(words[lo:hi]), char_start, char_start + len(span)
 
 
-def span_pairs(frame: pd.DataFrame, context: int) -> tuple[list[str], list[str]]:
-    """(original, replaced) texts of each instance: the span alone, or with ``context`` words around it."""
-    originals, replaced = [], []
-    for _, row in frame.iterrows():
-        orig = original_words(row)
-        n_orig = len(str(row["original_span"]).split())
-        originals.append(window_text(orig, row["start"], row["start"] + max(n_orig, 1) - 1, context)[0])
-        replaced.append(window_text(list(row["words"]), row["start"], row["end"], context)[0])
-    return originals, replaced
+def span_windows(row: dict, context: int) -> tuple[tuple[str, int, int], tuple[str, int, int]]:
+    """(original window, perturbed window) of one instance, each with the span's char offsets."""
+    n_orig = max(len(str(row["original_span"]).split()), 1)
+    original = window_text(original_words(row), row["start"], row["start"] + n_orig - 1, context)
+    return original, window_text(list(row["words"]), row["start"], row["end"], context)
 
 
 def encode(tokenizer, model, texts: list[str], pooling: str) -> np.ndarray:
@@ -53,54 +59,12 @@ def encode(tokenizer, model, texts: list[str], pooling: str) -> np.ndarray:
     else:
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         vectors = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-    return torch.nn.functional.normalize(vectors, dim=-1).cpu().numpy()
+    return torch.nn.functional.normalize(vectors.float(), dim=-1).cpu().numpy()
 
 
 def cosine_similarities(tokenizer, model, a: list[str], b: list[str], pooling: str) -> np.ndarray:
     """Row-wise cosine similarity of ``a[i]`` and ``b[i]`` under the encoder."""
     return (encode(tokenizer, model, a, pooling) * encode(tokenizer, model, b, pooling)).sum(-1)
-
-
-class SimilarityScorer:
-    """Ray Data actor: loads the encoder once, then adds a ``similarity`` column per batch."""
-
-    def __init__(self, encoder: str, pooling: str, torch_threads: int = 1):
-        import torch
-
-        from hades_ray.models.registry import load_encoder
-
-        torch.set_num_threads(torch_threads)
-        try:
-            torch.set_num_interop_threads(1)
-        except RuntimeError:
-            pass  # a reused worker process already set it
-        self.tokenizer, self.model = load_encoder(encoder)
-        self.pooling = pooling
-
-    def __call__(self, batch: dict) -> dict:
-        sims = cosine_similarities(
-            self.tokenizer, self.model, list(batch["orig_text"]), list(batch["repl_text"]), self.pooling
-        )
-        return {"id": batch["id"], "similarity": sims.astype("float32")}
-
-
-def similarity_stage(config, frame: pd.DataFrame) -> pd.DataFrame:
-    """Similarities of every row of ``frame`` through a Ray Data actor pool (Ray must be running)."""
-    import ray
-
-    sel = config.select
-    originals, replaced = span_pairs(frame, sel.paraphrase_context_words)
-    table = pd.DataFrame({"id": frame["id"].values, "orig_text": originals, "repl_text": replaced})
-    table = table.assign(length=table["repl_text"].str.len()).sort_values("length").drop(columns="length")
-    ds = ray.data.from_pandas(table).map_batches(
-        SimilarityScorer,
-        fn_constructor_args=(config.models.encoder, sel.pooling_for(config.models.encoder)),
-        batch_size=sel.similarity_batch_size,
-        batch_format="numpy",
-        num_cpus=sel.similarity_num_cpus,
-        compute=ray.data.ActorPoolStrategy(size=1),
-    )
-    return ds.to_pandas()
 
 
 def _span_info(doc, char_start: int, char_end: int) -> dict:
@@ -111,54 +75,121 @@ def _span_info(doc, char_start: int, char_end: int) -> dict:
     return {"ent": ents[0] if ents else "", "pos": span.root.pos_, "lemma": " ".join(t.lemma_.lower() for t in span)}
 
 
-def span_linguistics(nlp, frame: pd.DataFrame, context: int) -> pd.DataFrame:
-    """NER type, POS and lemmas of each span, in the original and in the perturbed text."""
-    orig_windows, repl_windows = [], []
-    for _, row in frame.iterrows():
-        orig = original_words(row)
-        n_orig = max(len(str(row["original_span"]).split()), 1)
-        orig_windows.append(window_text(orig, row["start"], row["start"] + n_orig - 1, context))
-        repl_windows.append(window_text(list(row["words"]), row["start"], row["end"], context))
-    out = {"id": list(frame["id"])}
-    for side, windows in (("orig", orig_windows), ("repl", repl_windows)):
-        infos = [
-            _span_info(doc, s, e) for doc, (_, s, e) in zip(nlp.pipe([w[0] for w in windows], batch_size=64), windows)
-        ]
-        for key in ("ent", "pos", "lemma"):
-            out[f"{side}_{key}"] = [info[key] for info in infos]
-    return pd.DataFrame(out)
+def _torch_device(resources: Resources) -> str:
+    import torch
+
+    torch.set_num_threads(max(1, resources.torch_threads))
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass  # a reused worker process already set it
+    return "cuda" if resources.num_gpus > 0 and torch.cuda.is_available() else "cpu"
 
 
-def _meta(config, n: int) -> dict:
-    sel = config.select
-    return {
-        "encoder": config.models.encoder,
-        "pooling": sel.pooling_for(config.models.encoder),
-        "paraphrase_context_words": sel.paraphrase_context_words,
-        "ner_context_words": sel.ner_context_words,
-        "spacy_model": config.spacy_model,
-        "instances": n,
+class SpanWindowsStage(Stage):
+    """CPU: the texts the encoder and spaCy see, from each instance's words (a stateless task)."""
+
+    name = "span_windows"
+    inputs = {"words": pa.list_(pa.string()), "start": pa.int32(), "end": pa.int32(), "original_span": pa.string()}
+    outputs = {"sim_orig": pa.string(), "sim_repl": pa.string()}
+    for _side in ("orig", "repl"):
+        outputs |= {f"ner_{_side}_text": pa.string(), f"ner_{_side}_start": pa.int32(), f"ner_{_side}_end": pa.int32()}
+    drops = ("words",)
+
+    def __init__(self, resources: Resources, paraphrase_context: int, ner_context: int):
+        super().__init__(resources)
+        self.paraphrase_context, self.ner_context = paraphrase_context, ner_context
+
+    def process(self, batch: pa.Table) -> dict[str, list]:
+        out: dict[str, list] = {name: [] for name in self.outputs}
+        for row in batch.select(list(self.inputs)).to_pylist():
+            sim_orig, sim_repl = span_windows(row, self.paraphrase_context)
+            out["sim_orig"].append(sim_orig[0])
+            out["sim_repl"].append(sim_repl[0])
+            for side, (text, start, end) in zip(("orig", "repl"), span_windows(row, self.ner_context)):
+                out[f"ner_{side}_text"].append(text)
+                out[f"ner_{side}_start"].append(start)
+                out[f"ner_{side}_end"].append(end)
+        return out
+
+
+class SimilarityStage(Stage):
+    """Model: the encoder's cosine similarity of original and replaced window (loaded once per actor)."""
+
+    name = "similarity"
+    inputs = {"sim_orig": pa.string(), "sim_repl": pa.string()}
+    outputs = {"similarity": pa.float32()}
+    drops = ("sim_orig", "sim_repl")
+
+    def __init__(self, resources: Resources, encoder: str, pooling: str):
+        super().__init__(resources)
+        self.encoder, self.pooling = encoder, pooling
+
+    def setup(self) -> None:
+        from hades_ray.models.registry import load_encoder
+
+        self.tokenizer, self.model = load_encoder(self.encoder, _torch_device(self.resources))
+
+    def process(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        a, b = batch.column("sim_orig").to_pylist(), batch.column("sim_repl").to_pylist()
+        return {"similarity": cosine_similarities(self.tokenizer, self.model, a, b, self.pooling).astype(np.float32)}
+
+
+class LinguisticsStage(Stage):
+    """spaCy NER type, POS and lemmas of the span in both windows (the pipeline loaded once per actor)."""
+
+    name = "linguistics"
+    inputs = {
+        f"ner_{side}_{k}": pa.string() if k == "text" else pa.int32()
+        for side in ("orig", "repl")
+        for k in ("text", "start", "end")
     }
+    outputs = {f"{side}_{k}": pa.string() for side in ("orig", "repl") for k in ("ent", "pos", "lemma")}
+    drops = tuple(f"ner_{side}_{k}" for side in ("orig", "repl") for k in ("text", "start", "end"))
+
+    def __init__(self, resources: Resources, spacy_model: str):
+        super().__init__(resources)
+        self.spacy_model = spacy_model
+
+    def setup(self) -> None:
+        import spacy
+
+        self.nlp = spacy.load(self.spacy_model)
+
+    def process(self, batch: pa.Table) -> dict[str, list]:
+        out: dict[str, list] = {name: [] for name in self.outputs}
+        for side in ("orig", "repl"):
+            texts = batch.column(f"ner_{side}_text").to_pylist()
+            starts, ends = batch.column(f"ner_{side}_start").to_pylist(), batch.column(f"ner_{side}_end").to_pylist()
+            for doc, start, end in zip(self.nlp.pipe(texts, batch_size=len(texts) or 1), starts, ends):
+                info = _span_info(doc, start, end)
+                for key in ("ent", "pos", "lemma"):
+                    out[f"{side}_{key}"].append(info[key])
+        return out
 
 
-def compute_features(config, workdir: str | Path, force: bool = False) -> pd.DataFrame:
-    """The features table of the whole pool, read from disk when it was made with the same settings."""
-    import spacy
+def feature_stages(config) -> list[Stage]:
+    """The ordered feature stages with the resources the ``select`` section gives them."""
+    sel = config.select
+    actors = sel.feature_concurrency
+    windows = Resources(num_cpus=0.25, batch_size=1024, uses_actors=False)
+    similarity = Resources(
+        num_cpus=sel.similarity_num_cpus,
+        num_gpus=sel.similarity_num_gpus,
+        max_actors=actors,
+        batch_size=sel.similarity_batch_size,
+    )
+    linguistics = Resources(num_cpus=sel.spacy_num_cpus, max_actors=actors, batch_size=sel.spacy_batch_size)
+    return [
+        SpanWindowsStage(windows, sel.paraphrase_context_words, sel.ner_context_words),
+        SimilarityStage(similarity, config.models.encoder, sel.pooling_for(config.models.encoder)),
+        LinguisticsStage(linguistics, config.spacy_model),
+    ]
 
-    from hades_ray.ray_runtime import init_ray
 
-    workdir = Path(workdir)
-    path, marker = workdir / FEATURES, workdir / "features" / "features.json"
-    pool = load_pool(workdir)
-    meta = _meta(config, len(pool))
-    if not force and path.is_file() and marker.is_file() and json.loads(marker.read_text()) == meta:
-        return pd.read_parquet(path)
-    log.info("scoring %d pool instances: encoder similarity and spaCy NER/POS", len(pool))
-    init_ray(config.ray.address, config.ray.num_cpus)
-    sims = similarity_stage(config, pool)
-    nlp = spacy.load(config.spacy_model)
-    ling = span_linguistics(nlp, pool, config.select.ner_context_words)
-    features = pool[["id", "doc_id"]].merge(sims, on="id").merge(ling, on="id")
-    write_parquet_atomic(features, path)
-    write_json_atomic(marker, meta)  # marker last: a crash before it recomputes
-    return features
+def compute_features(config, workdir, force: bool = False, ids=None, executor: str = "ray", columns=None):
+    """The stored features of ``ids`` (default: the whole pool), computed first where missing (see
+    ``hades_ray/select/feature_job.py``; kept here for the callers that import it from this module)."""
+    from hades_ray.select.feature_job import compute_features as compute
+
+    return compute(config, workdir, force=force, ids=ids, executor=executor, columns=columns)

@@ -1,22 +1,35 @@
-"""The layout of a work directory: the pool (the perturbation job's output) and one folder per round.
+"""The layout of a work directory: where the pool is, and one folder per round.
 
-WORKDIR/workdir.json          {"pool": PATH} when the pool lives elsewhere (else WORKDIR/pool)
-WORKDIR/features/             model-free scores of every pool instance (similarity, NER, lemmas)
-WORKDIR/round-000/            batch.jsonl (items for judges), round.json (every count), scores,
-                              judgments/import-NNN[.simulated].csv, quarantine/, exports/
+WORKDIR/workdir.json          {"pool": PATH or URI} when the pool lives elsewhere (else WORKDIR/pool)
+WORKDIR/features/             part-NNNNN.parquet per pool shard (similarity, NER, POS, lemmas) + markers/
+WORKDIR/round-000/            batch.jsonl (items for judges), round.json (every count), scores/ and
+                              candidates/ (parts written by workers), judgments/, quarantine/, exports/
+
+The work directory itself is a local folder (judgments are imported into it); the pool may be a local
+folder or any ``pyarrow.fs`` URI (``s3://``...). Pool shards are read from the perturbation job's
+``instances/part-NNNNN.parquet``, and only where ``markers/part-NNNNN.json`` exists (a shard without
+its marker may be half written); the merged ``instances.jsonl`` is for people and is never read here.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from hades_ray.io.hades_format import read_instances
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.shards import Shard, part_name, read_markers
 
 WORKDIR_FILE = "workdir.json"
+# The pool instance columns selection reads (hades_ray/perturb/writer.py INSTANCE_SCHEMA).
+POOL_COLUMNS = ("id", "doc_id", "words", "start", "end", "replacement", "original_span")
 
 
 def round_dir(workdir: str | Path, round_index: int) -> Path:
@@ -32,7 +45,7 @@ def set_pool(workdir: str | Path, pool: str | Path) -> None:
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / WORKDIR_FILE
-    pool = str(Path(pool).resolve())
+    pool = str(pool) if storage.is_uri(pool) else str(Path(pool).resolve())
     if path.is_file():
         recorded = json.loads(path.read_text())["pool"]
         if recorded != pool:
@@ -41,39 +54,47 @@ def set_pool(workdir: str | Path, pool: str | Path) -> None:
     write_json_atomic(path, {"pool": pool})
 
 
-def pool_dir(workdir: str | Path) -> Path:
-    workdir = Path(workdir)
-    path = workdir / WORKDIR_FILE
-    pool = Path(json.loads(path.read_text())["pool"]) if path.is_file() else workdir / "pool"
-    if not (pool / "instances.jsonl").is_file():
+def pool_dir(workdir: str | Path) -> str:
+    """The pool's path or URI; raises when it holds no finished shard."""
+    path = Path(workdir) / WORKDIR_FILE
+    pool = json.loads(path.read_text())["pool"] if path.is_file() else str(Path(workdir) / "pool")
+    if not read_markers(pool):
         raise FileNotFoundError(
-            f"no pool at {pool} (expected the perturbation job's instances.jsonl there); "
-            "run `hades-ray perturb` into WORKDIR/pool or pass --pool"
+            f"no finished pool shard at {pool} (expected the perturbation job's markers/part-NNNNN.json and "
+            "instances/part-NNNNN.parquet there); run `hades-ray perturb` into WORKDIR/pool or pass --pool"
         )
     return pool
 
 
-def load_pool(workdir: str | Path) -> pd.DataFrame:
-    """Every pool instance, one row each: id, doc_id, words, start, end, replacement, original_span."""
-    rows = []
-    for inst in read_instances(pool_dir(workdir) / "instances.jsonl"):
-        extra = inst.extra
-        replacement = " ".join(inst.span_words)
-        rows.append(
-            {
-                "id": str(extra["id"]),
-                "doc_id": str(extra.get("doc_id", extra["id"])),
-                "words": inst.words,
-                "start": inst.start,
-                "end": inst.end,
-                "replacement": extra.get("replacement") or replacement,
-                "original_span": str(extra.get("original_span", "")),
-            }
-        )
-    frame = pd.DataFrame(rows, columns=["id", "doc_id", "words", "start", "end", "replacement", "original_span"])
-    if frame["id"].duplicated().any():
-        raise ValueError(f"pool instance ids are not unique: {frame['id'][frame['id'].duplicated()].iloc[0]!r}")
-    return frame
+def marker_digest(marker: dict) -> str:
+    return hashlib.sha256(json.dumps(marker, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def pool_shards(pool: str) -> list[Shard]:
+    """One shard per finished pool part (its marker's digest as identity: a redone part is a new shard)."""
+    shards = []
+    for index, marker in sorted(read_markers(pool).items()):
+        rows = int(marker.get("counts", {}).get("instances", 0))
+        path = storage.join(pool, "instances", f"{part_name(index)}.parquet")
+        shards.append(Shard(index, path, "parquet", 0, rows, identity=marker_digest(marker)))
+    return shards
+
+
+def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
+    fs, inner = storage.resolve(path)
+    return pq.read_table(inner, columns=columns, filesystem=fs)
+
+
+def write_table(path: str, table: pa.Table) -> None:
+    """A Parquet file written atomically, to a local path or an object store."""
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    storage.write_bytes(path, buffer.getvalue())
+
+
+def read_pool_part(shard: Shard, columns: tuple[str, ...] = POOL_COLUMNS) -> pa.Table:
+    """One pool shard's instances (in the shard's own row order)."""
+    return read_parquet(shard.source, list(columns))
 
 
 def original_words(row) -> list[str]:
@@ -82,13 +103,19 @@ def original_words(row) -> list[str]:
     return words[: row["start"]] + str(row["original_span"]).split() + words[row["end"] + 1 :]
 
 
-def pool_documents(workdir: str | Path) -> dict[str, dict]:
-    """doc_id -> {"original", "spans"} from the pool's Parquet parts, where present (for display)."""
-    parts = sorted((pool_dir(workdir) / "pool").glob("part-*.parquet"))
-    if not parts:
-        return {}
-    frame = pd.concat([pd.read_parquet(p, columns=["doc_id", "original", "spans"]) for p in parts])
-    return {str(r.doc_id): {"original": r.original, "spans": list(r.spans)} for r in frame.itertuples()}
+def pool_documents(workdir: str | Path, doc_ids_by_shard: dict[int, set[str]]) -> dict[str, dict]:
+    """doc_id -> {"original", "spans"} for the given documents of the given pool shards (for display)."""
+    pool = pool_dir(workdir)
+    out: dict[str, dict] = {}
+    for index, doc_ids in sorted(doc_ids_by_shard.items()):
+        path = storage.join(pool, "pool", f"{part_name(index)}.parquet")
+        if not storage.exists(path):
+            continue
+        table = read_parquet(path, ["doc_id", "original", "spans"])
+        wanted = pc.is_in(table.column("doc_id"), value_set=pa.array(sorted(doc_ids), pa.string()))
+        for row in table.filter(wanted).to_pylist():
+            out[str(row["doc_id"])] = {"original": row["original"], "spans": row["spans"]}
+    return out
 
 
 def write_json_atomic(path: str | Path, data) -> Path:

@@ -1,0 +1,74 @@
+"""The round's batch file: the chosen instances in HaDes format plus the original text judges see.
+
+The selection pass returns only (sample key, id, shard) triples; here the driver reads the chosen rows
+back from the few pool parts that hold them, filtered by id, so it never holds a whole pool shard's
+selection, let alone the pool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hades_ray.io.hades_format import mark_span
+from hades_ray.select.workdir import original_words, pool_dir, pool_documents, pool_shards, read_pool_part
+
+
+def hades_record(row, label: int = -1) -> dict:
+    return {
+        "replaced": mark_span(list(row["words"]), row["start"], row["end"]),
+        "replaced_ids": [int(row["start"]), int(row["end"])],
+        "hallucination": int(label),
+        "id": row["id"],
+        "doc_id": row["doc_id"],
+        "original_span": row["original_span"],
+        "replacement": row["replacement"],
+    }
+
+
+def display_original(row, documents: dict) -> tuple[str, int, int]:
+    """The original text judges see, and the original span's char offsets in it.
+
+    The document's own original text where the pool's spans locate this replacement; else the
+    instance's words with its span put back."""
+    doc = documents.get(row["doc_id"])
+    if doc:
+        for span in doc["spans"]:
+            if span.get("original") == row["original_span"] and span.get("replacement") == row["replacement"]:
+                return doc["original"], int(span["orig_start"]), int(span["orig_end"])
+    words = original_words(row)
+    before = " ".join(words[: row["start"]])
+    start = len(before) + (1 if before else 0)
+    return " ".join(words), start, start + len(str(row["original_span"]))
+
+
+def chosen_rows(workdir, chosen: list[tuple[float, str, int]]) -> list[dict]:
+    """The pool rows of the chosen (key, id, shard) triples, in pool order (shard, then row)."""
+    by_shard: dict[int, set[str]] = defaultdict(set)
+    for _, instance_id, shard in chosen:
+        by_shard[shard].add(instance_id)
+    shards = {s.index: s for s in pool_shards(pool_dir(workdir))}
+    rows = []
+    for index in sorted(by_shard):
+        table = read_pool_part(shards[index])
+        wanted = pc.is_in(table.column("id"), value_set=pa.array(sorted(by_shard[index]), pa.string()))
+        rows += [{**row, "shard": index} for row in table.filter(wanted).to_pylist()]
+    return rows
+
+
+def write_batch(workdir, rows: list[dict], path: Path) -> None:
+    docs_by_shard: dict[int, set[str]] = defaultdict(set)
+    for row in rows:
+        docs_by_shard[row["shard"]].add(row["doc_id"])
+    documents = pool_documents(workdir, docs_by_shard)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            text, start, end = display_original(row, documents)
+            record = {**hades_record(row), "original_text": text, "original_start": start, "original_end": end}
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    tmp.replace(path)

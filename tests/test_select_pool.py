@@ -1,0 +1,173 @@
+"""Selection over the pool as a dataset: only finished shards, features stored once per shard and
+resumed, the same batch whatever the layout, the calibration split, and a candidate target after R."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hades_ray.config import load_config
+from hades_ray.pipeline.stage import Resources, Stage
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_select_fakes import build_pool
+
+
+def _config(*overrides):
+    return load_config(overrides=["select.round_sizes=[20,40]", *overrides])
+
+
+def _batch_ids(workdir: Path, k: int) -> list[str]:
+    lines = (workdir / f"round-{k:03d}" / "batch.jsonl").read_text().splitlines()
+    return [json.loads(x)["id"] for x in lines]
+
+
+def _candidate_ids(workdir: Path, k: int) -> set[str]:
+    import pyarrow.parquet as pq
+
+    parts = sorted((workdir / f"round-{k:03d}" / "candidates").glob("part-*.parquet"))
+    return {i for p in parts for i in pq.read_table(p, columns=["id"]).column("id").to_pylist()}
+
+
+def test_reads_only_finished_shards(micro_home, tmp_path):
+    from hades_ray.select.round import run_round
+
+    workdir = tmp_path / "wd"
+    build_pool(workdir / "pool", n_docs=10, docs_per_shard=4, unfinished=True)
+    summary = run_round(_config(), workdir, 0, executor="local")
+    assert summary["counts"]["pool"] == 120 and summary["counts"]["batch"] == 20
+    seen = _candidate_ids(workdir, 0)
+    assert len(seen) == 120 and not any(i.startswith("d10000") or i == "stray" for i in seen)
+    assert sorted(p.name for p in (workdir / "features").glob("part-*.parquet")) == [
+        "part-00000.parquet",
+        "part-00001.parquet",
+        "part-00002.parquet",
+    ]
+
+
+def test_same_seed_same_batch_whatever_the_shard_layout(micro_home, tmp_path):
+    from hades_ray.select.round import run_round
+
+    batches = []
+    for docs_per_shard, batch in ((2, 7), (5, 1000)):
+        workdir = tmp_path / f"wd{docs_per_shard}"
+        build_pool(workdir / "pool", n_docs=10, docs_per_shard=docs_per_shard, unfinished=False)
+        config = _config(f"select.similarity_batch_size={batch}", f"select.spacy_batch_size={batch}")
+        run_round(config, workdir, 0, executor="local")
+        batches.append(sorted(_batch_ids(workdir, 0)))
+    assert batches[0] == batches[1] and len(batches[0]) == 20
+    other = tmp_path / "other-seed"
+    build_pool(other / "pool", n_docs=10, unfinished=False)
+    run_round(load_config(overrides=["select.round_sizes=[20]", "seed=7"]), other, 0, executor="local")
+    assert sorted(_batch_ids(other, 0)) != batches[0]
+
+
+def test_features_resume_per_shard_and_follow_settings(micro_home, tmp_path):
+    from hades_ray.select.feature_job import compute_features, ensure_features
+
+    workdir = tmp_path / "wd"
+    build_pool(workdir / "pool", n_docs=10, docs_per_shard=4, unfinished=False)
+    config = _config()
+    first = compute_features(config, workdir, executor="local")
+    (workdir / "features" / "_markers" / "part-00001.json").unlink()  # as if its worker had died
+    done = ensure_features(config, workdir, executor="local")
+    assert (done["computed"], done["reused"]) == (1, 2)
+    assert compute_features(config, workdir, executor="local").equals(first)
+    changed = ensure_features(_config("select.ner_context_words=3"), workdir, executor="local")
+    assert changed["computed"] == 3  # other settings: every shard is recomputed
+    subset = compute_features(config, workdir, ids=["d0-s1", "d9-s0"], executor="local")
+    assert sorted(subset["id"]) == ["d0-s1", "d9-s0"]
+
+
+def test_calibration_split_is_disjoint_and_stratified():
+    from hades_ray.select.detector import split_judged
+
+    labels = np.array([1] * 30 + [0] * 20)
+    parts = split_judged(labels, 0.2, 0.2, seed=3)
+    assert set(parts) == {"train", "heldout", "calibration"}
+    for value, n in ((1, 30), (0, 20)):
+        members = parts[labels == value]
+        assert (members == "calibration").sum() == round(0.2 * n) and (members == "heldout").sum() == round(0.2 * n)
+    tiny = split_judged(np.array([1, 1, 0, 0, 0]), 0.2, 0.2, seed=0)
+    assert (tiny[:2] == "train").any() and (tiny[2:] == "train").any()
+    assert (split_judged(labels, 0.2, 0.2, seed=3) == parts).all()
+
+
+class HashDetector(Stage):
+    """A stand-in detector stage: p(H) a hash of the id (so the test controls nothing but the filters)."""
+
+    name = "hash_detector"
+    inputs = {"id": pa.string()}
+    outputs = {"p_hallucination": pa.float64(), "pred": pa.int8()}
+
+    def process(self, batch):
+        p = np.array([(zlib.crc32(i.encode()) % 1000) / 1000 for i in batch.column("id").to_pylist()])
+        return {"p_hallucination": p, "pred": (p >= 0.5).astype(np.int8)}
+
+
+@pytest.fixture
+def stand_in_detector(monkeypatch, tmp_path):
+    """Round K's detector replaced by fixed rates (Eq. 1 gives R = 3/13) and the hash stage."""
+    from hades_ray.detect import api
+    from hades_ray.select import round as round_module
+
+    model_dir = tmp_path / "detector"
+    model_dir.mkdir()
+    (model_dir / "weights").write_text("stand-in")
+
+    def train(config, workdir, round_index, out, summary):
+        summary["rates"] = {"alpha": 0.8, "beta": 0.7, "gamma": 80 / 95, "false_omission": 0.2}
+        return model_dir
+
+    monkeypatch.setattr(round_module, "train_round_detector", train)
+    monkeypatch.setattr(api, "detector_stages", lambda *a, **k: [HashDetector(Resources(batch_size=16))])
+
+
+def test_candidate_target_accounts_for_r(micro_home, tmp_path, stand_in_detector):
+    from hades_ray.select.round import run_round
+
+    workdir = tmp_path / "wd"
+    build_pool(workdir / "pool", n_docs=10, unfinished=False)
+    config = _config("select.candidate_target=40", "select.paraphrase_threshold=1.0")
+    run_round(config, workdir, 0, executor="local")
+    summary = run_round(config, workdir, 1, executor="local")
+    counts = summary["counts"]
+    assert abs(summary["ratio"]["R"] - 3 / 13) < 1e-9
+    # The band is placed for the target after Eq. 1, so subsampling cannot leave the batch short.
+    assert counts["after_rebalance"] >= 40 and counts["batch"] == 40 and counts["after_thresholds"] > 40
+    assert counts["predicted_h_after_rebalance"] < counts["predicted_h_before_rebalance"]
+    assert counts["scored"] == counts["unjudged"] == 100 and not summary["messages"]
+
+
+def test_round_says_why_it_cannot_fill_the_batch(micro_home, tmp_path, stand_in_detector):
+    from hades_ray.select.round import run_round
+
+    workdir = tmp_path / "wd"
+    build_pool(workdir / "pool", n_docs=10, unfinished=False)
+    config = load_config(overrides=["select.round_sizes=[20,95]", "select.paraphrase_threshold=1.0"])
+    run_round(config, workdir, 0, executor="local")
+    summary = run_round(config, workdir, 1, executor="local")
+    assert summary["counts"]["batch"] == summary["counts"]["after_rebalance"] < 95
+    text = " ".join(summary["messages"])
+    assert "Eq. 1 subsampling" in text and "fewer than the batch of 95" in text
+
+
+@pytest.mark.ray
+def test_ray_matches_in_process_with_more_actors(ray_local, tmp_path):
+    from hades_ray.select.round import run_round
+
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    for workdir in (local, on_ray):
+        build_pool(workdir / "pool", n_docs=10, docs_per_shard=3, unfinished=True)
+    run_round(_config(), local, 0, executor="local")
+    run_round(_config("select.feature_concurrency=2", "select.similarity_num_cpus=0.25"), on_ray, 0, executor="ray")
+    assert _batch_ids(local, 0) == _batch_ids(on_ray, 0)
+    assert json.loads((on_ray / "round-000" / "round.json").read_text())["counts"]["pool"] == 120
+    shutil.rmtree(local)
