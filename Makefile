@@ -13,6 +13,7 @@ RAY_ADDRESS ?= http://127.0.0.1:$(DASHBOARD_PORT)
 # submit-perturb: input rows to read (empty: all), and the python that runs the job on the cluster
 # (this venv's, for a head started with `make ray-head` on this machine; `python` on a cluster image).
 LIMIT ?= 50
+RAY_HEAD_ARGS ?=
 JOB_PYTHON ?= $(abspath $(PY))
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -55,7 +56,7 @@ ray-head: install
 	$(VENV)/bin/ray get-auth-token --generate >/dev/null
 	chmod 600 "$$HOME/.ray/auth_token"
 	RAY_AUTH_MODE=token $(VENV)/bin/ray start --head --node-ip-address=127.0.0.1 --port=$(RAY_PORT) \
-		--dashboard-host=127.0.0.1 --dashboard-port=$(DASHBOARD_PORT)
+		--dashboard-host=127.0.0.1 --dashboard-port=$(DASHBOARD_PORT) $(RAY_HEAD_ARGS)
 
 # Submit the perturbation job to a running cluster (RAY_ADDRESS: its dashboard), sending the token of
 # ~/.ray/auth_token. Defaults: the embedded leads, LIMIT=50 rows (minutes on a laptop), the local preset
