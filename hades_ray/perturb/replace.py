@@ -7,10 +7,10 @@ Draws come from one generator per candidate, so a sequence's result never depend
 
 A replacement is a word, not debris (``whole_words``, on by default): each position is filled with
 a token of the original's shape, so the text keeps its layout. Punctuation inside a span (the
-apostrophe of "Night's", the comma of "1,000") stays as it was and costs no model step; every other
-position takes no punctuation; a position that continued a word takes a word piece and one that
-began a word takes a whole-word token; no word start repeats the token just before it, and a
-one-token word does not repeat the word after it.
+apostrophe and "s" of "Night's", the comma of "1,000") stays as it was and costs no model step;
+every other position takes no punctuation; a position that continued a word takes a word piece and
+one that began a word takes a whole-word token; no word start repeats the token just before it, and
+a one-token word does not repeat the word after it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from hades_ray.config import ReplaceConfig
 
 NEG_INF = float("-inf")
 SPAN_START, CONTINUATION, INNER_WORD = 0, 1, 2  # what the original token at a position was
+CLITICS = frozenset(["'", "\u2019", "s", "t", "d", "m", "ll", "re", "ve"])
 
 
 @dataclass
@@ -44,11 +45,13 @@ class VocabularyBans:
     at_start: torch.Tensor  # also banned at a span's first position
     continuation: torch.Tensor  # tokens that continue a word (WordPiece "##", BPE without a space marker)
     punctuation: torch.Tensor  # tokens with a character that is neither a letter nor a digit
+    clitic: torch.Tensor  # apostrophes and the "s", "t", "ll"... that follow one ("Night's", "don't")
     by_kind: torch.Tensor  # [3, vocab]: bans at SPAN_START, CONTINUATION and INNER_WORD positions
     whole_words: bool
 
     def to(self, device) -> VocabularyBans:
-        moved = {k: getattr(self, k).to(device) for k in ("anywhere", "at_start", "continuation", "punctuation")}
+        names = ("anywhere", "at_start", "continuation", "punctuation", "clitic")
+        moved = {k: getattr(self, k).to(device) for k in names}
         return VocabularyBans(**moved, by_kind=self.by_kind.to(device), whole_words=self.whole_words)
 
 
@@ -65,31 +68,33 @@ def _token_shape(token: str | None, prefixed_space: bool) -> tuple[str, bool]:
 def vocabulary_bans(
     tokenizer, vocab_size: int, stop_words: frozenset[str] | None = None, whole_words: bool = True
 ) -> VocabularyBans:
-    """The bans REPLACE applies. Special and unused tokens never fill a mask; a span never starts
-    with a word piece, punctuation, or (given ``stop_words``) a stop word; with ``whole_words`` the
-    word-shape rules of the module docstring apply too (``False``: the paper's unconstrained fill)."""
+    """The bans REPLACE applies. Special and unused tokens never fill a mask, and (given
+    ``stop_words``) a span never starts with a stop word. ``whole_words`` adds the word-shape rules of
+    the module docstring, a span never starting with a word piece or punctuation among them;
+    ``whole_words=False`` and no ``stop_words`` is the paper's unconstrained fill."""
     stop_words = stop_words or frozenset()
     tokens = tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
     space_marked = any(t and t[:1] in ("Ġ", "▁") for t in tokens[:5000])
     special = set(tokenizer.all_special_ids)
     # ids past the tokenizer's vocabulary stay banned
-    anywhere, at_start = torch.ones(vocab_size, dtype=torch.bool), torch.ones(vocab_size, dtype=torch.bool)
+    anywhere, stop = torch.ones(vocab_size, dtype=torch.bool), torch.zeros(vocab_size, dtype=torch.bool)
+    clitic = torch.zeros(vocab_size, dtype=torch.bool)
     continuation, punctuation = torch.zeros(vocab_size, dtype=torch.bool), torch.ones(vocab_size, dtype=torch.bool)
     for index, token in enumerate(tokens):
         text, continues = _token_shape(token, space_marked)
-        unusable = index in special or token is None or text.startswith(("[unused", "<unused")) or not text
-        anywhere[index] = unusable
+        anywhere[index] = index in special or token is None or text.startswith(("[unused", "<unused")) or not text
         continuation[index] = continues
         punctuation[index] = not text.isalnum()
-        at_start[index] = (
-            unusable or token.startswith("##") or not any(c.isalnum() for c in text) or text.lower() in stop_words
-        )
+        stop[index] = text.lower() in stop_words
+        clitic[index] = text.lower() in CLITICS
     if whole_words:
         shaped = anywhere | punctuation
-        by_kind = torch.stack([at_start | shaped | continuation, shaped | ~continuation, shaped | continuation])
+        at_start = shaped | continuation | stop
+        by_kind = torch.stack([at_start, shaped | ~continuation, shaped | continuation])
     else:
+        at_start = anywhere | stop
         by_kind = torch.stack([at_start, anywhere, anywhere])
-    return VocabularyBans(anywhere, at_start, continuation, punctuation, by_kind, whole_words)
+    return VocabularyBans(anywhere, at_start, continuation, punctuation, clitic, by_kind, whole_words)
 
 
 def _mlm_logits_at(
@@ -131,12 +136,19 @@ class _Plan:
     kinds: list[int]
 
 
+def _is_apostrophe(token_id: int, bans: VocabularyBans) -> bool:
+    return bool(bans.clitic[token_id]) and bool(bans.punctuation[token_id])
+
+
 def _plan(seq: MaskedSequence, bans: VocabularyBans) -> _Plan:
     steps, kinds, starting = [], [], False
     for index, (position, original) in enumerate(zip(seq.positions, seq.original_ids)):
         starting = starting or position in seq.span_starts
-        if bans.whole_words and bool(bans.punctuation[original]):
-            continue  # punctuation inside a span ("$5", "Night's") stays as it was
+        after_apostrophe = index > 0 and seq.positions[index - 1] == position - 1 and bool(bans.clitic[original])
+        if bans.whole_words and (
+            bool(bans.punctuation[original]) or after_apostrophe and _is_apostrophe(seq.original_ids[index - 1], bans)
+        ):
+            continue  # punctuation inside a span ("$5", "Night's") and the clitic after it stay as they were
         if starting:
             kind = SPAN_START
         elif bans.whole_words and bool(bans.continuation[original]):
