@@ -171,3 +171,12 @@ def test_ray_matches_in_process_with_more_actors(ray_local, tmp_path):
     assert _batch_ids(local, 0) == _batch_ids(on_ray, 0)
     assert json.loads((on_ray / "round-000" / "round.json").read_text())["counts"]["pool"] == 120
     shutil.rmtree(local)
+
+
+def test_paper_rounds_train_a_bert_detector():
+    from hades_ray.select.detector import round_detector_config
+
+    paper = load_config("paper")
+    assert round_detector_config(paper).detect.backbone == "bert-base-cased"
+    assert paper.models.encoder == "roberta-large"  # the paraphrase similarity keeps the paper's encoder
+    assert round_detector_config(load_config("local")).detect.backbone == ""  # local: models.encoder
