@@ -27,6 +27,7 @@ COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # Revisions of the config built last in this process (load_config / config_from_dict, which every
 # actor calls), so that loaders called with a bare reference still load the pinned commit.
 _PINNED: dict[str, str] = {}
+_WARNED: set[str] = set()
 
 
 class ModelNotFoundError(FileNotFoundError):
@@ -129,7 +130,8 @@ def resolve_model(reference: str) -> str:
         if not (path / "config.json").is_file():
             raise ModelNotFoundError(f"model path {path} is not a checkpoint folder (no config.json)")
         return str(path)
-    if model_revision(reference) is None:
+    if model_revision(reference) is None and reference not in _WARNED:
+        _WARNED.add(reference)
         log.warning("hub model %r is not pinned to a revision (models.revisions): it loads the latest", reference)
     return reference  # a hub id; from_pretrained reports a missing or unreachable one
 
