@@ -1,7 +1,8 @@
 """Benchmark of REPLACE (the MLM work of the perturbation job), side by side in one run.
 
 On leads of ../shared/data/enwiki2015_first_paragraphs.jsonl with the local preset's masked LM:
-  * pipeline      - this project's REPLACE stage (all candidates of a batch share each step's forward)
+  * pipeline      - this project's REPLACE stage (candidates of equal length share each step's forward)
+  * padded        - the same batches as one padded fill over mixed lengths (the job before it grouped lengths)
   * model-only    - the very same forwards replayed with no pipeline around them
   * naive loop    - Hugging Face fill-mask style: one full forward per masked token per candidate, batch 1
   * nlpaug        - ContextualWordEmbsAug on the same MLM folder, substituting as many words per candidate
@@ -34,24 +35,19 @@ RESULTS = ROOT / "jobs" / "results"
 def _prepared_rows(config, docs: int) -> list[dict]:
     from transformers import AutoTokenizer
 
-    from hades_ray.io.readers import read_rows
+    from hades_ray.io.readers import plan_shards, read_shard
     from hades_ray.models.registry import resolve_model
     from hades_ray.perturb.annotate import load_spacy
-    from hades_ray.perturb.stages import prepare_rows
+    from hades_ray.perturb.steps import prepare_rows
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(config.models.mlm))
     nlp = load_spacy(config.spacy_model)
-    rows, kept = [], []
-    for row in read_rows(SHARED):
-        rows = prepare_rows(
-            [{"doc_id": row.doc_id, "title": row.title, "text": row.text, "reject": row.reject, "source": row.source}],
-            nlp,
-            tokenizer,
-            config,
-        )
+    kept = []
+    for shard in plan_shards(str(SHARED), 50):
+        rows = prepare_rows(sorted(read_shard(shard).to_pylist(), key=lambda r: r["row"]), nlp, tokenizer, config)
         kept += [r for r in rows if r["status"] == "ok"]
         if len(kept) >= docs:
-            return kept
+            return kept[:docs]
     return kept
 
 
@@ -62,7 +58,7 @@ def _copy(rows):
 def run_pipeline(rows, config, model, tokenizer, recorder=None) -> tuple[float, float]:
     """(wall seconds, seconds inside forwards) of the REPLACE stage over ``rows`` in batches."""
     from hades_ray.perturb.replace import vocabulary_bans
-    from hades_ray.perturb.stages import replace_rows
+    from hades_ray.perturb.steps import replace_rows
 
     bans = vocabulary_bans(tokenizer, model.config.vocab_size)
     size = config.perturb.resources.replace.batch_size
@@ -72,6 +68,22 @@ def run_pipeline(rows, config, model, tokenizer, recorder=None) -> tuple[float, 
     for begin in range(0, len(rows), size):
         replace_rows(rows[begin : begin + size], model, tokenizer, bans, config, timings)
     return time.perf_counter() - started, timings["forward"]
+
+
+def run_padded(rows, config, model, tokenizer) -> float:
+    """The same batches filled the way the job did before it grouped equal lengths: every candidate of
+    the batch in one padded fill (faster on a CPU, but padding makes bf16 results batch-dependent)."""
+    from hades_ray.perturb.replace import fill_masks, vocabulary_bans
+    from hades_ray.perturb.steps import masked_sequences
+
+    bans = vocabulary_bans(tokenizer, model.config.vocab_size)
+    size = config.perturb.resources.replace.batch_size
+    started = time.perf_counter()
+    for begin in range(0, len(rows), size):
+        sequences = [s for r in rows[begin : begin + size] for s in masked_sequences(r, tokenizer.mask_token_id, 0)]
+        sequences.sort(key=lambda s: len(s.input_ids))
+        fill_masks(model, sequences, config.perturb.replace, bans, tokenizer.pad_token_id)
+    return time.perf_counter() - started
 
 
 class Recorder(torch.nn.Module):
@@ -97,14 +109,13 @@ def model_only(model, calls, head_inputs) -> float:
 
 def naive_loop(rows, model, tokenizer, config) -> float:
     """One full-vocabulary forward per masked token per candidate, batch size 1 (fill-mask style)."""
-    from hades_ray.perturb.stages import _masked_sequences
+    from hades_ray.perturb.steps import masked_sequences
 
     started = time.perf_counter()
     k = config.perturb.replace.top_k
     with torch.inference_mode():
         for row in rows:
-            payload = json.loads(row["payload"])
-            for seq in _masked_sequences(row, payload, tokenizer.mask_token_id, config.seed):
+            for seq in masked_sequences(row, tokenizer.mask_token_id, config.seed):
                 ids = torch.tensor([seq.input_ids])
                 for position, original in zip(seq.positions, seq.original_ids):
                     logits = model(input_ids=ids).logits[0, position]
@@ -144,8 +155,7 @@ def nlpaug_loop(rows, mlm_dir: str, config) -> tuple[float, str]:
         )
         started = time.perf_counter()
         for row in rows:
-            payload = json.loads(row["payload"])
-            for chosen in payload["candidates"]:
+            for chosen in row["chosen"]:
                 aug.aug_min = aug.aug_max = len(chosen)
                 aug.augment(row["text"])
         return time.perf_counter() - started, "ok"
@@ -158,17 +168,19 @@ def ray_actors(rows, config, actors: int) -> tuple[float, float]:
     steady-state seconds from the first finished row to the last, i.e. without actor start-up)."""
     import ray
 
-    from hades_ray.perturb.stages import MaskFiller
+    from hades_ray.perturb.stages import ReplaceStage
+    from hades_ray.pipeline.stage import Resources, StageActor
     from hades_ray.ray_runtime import init_ray
 
     init_ray(num_cpus=os.cpu_count())
     res = config.perturb.resources.replace
-    items = [{k: r[k] for k in ("doc_id", "text", "status", "payload")} for r in rows]
+    items = [{k: r[k] for k in ("doc_id", "status", "input_ids", "units", "chosen")} for r in rows]
     ds = ray.data.from_items(items, override_num_blocks=max(1, len(items) // res.batch_size))
     ds = ds.map_batches(
-        MaskFiller,
-        fn_constructor_kwargs={"config": config.to_dict()},
+        StageActor,
+        fn_constructor_args=(ReplaceStage(config, Resources(num_cpus=0.5, batch_size=res.batch_size)),),
         batch_size=res.batch_size,
+        batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=actors),
         num_cpus=0.5,
     )
@@ -202,8 +214,8 @@ def main() -> int:
     t0 = time.perf_counter()
     rows = _prepared_rows(config, args.docs)
     prepare_s = time.perf_counter() - t0
-    candidates = sum(len(json.loads(r["payload"])["candidates"]) for r in rows)
-    masked = sum(sum(1 for _ in c) for r in rows for c in json.loads(r["payload"])["candidates"])
+    candidates = sum(len(r["chosen"]) for r in rows)
+    masked = sum(len(c) for r in rows for c in r["chosen"])
 
     recorder = Recorder(model.base_model)
     base_name = model.base_model_prefix
@@ -217,15 +229,17 @@ def main() -> int:
         for c in recorder.calls
     ]
     model_s = model_only(model, recorder.calls, head_inputs)
+    padded_s = run_padded(rows, config, model, tokenizer)
+    print(f"padded mixed-length batches: {padded_s:.1f}s", flush=True)
 
     subset = rows[: args.naive_docs]
-    sub_cands = sum(len(json.loads(r["payload"])["candidates"]) for r in subset)
+    sub_cands = sum(len(r["chosen"]) for r in subset)
     naive_s = naive_loop(subset, model, tokenizer, config)
     print(f"naive: {sub_cands} candidates in {naive_s:.1f}s", flush=True)
     nlpaug_s, nlpaug_status = nlpaug_loop(subset, resolve_model(config.models.mlm), config)
     print(f"nlpaug: {nlpaug_status} {nlpaug_s:.1f}s", flush=True)
     ray_rows = rows[: args.ray_docs]
-    ray_cands = sum(len(json.loads(r["payload"])["candidates"]) for r in ray_rows)
+    ray_cands = sum(len(r["chosen"]) for r in ray_rows)
     (ray_1, steady_1), (ray_2, steady_2) = ((float("nan"),) * 2,) * 2
     if not args.skip_ray:
         ray_1, steady_1 = ray_actors(ray_rows, config, 1)
@@ -242,6 +256,7 @@ def main() -> int:
         "prepare_seconds": prepare_s,
         "rates_candidates_per_s": {
             "pipeline": rate(candidates, pipe_s),
+            "padded_mixed_lengths": rate(candidates, padded_s),
             "model_only": rate(candidates, model_s),
             "naive_loop": rate(sub_cands, naive_s),
             "nlpaug": rate(sub_cands, nlpaug_s),
@@ -283,12 +298,22 @@ def write_results(results: dict) -> None:
         "| variant | candidates/s | vs pipeline |",
         "|---|---|---|",
     ]
-    for name in ("pipeline", "model_only", "naive_loop", "nlpaug", "ray_1_actor", "ray_2_actors"):
+    for name in (
+        "pipeline",
+        "padded_mixed_lengths",
+        "model_only",
+        "naive_loop",
+        "nlpaug",
+        "ray_1_actor",
+        "ray_2_actors",
+    ):
         ratio = r[name] / r["pipeline"] if r[name] == r[name] else None
         lines.append(f"| {name} | {fmt(r[name])} | {fmt(ratio)} |")
     lines += [
         "",
         f"- pipeline / naive loop: **{fmt(q['pipeline_vs_naive'])}x** (aim >= 5x)",
+        f"- cost of batch-independent output (equal-length groups, no padding) against padded mixed-length "
+        f"batches: {fmt(r['pipeline'] / r['padded_mixed_lengths'])}x the padded rate",
         f"- pipeline / nlpaug: {fmt(q['pipeline_vs_nlpaug'])}x ({results['nlpaug_status']})",
         f"- share of pipeline wall time inside model forwards: **{results['forward_share_of_pipeline_wall']:.1%}** "
         f"(replayed model-only: {results['model_only_share_of_pipeline_wall']:.1%}; aim >= 85%)",
