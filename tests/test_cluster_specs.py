@@ -4,6 +4,7 @@ SidecarMode rules, the paper preset's actors fitting the declared nodes, and a D
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -64,9 +65,11 @@ def fits(nodes: list[dict], actors: list[dict], spare_cpus: float = 1.0) -> bool
 
 def paper_actors() -> list[dict]:
     resources = load_config("paper").perturb.resources
+    stages = [f.name for f in dataclasses.fields(resources)]  # every actor-pool stage the config knows
+    assert {"annotate", "replace", "rank"} <= set(stages)
     return [
         {"stage": stage, "CPU": res.num_cpus, "GPU": res.num_gpus}
-        for stage in ("annotate", "replace", "rank")
+        for stage in stages
         for res in [getattr(resources, stage)]
         for _ in range(res.concurrency)
     ]
