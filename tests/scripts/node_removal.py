@@ -23,7 +23,7 @@ def actors_on(node_id: str) -> int:
 
 
 def main(input_path: str, output: str) -> None:
-    # The head keeps enough logical CPUs for read/write tasks beside the actors (RAY_NOTES: else it stalls).
+    # The head keeps enough logical CPUs for read/write tasks beside the actors (hades_ray/pipeline/README.md: else it stalls).
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 3, "include_dashboard": False})
     worker = cluster.add_node(num_cpus=2)
     cluster.wait_for_nodes()
