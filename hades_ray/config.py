@@ -82,7 +82,7 @@ class StageResources:
 
     concurrency: int = 1  # the most actors of this stage; the pool autoscales down to min_concurrency
     min_concurrency: int = 1  # a smaller cluster still runs the job with this many actors
-    num_cpus: float = 0.5  # fractional so read/write tasks always find a CPU (docs/ray.md: a job hangs otherwise)
+    num_cpus: float = 0.5  # fractional so read/write tasks always find a CPU (hades_ray/docs/ray.md: else jobs hang)
     num_gpus: float = 0.0
     batch_size: int = 8  # documents per batch
     torch_threads: int = 1

@@ -1,6 +1,6 @@
 """Starting or joining Ray the same way from the CLI, the jobs and the tests.
 
-Local clusters stay on 127.0.0.1 (Ray binds the external interface otherwise; see docs/ray.md) and
+Local clusters stay on 127.0.0.1 (Ray binds the external interface otherwise; see hades_ray/docs/ray.md) and
 never attach to a stale cluster left by a killed head. Token authentication stays
 on: Ray 2.59+ turns it on for a new local cluster unless ``RAY_AUTH_MODE`` says otherwise, and
 writes the token to ``~/.ray/auth_token``, so another user of a shared host cannot reach its GCS

@@ -52,7 +52,7 @@ def quantity(value) -> float:
 
 def fits(nodes: list[dict], actors: list[dict], spare_cpus: float = 1.0) -> bool:
     """First-fit decreasing placement of ``actors`` on ``nodes`` (both {"CPU", "GPU"}), leaving
-    ``spare_cpus`` for Ray Data's read and write tasks (without them the job hangs; docs/ray.md)."""
+    ``spare_cpus`` for Ray Data's read and write tasks (without them the job hangs; hades_ray/docs/ray.md)."""
     free = [dict(n) for n in nodes]
     for actor in sorted(actors, key=lambda a: (a["GPU"], a["CPU"]), reverse=True):
         node = next((n for n in free if n["CPU"] >= actor["CPU"] and n["GPU"] >= actor["GPU"] - 1e-9), None)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from hades_ray.cli_common import add_config_args, config_from_args
+from hades_ray.errors import UserError
 from hades_ray.io.demo_corpus import DEMO_INPUT
 from hades_ray.perturb.report import print_report
 
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     for flag in ("limit", "sample"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
-            raise ValueError(f"--{flag} must be >= 1")
+            raise UserError(f"--{flag} must be >= 1")
     summary = run_perturb(
         config,
         args.input,

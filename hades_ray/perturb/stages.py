@@ -74,14 +74,12 @@ class PrepareStage(PerturbStage):
     outputs = {"status": pa.string(), "input_ids": IDS, "units": pa.list_(UNIT_TYPE), "chosen": pa.list_(IDS)}
 
     def setup(self) -> None:
-        from transformers import AutoTokenizer
-
-        from hades_ray.models.registry import resolve_model
+        from hades_ray.models.registry import load_tokenizer
         from hades_ray.perturb.annotate import load_spacy
 
         super().setup()
         self.nlp = load_spacy(self.config.spacy_model)
-        self.tokenizer = AutoTokenizer.from_pretrained(resolve_model(self.config.models.mlm))
+        self.tokenizer = load_tokenizer(self.config.models.mlm)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         return self.columns(steps.prepare_rows(self.rows(batch), self.nlp, self.tokenizer, self.config))
@@ -130,15 +128,16 @@ class AssembleStage(PerturbStage):
     drops = ("units", "chosen", "fills")
 
     def setup(self) -> None:
-        from transformers import AutoConfig, AutoTokenizer
+        from transformers import AutoConfig
 
-        from hades_ray.models.registry import resolve_model
+        from hades_ray.models.registry import load_tokenizer, model_revision, resolve_model
 
         super().setup()
         models = self.config.models
-        self.mlm_tokenizer = AutoTokenizer.from_pretrained(resolve_model(models.mlm))
-        self.lm_tokenizer = AutoTokenizer.from_pretrained(resolve_model(models.causal_lm))
-        lm_config = AutoConfig.from_pretrained(resolve_model(models.causal_lm))
+        self.mlm_tokenizer = load_tokenizer(models.mlm)
+        self.lm_tokenizer = load_tokenizer(models.causal_lm)
+        revision = model_revision(models.causal_lm)
+        lm_config = AutoConfig.from_pretrained(resolve_model(models.causal_lm), revision=revision)
         self.max_length = steps.context_limit(lm_config, self.config.perturb.rank.max_length)
 
     def process(self, batch: pa.Table) -> dict[str, list]:

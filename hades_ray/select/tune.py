@@ -1,6 +1,6 @@
 """Ray Tune sweeps: the detector's configuration (Ray Train inside Tune) and a round's selection cuts.
 
-Train V2 cannot be passed to ``Tuner`` (docs/ray.md): each trial is a function that runs the detect
+Train V2 cannot be passed to ``Tuner`` (hades_ray/docs/ray.md): each trial is a function that runs the detect
 package's own ``TorchTrainer`` setup with ``TuneReportCallback``, so every epoch's validation report
 reaches Tune and ASHA can stop weak trials early. The trial driver takes no CPU
 (``with_resources({"cpu": 0, "memory": 1})``); its Train workers take ``detect.worker_cpus`` each.
@@ -79,7 +79,7 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
 
 
 def concurrent_trials(config) -> int:
-    """Trials at once so that Train workers leave one CPU free for Ray Data's read tasks (docs/ray.md)."""
+    """Trials at once so that Train workers leave one CPU free for Ray Data's read tasks (hades_ray/docs/ray.md)."""
     from hades_ray.ray_runtime import cluster_cpus
 
     per_trial = config.detect.workers * config.detect.worker_cpus
