@@ -6,7 +6,7 @@ import pytest
 
 from hades_ray.config import MaskConfig, ReadConfig
 from hades_ray.io.hades_format import parse_instance
-from hades_ray.io.readers import read_rows
+from hades_ray.io.readers import InputError, plan_shards, read_shard
 from hades_ray.perturb.mask import align_units, choose_spans, spans_to_mask
 from hades_ray.perturb.segment import first_paragraph, reject_reason
 from hades_ray.perturb.spans import apply_replacements, hades_instances, words_with_span_indices
@@ -55,8 +55,8 @@ def test_reader_marks_every_bad_row_with_a_reason(tmp_path):
         json.dumps(["a list"]).encode(),
     ]
     path.write_bytes(b"\n".join(lines) + b"\n")
-    rows = list(read_rows(path))
-    assert [r.reject for r in rows] == [
+    rows = _read(path)
+    assert [r["reject"] for r in rows] == [
         "",
         "invalid_json",
         "missing_text",
@@ -64,13 +64,18 @@ def test_reader_marks_every_bad_row_with_a_reason(tmp_path):
         "invalid_utf8",
         "not_an_object",
     ]
-    assert rows[1].source == f"{path}:2"
-    assert len(list(read_rows(path, limit=2))) == 2
+    assert rows[1]["source"] == f"{path}:2"
+    assert len(_read(path, limit=2)) == 2
+
+
+def _read(path, limit=None):
+    rows = [r for shard in plan_shards(str(path), 3, limit) for r in read_shard(shard).to_pylist()]
+    return sorted(rows, key=lambda r: r["row"])
 
 
 def test_reader_names_a_missing_input():
-    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
-        list(read_rows("nope.jsonl"))
+    with pytest.raises(InputError, match="nope.jsonl"):
+        plan_shards("nope.jsonl", 10)
 
 
 def test_align_units_drops_spans_cutting_a_token():
