@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from hades_ray.cli_common import add_config_args, config_from_args
 from hades_ray.errors import UserError
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         executor=args.executor,
         sample=args.sample,
     )
-    print_report(Path(args.output), summary, examples=args.examples)
+    print_report(args.output, summary, examples=args.examples)
     return 0
 
 

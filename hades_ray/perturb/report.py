@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from hades_ray.perturb.shards import finished_shards, part_name
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.shards import finished_shards, part_name
 
 
 def mark_replacements(text: str, spans: list[dict], left: str = "[[", right: str = "]]") -> str:
@@ -49,17 +50,18 @@ def summary_table(summary: dict) -> str:
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
-def first_rows(output: Path, count: int) -> list[dict]:
+def first_rows(output: str | Path, count: int) -> list[dict]:
+    """The first ``count`` kept documents of the finished shards (a local path or an object store URI)."""
     found: list[dict] = []
     for shard in finished_shards(output):
         if len(found) >= count:
             break
-        table = pq.read_table(output / "pool" / f"{part_name(shard)}.parquet")
-        found += table.slice(0, count - len(found)).to_pylist()
+        fs, path = storage.resolve(storage.join(output, "pool", f"{part_name(shard)}.parquet"))
+        found += pq.read_table(path, filesystem=fs).slice(0, count - len(found)).to_pylist()
     return found
 
 
-def print_report(output: Path, summary: dict, examples: int = 3) -> None:
+def print_report(output: str | Path, summary: dict, examples: int = 3) -> None:
     print("\n" + summary_table(summary))
     for row in first_rows(output, examples):
         print(f"\n--- {row['doc_id']} ({row['title']}) ppl={row['ppl']:.2f}, candidate {row['candidate']}")
