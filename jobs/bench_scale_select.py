@@ -1,0 +1,290 @@
+"""Selection at scale: driver peak RSS and wall time of rounds 0 and 1 on synthetic pools, new beside old.
+
+  python jobs/bench_scale_select.py [--pool-sizes 100000 1000000] [--old-tree /tmp/old-main]
+
+Each pool is written in the perturbation job's layout (``instances/part-NNNNN.parquet`` + markers), with
+its features stored in advance (spaCy over a million windows does not fit these 2 cores; the features
+job itself is tested in tests/test_select_pool.py). Round 0 samples 400; simulated judges label them;
+round 1 trains a micro detector (the micro BERT of ``hades_ray/models/micro.py``, one epoch, head only)
+on Ray Train, scores the whole pool and selects 2,000. Every round runs in its own process, which is
+the driver, so its peak RSS is the driver's alone (Ray's workers are other processes).
+
+The old data path (commit 52952ae, before the pool was a dataset) is measured at the smallest size only,
+from a git worktree (``git worktree add /tmp/old-main 52952ae``) on the same pool written as its merged
+``instances.jsonl`` and ``features/features.parquet``. Writes jobs/results/bench_scale_select.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "jobs" / "results"
+OLD_COMMIT = "52952ae"
+SHARD_ROWS = 10_000
+VOCAB = [f"w{k}" for k in range(500)]
+OVERRIDES = [
+    "select.round_sizes=[400,2000]",
+    "select.min_train_instances=20",
+    "detect.backbone=local:mlm",
+    "detect.epochs=1",
+    "detect.window=32",
+    "detect.batch_size=32",
+    "detect.freeze=all",
+    "detect.actors=2",  # two scoring actors at half a CPU each, in both data paths
+]
+COMMAND = "python jobs/bench_scale_select.py --pool-sizes 100000 1000000 --old-tree /tmp/old-main"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pool-sizes", nargs="+", type=int, default=[100_000, 1_000_000], help="pool instances")
+    parser.add_argument("--work", default="/tmp/bench_scale_select", help="scratch folder for pools and rounds")
+    parser.add_argument("--old-tree", default="/tmp/old-main", help=f"a git worktree of {OLD_COMMIT}; '' skips old")
+    parser.add_argument("--child", choices=("setup", "round", "judge"), help=argparse.SUPPRESS)
+    parser.add_argument("--impl", choices=("new", "old"), default="new", help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--round", type=int, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+# ---- synthetic pool (child "setup") ------------------------------------------------------------------
+
+
+def shard_rows(index: int, count: int) -> tuple[list[dict], list[dict]]:
+    """(instances, features) of one shard: 24-word texts, one replaced word, seeded by the shard."""
+    import numpy as np
+
+    rng = np.random.default_rng(index)
+    instances, features = [], []
+    for k in range(count):
+        row = index * SHARD_ROWS + k
+        words = [VOCAB[i] for i in rng.integers(0, len(VOCAB), 24)]
+        start = int(rng.integers(3, 21))
+        original, words[start] = words[start], VOCAB[int(rng.integers(0, len(VOCAB)))]
+        doc = f"doc{row // 4}"
+        ent = ["", "", "DATE", "PERSON", "GPE"][int(rng.integers(0, 5))]
+        instances.append(
+            {"id": f"{doc}#{row % 4}", "doc_id": doc, "words": words, "start": start, "end": start,
+             "replacement": words[start], "original_span": original, "ner": ent, "pos": "NOUN", "hallucination": -1}
+        )  # fmt: skip
+        features.append(
+            {"id": f"{doc}#{row % 4}", "doc_id": doc, "similarity": float(rng.uniform(0.0, 1.0)), "orig_ent": ent,
+             "repl_ent": ent if rng.uniform() < 0.5 else "", "orig_pos": "NOUN", "repl_pos": "NOUN",
+             "orig_lemma": original, "repl_lemma": words[start]}
+        )  # fmt: skip
+    return instances, features
+
+
+def setup_new(size: int, workdir: Path) -> None:
+    import pyarrow as pa
+
+    from hades_ray.config import load_config
+    from hades_ray.perturb.writer import INSTANCE_SCHEMA
+    from hades_ray.pipeline.shards import part_name, write_marker
+    from hades_ray.select.feature_job import FEATURE_SCHEMA, features_digest, features_dir
+    from hades_ray.select.passes import part_path
+    from hades_ray.select.passes import write_marker as write_feature_marker
+    from hades_ray.select.workdir import marker_digest, write_table
+
+    digest = features_digest(load_config(overrides=OVERRIDES))
+    pool = workdir / "pool"
+    for index in range((size + SHARD_ROWS - 1) // SHARD_ROWS):
+        count = min(SHARD_ROWS, size - index * SHARD_ROWS)
+        instances, features = shard_rows(index, count)
+        write_table(
+            str(pool / "instances" / f"{part_name(index)}.parquet"), pa.Table.from_pylist(instances, INSTANCE_SCHEMA)
+        )
+        marker = {"shard": index, "counts": {"instances": count}, "fingerprint": f"bench{index}"}
+        write_marker(str(pool), index, marker)
+        write_table(part_path(features_dir(workdir), index), pa.Table.from_pylist(features, FEATURE_SCHEMA))
+        identity = {"shard": index, "digest": digest, "pool_identity": marker_digest(marker), "rows": count}
+        write_feature_marker(features_dir(workdir), index, identity)
+
+
+def setup_old(size: int, workdir: Path) -> None:
+    import pandas as pd
+
+    from hades_ray.config import load_config
+    from hades_ray.select.features import _meta  # the old code's own marker contents
+
+    (workdir / "pool").mkdir(parents=True, exist_ok=True)
+    (workdir / "features").mkdir(parents=True, exist_ok=True)
+    frames = []
+    with open(workdir / "pool" / "instances.jsonl", "w", encoding="utf-8") as handle:
+        for index in range((size + SHARD_ROWS - 1) // SHARD_ROWS):
+            instances, features = shard_rows(index, min(SHARD_ROWS, size - index * SHARD_ROWS))
+            for r in instances:
+                words = list(r["words"])
+                words[r["start"]] = f"==={words[r['start']]}==="
+                record = {"replaced": " ".join(words), "replaced_ids": [r["start"], r["end"]], "hallucination": -1,
+                          "id": r["id"], "doc_id": r["doc_id"], "original_span": r["original_span"],
+                          "replacement": r["replacement"]}  # fmt: skip
+                handle.write(json.dumps(record) + "\n")
+            frames.append(pd.DataFrame(features).drop(columns=["repl_pos"]))
+    pd.concat(frames).to_parquet(workdir / "features" / "features.parquet", index=False)
+    meta = _meta(load_config(overrides=OVERRIDES), size)
+    (workdir / "features" / "features.json").write_text(json.dumps(meta))
+
+
+# ---- measured steps (children) -----------------------------------------------------------------------
+
+
+def child_round(impl: str, workdir: Path, round_index: int) -> dict:
+    from hades_ray.config import load_config
+    from hades_ray.select.round import run_round
+
+    config = load_config(overrides=OVERRIDES)
+    started = time.perf_counter()
+    summary = run_round(config, workdir, round_index, **({"executor": "ray"} if impl == "new" else {}))
+    wall = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"wall_s": round(wall, 1), "driver_peak_rss_mib": round(peak), "counts": summary["counts"]}
+
+
+def child_judge(workdir: Path) -> dict:
+    """Simulated judges on round 0's batch (not measured): H where the replacement's number is odd."""
+    import pandas as pd
+
+    from hades_ray.annotate.consensus import item_table
+    from hades_ray.annotate.judgments import batch_items, import_judgments, load_judgments, next_import_number
+    from hades_ray.annotate.simulate import simulate_rows
+    from hades_ray.config import load_config
+
+    config = load_config(overrides=OVERRIDES)
+    items = batch_items(workdir, 0)
+    truth = pd.Series(
+        ["H" if zlib.crc32(str(i["replacement"]).encode()) % 2 else "N" for i in items],
+        index=[str(i["id"]) for i in items],
+    )
+    for _ in range(2):  # the first panel, then more judges where they disagree
+        judged = load_judgments(workdir, 0)
+        table = item_table(list(truth.index), judged, config.annotate)
+        number = next_import_number(workdir / "round-000" / "judgments")
+        rows = simulate_rows(truth, table, judged, config.annotate.max_judges, 0.1, config.seed, 0, number)
+        if rows:
+            import_judgments(config, workdir, 0, "bench-panel", simulated=True, rows=rows)
+    return {"judged": len(items)}
+
+
+def run_child(args) -> int:
+    workdir = Path(args.work) / f"{args.impl}-{args.size}"
+    if args.child == "setup":
+        (setup_new if args.impl == "new" else setup_old)(args.size, workdir)
+        result = {"setup": str(workdir)}
+    elif args.child == "judge":
+        result = child_judge(workdir)
+    else:
+        result = child_round(args.impl, workdir, args.round)
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+# ---- parent ---------------------------------------------------------------------------------------------
+
+
+def _spawn(args, impl: str, size: int, child: str, round_index: int = 0) -> dict:
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HADES_RAY_HOME": str(Path(args.work) / "home"),
+    }
+    env["PYTHONPATH"] = args.old_tree if impl == "old" else str(ROOT)
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", child, "--impl", impl, "--size", str(size)]
+    command += ["--round", str(round_index), "--work", args.work]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600, cwd=env["PYTHONPATH"])
+    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise RuntimeError(f"{impl} {child} at {size}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def measure(args, impl: str, size: int) -> dict:
+    import shutil
+
+    shutil.rmtree(Path(args.work) / f"{impl}-{size}", ignore_errors=True)
+    _spawn(args, impl, size, "setup")
+    rounds = {"round_0": _spawn(args, impl, size, "round", 0)}
+    _spawn(args, impl, size, "judge")
+    rounds["round_1"] = _spawn(args, impl, size, "round", 1)
+    shown = {k: {x: v[x] for x in ("wall_s", "driver_peak_rss_mib")} for k, v in rounds.items()}
+    print(f"{impl} {size}: {json.dumps(shown)}", flush=True)
+    return rounds
+
+
+def markdown(results: dict) -> str:
+    lines = [
+        "| data path | pool instances | round | wall (s) | driver peak RSS (MiB) | batch |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, runs in (("new", results["new"]), (f"old ({OLD_COMMIT})", results.get("old", {}))):
+        for size, rounds in runs.items():
+            for name, r in rounds.items():
+                cells = [label, f"{int(size):,}", name[-1], r["wall_s"], r["driver_peak_rss_mib"], r["counts"]["batch"]]
+                lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    lines += ["", f"Reproduce: `{COMMAND}` (micro detector, features stored in advance; 2 CPU cores)."]
+    for key, value in results.get("ratios", {}).items():
+        lines.append(f"- {key}: {value}")
+    return "\n".join(lines)
+
+
+def ratios(results: dict) -> dict:
+    new = results["new"]
+    sizes = sorted(new, key=int)
+    out = {}
+    if len(sizes) >= 2:
+        small, large = new[sizes[0]], new[sizes[-1]]
+        for r in ("round_0", "round_1"):
+            out[f"new {r} driver RSS, {int(sizes[-1]):,} / {int(sizes[0]):,}"] = round(
+                large[r]["driver_peak_rss_mib"] / small[r]["driver_peak_rss_mib"], 2
+            )
+            out[f"new {r} wall, {int(sizes[-1]):,} / {int(sizes[0]):,}"] = round(
+                large[r]["wall_s"] / small[r]["wall_s"], 2
+            )
+    return out
+
+
+def run(args) -> dict:
+    """The selection benchmark; ``args`` needs ``pool_sizes`` (and may carry ``work``, ``old_tree``)."""
+    args.work = getattr(args, "work", None) or "/tmp/bench_scale_select"
+    args.old_tree = getattr(args, "old_tree", "/tmp/old-main")
+    Path(args.work).mkdir(parents=True, exist_ok=True)
+    home = Path(args.work) / "home"
+    if not (home / "models" / "mlm" / "config.json").is_file():
+        sys.path.insert(0, str(ROOT))
+        from hades_ray.models.micro import build_micro_kit
+
+        build_micro_kit(home)
+    results: dict = {"command": COMMAND, "shard_rows": SHARD_ROWS, "overrides": OVERRIDES, "new": {}}
+    for size in sorted(args.pool_sizes):
+        results["new"][str(size)] = measure(args, "new", size)
+    if args.old_tree:
+        results["old"] = {str(min(args.pool_sizes)): measure(args, "old", min(args.pool_sizes))}
+    results["ratios"] = ratios(results)
+    results["markdown"] = markdown(results)
+    return results
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        return run_child(args)
+    results = run(args)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bench_scale_select.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / "bench_scale_select.md").write_text("# Selection at scale\n\n" + results["markdown"] + "\n")
+    print(results["markdown"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
