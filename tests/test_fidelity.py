@@ -57,6 +57,17 @@ def test_artifact_summary_is_a_rate_with_counts_by_kind():
     assert artifact_summary({"replacements": 0, "with_artifacts": 0})["rate"] is None
 
 
+def test_demo_table_shows_the_artifact_rate_when_the_summary_has_it():
+    from hades_ray.perturb.report import summary_table
+
+    summary = {"read": 3, "kept": 2, "too_short": 1, "no_maskable_words": 0, "quarantined": 0}
+    summary |= {"quarantined_by_reason": {}, "instances": 9, "timings": {"wall_seconds": 1.0}}
+    summary |= {"shards": {"processed_now": 1, "skipped_finished": 0}}
+    assert "artifact" not in summary_table(summary)
+    summary["artifacts"] = artifact_summary({"replacements": 9, "with_artifacts": 1, "punctuation": 1})
+    assert "replacement artifact rate   11.11% (1 of 9: punctuation 1)" in summary_table(summary)
+
+
 # ---- stop words -----------------------------------------------------------------------------------
 
 
