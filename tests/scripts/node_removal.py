@@ -12,18 +12,19 @@ from pathlib import Path
 
 import ray
 from ray.cluster_utils import Cluster
-from ray.util.state import list_actors
 
 from hades_ray.config import load_config
 from hades_ray.perturb.runner import run_perturb
 
 
 def actors_on(node_id: str) -> int:
-    return len(list_actors(filters=[("node_id", "=", node_id), ("state", "=", "ALIVE")], raise_on_missing_output=False))
+    """Alive actors placed on ``node_id``, from the GCS actor table (the State API needs a dashboard)."""
+    table = ray._private.state.actors(actor_state_name="ALIVE")
+    return sum(1 for info in table.values() if info["Address"]["NodeID"] == node_id)
 
 
 def main(input_path: str, output: str) -> None:
-    # The head keeps enough logical CPUs for read/write tasks beside the actors (hades_ray/pipeline/README.md: else it stalls).
+    # The head keeps logical CPUs for read/write tasks beside the actors (hades_ray/pipeline/README.md).
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 3, "include_dashboard": False})
     worker = cluster.add_node(num_cpus=2)
     cluster.wait_for_nodes()
