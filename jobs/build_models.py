@@ -1,6 +1,6 @@
 """Build the offline model kit (same as ``hades-ray models build``); flags pass through.
 
-python jobs/build_models.py [--force] [--home DIR] [--mlm-minutes X] [--gpt2-minutes Y]
+python jobs/build_models.py [--force] [--home DIR] [--mlm-steps N] [--gpt2-steps M] [--seed S]
 """
 
 from __future__ import annotations

@@ -219,3 +219,33 @@ def test_cli_status_and_quality_rows(tmp_path, capsys):
         }
     )
     assert [r[0] for r in rows] == ["mlm", "gpt2", "gpt2"]
+
+
+def test_default_kit_trains_fixed_steps_without_a_time_box():
+    config = build.kit_config()
+    for limits in (config.mlm.limits, config.gpt2.limits):
+        assert limits.max_seconds is None and limits.max_steps > 0
+    boxed = build.kit_config(mlm_minutes=2, gpt2_steps=7)
+    assert boxed.mlm.limits.max_seconds == 120 and boxed.gpt2.limits.max_steps == 7
+    assert boxed.gpt2.limits.max_seconds is None
+
+
+def test_same_seed_gives_the_same_weights_and_quality_records_the_steps(tmp_path, micro_encoder, tiny_corpus):
+    import json
+
+    from safetensors.torch import load_file
+
+    weights = {}
+    for home in ("a", "b", "c"):
+        config = tiny_config(micro_encoder)
+        config.seed = config.mlm.seed = config.gpt2.seed = 1 if home == "c" else 0
+        build.build_models(home=tmp_path / home, config=config, evaluate=home == "a")
+        for name in build.MODEL_NAMES:
+            weights[home, name] = load_file(tmp_path / home / "models" / name / "model.safetensors")
+    for name in build.MODEL_NAMES:
+        same, other = weights["a", name], weights["b", name]
+        assert same.keys() == other.keys() and all((same[k] == other[k]).all() for k in same)
+        assert any((same[k] != weights["c", name][k]).any() for k in same)  # another seed, other weights
+    report = json.loads((tmp_path / "a" / "models" / "quality.json").read_text())
+    assert {name: report["training"][name]["steps"] for name in build.MODEL_NAMES} == {"mlm": 3, "gpt2": 3}
+    assert report["training"]["gpt2"]["time_box_seconds"] is None and report["training"]["mlm"]["seed"] == 0

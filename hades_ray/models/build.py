@@ -44,7 +44,7 @@ def kit_config(
     mlm_steps: int | None = None,
     gpt2_steps: int | None = None,
 ) -> KitConfig:
-    """The default kit with the CLI's overrides; minutes <= 0 means no time box (steps only)."""
+    """The default kit (fixed steps, no time box) with the CLI's overrides; minutes > 0 add a time box."""
     config = KitConfig(seed=seed)
     config.mlm.seed = config.gpt2.seed = seed
     for limits, minutes, steps in (
@@ -90,26 +90,26 @@ def build_mlm(directory: Path, train_texts: list[str], config: MlmTrainConfig) -
     import torch
 
     from hades_ray.models.train_mlm import encode_chunks, init_masked_lm, masked_positions_loss, mlm_batches
-    from hades_ray.models.training import train_time_boxed
+    from hades_ray.models.training import train_model
 
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     tokenizer, model = init_masked_lm(config.encoder_path)
     chunks = encode_chunks(train_texts, tokenizer, config.max_length)
-    stats = train_time_boxed(model, mlm_batches(chunks, tokenizer, config), config.limits, masked_positions_loss)
+    stats = train_model(model, mlm_batches(chunks, tokenizer, config), config.limits, masked_positions_loss)
     return _save(directory, model, tokenizer, started, stats, asdict(config), len(train_texts))
 
 
 def build_gpt2(directory: Path, train_texts: list[str], config: Gpt2TrainConfig) -> dict:
     """Fit a BPE, train a small GPT-2 from scratch, save both; returns its build info."""
     from hades_ray.models.train_gpt2 import gpt2_batches, init_gpt2, token_stream, train_bpe_tokenizer
-    from hades_ray.models.training import train_time_boxed
+    from hades_ray.models.training import train_model
 
     started = time.perf_counter()
     tokenizer = train_bpe_tokenizer(train_texts, config.vocab_size, config.n_positions)
     model = init_gpt2(tokenizer, config)
     stream = token_stream(train_texts, tokenizer)
-    stats = train_time_boxed(model, gpt2_batches(stream, config), config.limits)
+    stats = train_model(model, gpt2_batches(stream, config), config.limits)
     stats["train_tokens"] = len(stream)
     return _save(directory, model, tokenizer, started, stats, asdict(config), len(train_texts))
 

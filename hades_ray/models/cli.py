@@ -11,14 +11,17 @@ from hades_ray.models.build import MODEL_NAMES, build_models, kit_config, model_
 def register(subparsers) -> None:
     parser = subparsers.add_parser("models", help="build, inspect and evaluate the offline model kit")
     commands = parser.add_subparsers(dest="models_command", metavar="ACTION", required=True)
-    build = commands.add_parser("build", help="train the missing kit models (about 10 minutes on 2 cores)")
+    build = commands.add_parser(
+        "build", help="train the missing kit models for fixed steps (about 10 minutes on 2 quiet cores)"
+    )
     _add_common(build)
     build.add_argument("--force", action="store_true", help="rebuild models that are already built")
     build.add_argument("--only", choices=MODEL_NAMES, action="append", help="build only this model (repeatable)")
-    build.add_argument("--mlm-minutes", type=float, default=None, help="MLM training time box (0: steps only)")
-    build.add_argument("--gpt2-minutes", type=float, default=None, help="GPT-2 training time box (0: steps only)")
-    build.add_argument("--mlm-steps", type=int, default=None, help="MLM step limit")
-    build.add_argument("--gpt2-steps", type=int, default=None, help="GPT-2 step limit")
+    box = "time box in minutes, cutting the steps short on a slow machine (the kit is then not reproducible)"
+    build.add_argument("--mlm-minutes", type=float, default=None, help=f"MLM {box}; default and 0: none")
+    build.add_argument("--gpt2-minutes", type=float, default=None, help=f"GPT-2 {box}; default and 0: none")
+    build.add_argument("--mlm-steps", type=int, default=None, help="MLM training steps (default: the kit's)")
+    build.add_argument("--gpt2-steps", type=int, default=None, help="GPT-2 training steps (default: the kit's)")
     build.add_argument("--no-evaluate", action="store_true", help="skip the held-out quality report")
     build.set_defaults(func=run_build)
     status = commands.add_parser("status", help="show which kit models are built and where")

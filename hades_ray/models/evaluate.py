@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from hades_ray.models import quality
-from hades_ray.models.build import MODEL_NAMES, KitConfig, is_built, models_root
+from hades_ray.models.build import INFO_FILE, MODEL_NAMES, KitConfig, is_built, models_root
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,23 @@ def _mlm_report(root: Path, texts, docs, config: KitConfig) -> dict:
     return report
 
 
+def _training_record(root: Path, names) -> dict:
+    """Per evaluated model, what its figures depend on: steps, time box (None: steps only), seed."""
+    record = {}
+    for name in names:
+        if is_built(root / name):
+            info = json.loads((root / name / INFO_FILE).read_text())
+            limits = info.get("config", {}).get("limits", {})
+            record[name] = {
+                "steps": info["steps"],
+                "max_steps": limits.get("max_steps"),
+                "time_box_seconds": limits.get("max_seconds"),
+                "seed": info.get("seed"),
+                "train_seconds": info.get("seconds"),
+            }
+    return record
+
+
 def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: KitConfig | None = None) -> dict:
     """Measure every built model of ``names`` on held-out leads; write and return the report."""
     from hades_ray.models.kit_data import demo_split
@@ -87,6 +104,7 @@ def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: K
         tokenizer, model = load_causal_lm(str(root / "gpt2"), device="cpu")
         report["gpt2"] = evaluate_gpt2(model, tokenizer, pairs)
     report["eval_seconds"] = round(time.perf_counter() - started, 1)
+    report["training"] = _training_record(root, names)
     root.mkdir(parents=True, exist_ok=True)
     (root / QUALITY_FILE).write_text(json.dumps(report, indent=2) + "\n")
     log.info("quality report written to %s", root / QUALITY_FILE)

@@ -20,8 +20,14 @@ def build_micro_mlm(directory: str | Path, seed: int = 0) -> Path:
 
     torch.manual_seed(seed)
     tokenizer = _tokenizer()
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=512)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
     directory = Path(directory)
     BertForMaskedLM(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
@@ -35,8 +41,15 @@ def build_micro_causal_lm(directory: str | Path, seed: int = 0) -> Path:
 
     torch.manual_seed(seed)
     tokenizer = _tokenizer()
-    config = GPT2Config(vocab_size=tokenizer.vocab_size, n_embd=32, n_layer=2, n_head=2, n_positions=512,
-                        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
+    config = GPT2Config(
+        vocab_size=tokenizer.vocab_size,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        n_positions=512,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+    )
     directory = Path(directory)
     GPT2LMHeadModel(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)

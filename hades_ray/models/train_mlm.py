@@ -24,10 +24,10 @@ class MlmTrainConfig:
     mask_probability: float = 0.15
     seed: int = 0
     # The fresh head learns 10x faster than the pretrained encoder, which only needs nudging.
+    # 200 steps: ~0.95 s each on 2 quiet cores (measured), ~3 of the build's 10 minutes.
     limits: TrainLimits = field(
         default_factory=lambda: TrainLimits(
-            max_steps=3000,
-            max_seconds=180,
+            max_steps=200,
             lr=2e-4,
             warmup_fraction=0.05,
             log_every=10,

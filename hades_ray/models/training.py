@@ -1,7 +1,10 @@
-"""One time-boxed training loop shared by the kit's models: AdamW, warmup, cosine decay.
+"""One training loop shared by the kit's models: AdamW, warmup, cosine decay, a fixed number of steps.
 
-The decay follows whichever limit binds first, the step count or the wall-clock box, so a run cut
-short by a slow or busy machine still ends at a low learning rate instead of mid-schedule.
+Steps, not minutes, end a default run, so the same seed gives the same weights on the same machine
+type and dtype however busy the machine is. An optional wall-clock box (``max_seconds``, the CLI's
+``--mlm-minutes``/``--gpt2-minutes``) cuts a run short for a quick kit; the decay then follows
+whichever limit binds first, so a cut run still ends at a low learning rate, but it is no longer
+reproducible.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class TrainLimits:
     max_steps: int
-    max_seconds: float | None = None  # None or <= 0: steps only, fully deterministic
+    max_seconds: float | None = None  # None or <= 0 (the default): steps only, reproducible
     lr: float = 1e-3
     warmup_fraction: float = 0.05
     min_lr_ratio: float = 0.1
@@ -69,8 +72,8 @@ def model_loss(model, batch: dict):
     return model(**batch).loss
 
 
-def train_time_boxed(model, batches: Iterator[dict], limits: TrainLimits, loss_fn: Callable = model_loss) -> dict:
-    """Train ``model`` on ``batches`` with ``loss_fn(model, batch)`` until steps or time run out."""
+def train_model(model, batches: Iterator[dict], limits: TrainLimits, loss_fn: Callable = model_loss) -> dict:
+    """Train ``model`` on ``batches`` with ``loss_fn(model, batch)`` for ``max_steps`` (or until the time box)."""
     import torch
 
     model.train()
@@ -96,7 +99,7 @@ def train_time_boxed(model, batches: Iterator[dict], limits: TrainLimits, loss_f
             log.info("step %d loss %.3f (%.0fs)", entry["step"], entry["loss"], entry["seconds"])
     model.eval()
     final = sum(recent) / len(recent) if recent else float("nan")
-    # CPU seconds beside wall seconds show how much a shared machine slowed a time-boxed run.
+    # CPU seconds beside wall seconds show how much a shared machine slowed the run.
     return {
         "steps": step,
         "seconds": round(time.perf_counter() - started, 1),
