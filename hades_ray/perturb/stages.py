@@ -10,42 +10,8 @@ import pyarrow as pa
 
 from hades_ray.config import HadesConfig, config_from_dict
 from hades_ray.perturb import steps
-from hades_ray.pipeline.stage import Resources, Stage
-
-UNIT_TYPE = pa.struct(
-    [
-        ("start", pa.int32()),
-        ("end", pa.int32()),
-        ("token_start", pa.int32()),
-        ("token_end", pa.int32()),
-        ("ner", pa.string()),
-        ("pos", pa.string()),
-    ]
-)
-CANDIDATE_SPAN_TYPE = pa.struct(
-    [
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("orig_start", pa.int64()),
-        ("orig_end", pa.int64()),
-        ("original", pa.string()),
-        ("replacement", pa.string()),
-        ("ner", pa.string()),
-        ("pos", pa.string()),
-    ]
-)
-IDS = pa.list_(pa.int32())
-
-
-def _setup_torch(resources: Resources) -> str:
-    import torch
-
-    torch.set_num_threads(max(1, resources.torch_threads))
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass  # already set in this reused worker process
-    return "cuda" if resources.num_gpus > 0 and torch.cuda.is_available() else "cpu"
+from hades_ray.perturb.schema import IDS, SPAN_TYPE, UNIT_TYPE
+from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 
 
 class PerturbStage(Stage):
@@ -101,7 +67,7 @@ class ReplaceStage(PerturbStage):
 
         super().setup()
         replace = self.config.perturb.replace
-        device = _setup_torch(self.resources)
+        device = setup_torch(self.resources)
         self.tokenizer, self.model = load_masked_lm(self.config.models.mlm, device, replace.dtype)
         stops = None if replace.allow_stopwords else stop_words(self.config.perturb.mask.stopwords)
         self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size, stops)
@@ -122,7 +88,7 @@ class AssembleStage(PerturbStage):
     inputs |= {"fills": pa.list_(IDS)}
     outputs = {
         "cand_texts": pa.list_(pa.string()),
-        "cand_spans": pa.list_(pa.list_(CANDIDATE_SPAN_TYPE)),
+        "cand_spans": pa.list_(pa.list_(SPAN_TYPE)),
         "rank_ids": pa.list_(IDS),
     }
     drops = ("units", "chosen", "fills")
@@ -157,7 +123,7 @@ class RankStage(PerturbStage):
         from hades_ray.models.registry import load_causal_lm
 
         super().setup()
-        device = _setup_torch(self.resources)
+        device = setup_torch(self.resources)
         tokenizer, self.model = load_causal_lm(self.config.models.causal_lm, device, self.config.perturb.rank.dtype)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else (tokenizer.eos_token_id or 0)

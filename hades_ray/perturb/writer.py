@@ -19,52 +19,13 @@ import pyarrow.parquet as pq
 
 from hades_ray.perturb.artifacts import count_artifacts
 from hades_ray.perturb.rank import most_fluent
+from hades_ray.perturb.schema import INSTANCE_SCHEMA, POOL_SCHEMA
 from hades_ray.perturb.spans import hades_instances, words_with_span_indices
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import part_name, write_marker
 
 QUARANTINE_KEEPS = ("too_short", "no_maskable_words")  # normal filtering: counted, not quarantined
 EMPTY_SHARD_ROW = -1  # the reader's placeholder for a shard with no rows, so that its marker is written too
-SPAN_TYPE = pa.struct(
-    [
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("orig_start", pa.int64()),
-        ("orig_end", pa.int64()),
-        ("original", pa.string()),
-        ("replacement", pa.string()),
-        ("ner", pa.string()),
-        ("pos", pa.string()),
-    ]
-)
-POOL_SCHEMA = pa.schema(
-    [
-        ("doc_id", pa.string()),
-        ("title", pa.string()),
-        ("original", pa.string()),
-        ("perturbed", pa.string()),
-        ("ppl", pa.float64()),
-        ("candidate", pa.int32()),
-        ("candidate_ppls", pa.list_(pa.float64())),
-        ("spans", pa.list_(SPAN_TYPE)),
-        ("shard", pa.int32()),
-        ("row", pa.int64()),
-    ]
-)
-INSTANCE_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("doc_id", pa.string()),
-        ("words", pa.list_(pa.string())),
-        ("start", pa.int32()),
-        ("end", pa.int32()),
-        ("replacement", pa.string()),
-        ("original_span", pa.string()),
-        ("ner", pa.string()),
-        ("pos", pa.string()),
-        ("hallucination", pa.int8()),
-    ]
-)
 
 
 class IncompleteShardError(RuntimeError):

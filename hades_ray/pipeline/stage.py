@@ -107,6 +107,19 @@ class Stage:
         return pa.table(arrays)
 
 
+def setup_torch(resources: Resources) -> str:
+    """Threads for a model actor, and its device. Worker processes are reused, so OMP_NUM_THREADS is
+    unreliable and each actor sets torch's threads itself (hades_ray/pipeline/README.md)."""
+    import torch
+
+    torch.set_num_threads(max(1, resources.torch_threads))
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass  # already set in this reused worker process
+    return "cuda" if resources.num_gpus > 0 and torch.cuda.is_available() else "cpu"
+
+
 class StageActor:
     """The Ray Data callable class around a stage: ``setup()`` once, then one call per shard."""
 
