@@ -147,7 +147,8 @@ def child_round(impl: str, workdir: Path, round_index: int) -> dict:
     summary = run_round(config, workdir, round_index, **({"executor": "ray"} if impl == "new" else {}))
     wall = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"wall_s": round(wall, 1), "driver_peak_rss_mib": round(peak), "counts": summary["counts"]}
+    result = {"wall_s": round(wall, 1), "driver_peak_rss_mib": round(peak), "counts": summary["counts"]}
+    return {**result, "timings": summary.get("timings", {})}  # the old data path records no phases
 
 
 def child_judge(workdir: Path) -> dict:
@@ -223,13 +224,16 @@ def measure(args, impl: str, size: int) -> dict:
 
 def markdown(results: dict) -> str:
     lines = [
-        "| data path | pool instances | round | wall (s) | driver peak RSS (MiB) | batch |",
-        "|---|---|---|---|---|---|",
+        "| data path | pool instances | round | wall (s) | driver peak RSS (MiB) | batch | scoring pass (s) "
+        "| selection pass (s) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for label, runs in (("new", results["new"]), (f"old ({OLD_COMMIT})", results.get("old", {}))):
         for size, rounds in runs.items():
             for name, r in rounds.items():
+                t = r.get("timings", {})
                 cells = [label, f"{int(size):,}", name[-1], r["wall_s"], r["driver_peak_rss_mib"], r["counts"]["batch"]]
+                cells += [t.get("scores_s", "-") if name == "round_1" else "-", t.get("selection_pass_s", "-")]
                 lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     lines += ["", f"Reproduce: `{COMMAND}` (micro detector, features stored in advance; 2 CPU cores)."]
     for key, value in results.get("ratios", {}).items():
@@ -267,7 +271,10 @@ def run(args) -> dict:
     results: dict = {"command": COMMAND, "shard_rows": SHARD_ROWS, "overrides": OVERRIDES, "new": {}}
     for size in sorted(args.pool_sizes):
         results["new"][str(size)] = measure(args, "new", size)
-    if args.old_tree:
+    if args.old_tree and not (Path(args.old_tree) / "hades_ray").is_dir():
+        hint = f"git worktree add {args.old_tree} {OLD_COMMIT}"
+        print(f"no worktree of {OLD_COMMIT} at {args.old_tree}: old figures skipped ({hint})")
+    elif args.old_tree:
         results["old"] = {str(min(args.pool_sizes)): measure(args, "old", min(args.pool_sizes))}
     results["ratios"] = ratios(results)
     results["markdown"] = markdown(results)

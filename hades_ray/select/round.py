@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import time
 from pathlib import Path
 
 from hades_ray.config import save_config
@@ -122,17 +123,22 @@ def _select(config, workdir: Path, round_index: int, executor: str) -> dict:
     sel = config.select
     size = sel.round_size(round_index)
     out = round_dir(workdir, round_index)
+    clock = Clock()
     features = ensure_features(config, workdir, executor)
+    clock.lap("features")
     taken = assigned_ids(workdir, round_index)
     summary: dict = {"round": round_index, "batch_size_target": size, "counts": {}, "messages": []}
     summary["features"] = features
     out.mkdir(parents=True, exist_ok=True)
     rule = rule_for(config, round_index, taken)
     model_dir = train_round_detector(config, workdir, round_index, out, summary) if round_index else None
+    clock.lap("detector")
     if model_dir is not None:
         rule = _band(config, workdir, round_index, model_dir, rule, size, summary, executor)
+    clock.lap("scores")
     shards = pool_shards(pool_dir(workdir))
     counts, chosen = merge(select_pass(config, workdir, round_index, shards, rule, size, executor), size)
+    clock.lap("selection_pass")
     counts.update(assigned_before=len(taken), batch=len(chosen))
     summary["counts"] = {
         k: int({**summary["counts"], **counts}[k]) for k in COUNT_ORDER if k in {**summary["counts"], **counts}
@@ -141,9 +147,23 @@ def _select(config, workdir: Path, round_index: int, executor: str) -> dict:
     if len(chosen) < size:
         summary["messages"].append(short_batch_message(summary["counts"], size, rule))
     write_batch(workdir, chosen_rows(workdir, chosen), out / "batch.jsonl")
+    clock.lap("batch")
+    summary["timings"] = clock.laps
     save_config(config, out)
     write_json_atomic(out / "round.json", summary)  # last: its presence marks the round as selected
     return summary
+
+
+class Clock:
+    """Wall seconds of a round's phases, for round.json (what grows with the pool, and what does not)."""
+
+    def __init__(self):
+        self.last, self.laps = time.perf_counter(), {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[f"{name}_s"] = round(now - self.last, 2)
+        self.last = now
 
 
 def short_batch_message(counts: dict, size: int, rule: Rule) -> str:
