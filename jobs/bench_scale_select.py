@@ -238,6 +238,7 @@ def markdown(results: dict) -> str:
     lines += ["", f"Reproduce: `{COMMAND}` (micro detector, features stored in advance; 2 CPU cores)."]
     for key, value in results.get("ratios", {}).items():
         lines.append(f"- {key}: {value}")
+    lines += [f"- {note}" for note in results.get("notes", [])]
     return "\n".join(lines)
 
 
@@ -255,6 +256,31 @@ def ratios(results: dict) -> dict:
                 large[r]["wall_s"] / small[r]["wall_s"], 2
             )
     return out
+
+
+def notes(results: dict) -> list[str]:
+    """Derived figures: what the old path holds per instance, and the per-row cost of the scaling passes."""
+    new, old = results["new"], results.get("old", {})
+    sizes = sorted(new, key=int)
+    lines = []
+    for size, rounds in old.items():
+        if size in new:
+            for r in ("round_0", "round_1"):
+                extra = rounds[r]["driver_peak_rss_mib"] - new[size][r]["driver_peak_rss_mib"]
+                per = extra * 1024 / int(size)
+                lines.append(
+                    f"old {r} holds {extra} MiB more in the driver at {int(size):,} instances (~{per:.1f} KiB per "
+                    f"instance: ~{per * 1e6 / 1024**2:.1f} GiB at 1,000,000 and ~{per * 5e6 / 1024**2:.0f} GiB at "
+                    "5,000,000 if it grew the same way)"
+                )
+    if len(sizes) >= 2:
+        small, large = new[sizes[0]]["round_1"], new[sizes[-1]]["round_1"]
+        rows = int(sizes[-1]) - int(sizes[0])
+        for phase in ("scores_s", "selection_pass_s"):
+            a, b = small.get("timings", {}).get(phase), large.get("timings", {}).get(phase)
+            if a is not None and b is not None:
+                lines.append(f"round 1 {phase[:-2]}: {(b - a) / rows * 1e6:.0f} us per extra pool instance")
+    return lines
 
 
 def run(args) -> dict:
@@ -277,6 +303,7 @@ def run(args) -> dict:
     elif args.old_tree:
         results["old"] = {str(min(args.pool_sizes)): measure(args, "old", min(args.pool_sizes))}
     results["ratios"] = ratios(results)
+    results["notes"] = notes(results)
     results["markdown"] = markdown(results)
     return results
 
