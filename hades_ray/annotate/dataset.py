@@ -86,7 +86,7 @@ def build_dataset(config, workdir: str | Path, output: str | Path) -> dict:
     records = consensus_items(config, workdir)
     if not records:
         raise FileNotFoundError(f"no consensus judgments in {workdir}: import (or simulate) judgments first")
-    features = compute_features(config, workdir).set_index("id")
+    features = compute_features(config, workdir, ids=[r["id"] for r in records]).set_index("id")
     frame = pd.DataFrame(
         {
             "id": [r["id"] for r in records],

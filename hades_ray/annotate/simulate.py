@@ -73,7 +73,8 @@ def simulate_judgments(
         cfg.validate()
     noise = cfg.simulate_noise if noise is None else noise
     n_judges = cfg.max_judges
-    truth = simulated_truth(compute_features(config, workdir), cfg.simulate_similarity)
+    batch_ids = [str(i["id"]) for i in batch_items(workdir, round_index)]  # only the batch's features are read
+    truth = simulated_truth(compute_features(config, workdir, ids=batch_ids), cfg.simulate_similarity)
     # Under the round's lock, so the import number that seeds the panel is the one the import gets.
     with round_lock(round_dir(workdir, round_index)):
         items = [str(i["id"]) for i in batch_items(workdir, round_index)]

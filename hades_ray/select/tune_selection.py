@@ -55,14 +55,13 @@ def tune_selection(config, workdir, round_index: int, grid: dict | None = None) 
     from hades_ray.ray_runtime import init_ray
 
     out = round_dir(workdir, round_index)
-    if not (out / "round.json").is_file() or not (out / "candidates.parquet").is_file():
+    if not (out / "round.json").is_file() or not (out / "candidates").is_dir():
         raise FileNotFoundError(f"round {round_index} is not selected yet ({out}); run `hades-ray round` first")
     summary = json.loads((out / "round.json").read_text())
     if "rates" not in summary:
         raise FileNotFoundError(f"round {round_index} has no detector scores (round 0 or a random fallback)")
-    frame = pd.read_parquet(
-        out / "candidates.parquet", columns=["id", "p_hallucination", "pred", "similarity", "keep_swap"]
-    )
+    # The workers' candidate parts of the round (its ``_markers`` folder is skipped by the reader).
+    frame = pd.read_parquet(out / "candidates", columns=["id", "p_hallucination", "pred", "similarity", "keep_swap"])
     # A small grid: each Tune trial costs seconds of overhead on 2 cores (64 trials took 3.8 min).
     grid = grid or {"p_low": [0.0, 0.05, 0.15], "p_high": [0.85, 0.95, 1.0], "similarity_cut": [0.85, 0.9]}
     init_ray(config.ray.address, config.ray.num_cpus)
