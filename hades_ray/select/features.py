@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from hades_ray.pipeline.stage import Resources, Stage
+from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 from hades_ray.select.workdir import original_words
 
 FEATURE_SCHEMA = pa.schema(
@@ -75,17 +75,6 @@ def _span_info(doc, char_start: int, char_end: int) -> dict:
     return {"ent": ents[0] if ents else "", "pos": span.root.pos_, "lemma": " ".join(t.lemma_.lower() for t in span)}
 
 
-def _torch_device(resources: Resources) -> str:
-    import torch
-
-    torch.set_num_threads(max(1, resources.torch_threads))
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass  # a reused worker process already set it
-    return "cuda" if resources.num_gpus > 0 and torch.cuda.is_available() else "cpu"
-
-
 class SpanWindowsStage(Stage):
     """CPU: the texts the encoder and spaCy see, from each instance's words (a stateless task)."""
 
@@ -128,7 +117,7 @@ class SimilarityStage(Stage):
     def setup(self) -> None:
         from hades_ray.models.registry import load_encoder
 
-        self.tokenizer, self.model = load_encoder(self.encoder, _torch_device(self.resources))
+        self.tokenizer, self.model = load_encoder(self.encoder, setup_torch(self.resources))
 
     def process(self, batch: pa.Table) -> dict[str, np.ndarray]:
         a, b = batch.column("sim_orig").to_pylist(), batch.column("sim_repl").to_pylist()
