@@ -182,6 +182,21 @@ def test_punctuation_inside_a_span_is_kept_and_costs_no_step(micro_mlm):
     assert replacement[0].isupper()  # the uncased MLM's output takes the original's case
 
 
+def test_a_word_the_tokenizer_cannot_read_is_still_replaced(micro_mlm):
+    tokenizer, model = micro_mlm
+    text = "The Mycenaean Greek name \U00010000\U00010029 is written in Linear B."
+    ids, offsets = tokenize_for_mask(tokenizer, text, 64)
+    unknown = [i for i, token in enumerate(ids) if token == tokenizer.unk_token_id]
+    assert unknown  # the uncased MiniLM vocabulary has no Linear B
+    masked = [tokenizer.mask_token_id if i in unknown else t for i, t in enumerate(ids)]
+    seq = MaskedSequence(masked, unknown, [ids[i] for i in unknown], frozenset(unknown[:1]), np.random.default_rng(0))
+    bans = vocabulary_bans(tokenizer, model.config.vocab_size, stop_words())
+    fill = fill_masks(model, [seq], load_config("local").perturb.replace, bans, 0)[0]
+    start, end = offsets[unknown[0]][0], offsets[unknown[-1]][1]
+    replacement = decode_replacement(tokenizer, fill, text[start:end])
+    assert replacement != text[start:end] and replacement.replace(" ", "").isalnum()
+
+
 def test_a_real_run_has_no_artifacts(shared_data, micro_home, tmp_path):
     from hades_ray.cli import main
 

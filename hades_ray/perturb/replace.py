@@ -145,9 +145,8 @@ def _plan(seq: MaskedSequence, bans: VocabularyBans) -> _Plan:
     for index, (position, original) in enumerate(zip(seq.positions, seq.original_ids)):
         starting = starting or position in seq.span_starts
         after_apostrophe = index > 0 and seq.positions[index - 1] == position - 1 and bool(bans.clitic[original])
-        if bans.whole_words and (
-            bool(bans.punctuation[original]) or after_apostrophe and _is_apostrophe(seq.original_ids[index - 1], bans)
-        ):
+        punctuation = bool(bans.punctuation[original]) and not bool(bans.anywhere[original])  # [UNK] is replaced
+        if bans.whole_words and (punctuation or after_apostrophe and _is_apostrophe(seq.original_ids[index - 1], bans)):
             continue  # punctuation inside a span ("$5", "Night's") and the clitic after it stay as they were
         if starting:
             kind = SPAN_START
