@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hades_ray.config import HadesConfig
 from hades_ray.detect.data import to_rows
+from hades_ray.detect.settings import resolve_lr
 from hades_ray.detect.train_loop import FAULT_ENV, class_weights, train_loop_per_worker
 from hades_ray.io.hades_format import Instance
 
@@ -45,7 +46,7 @@ def loop_config(config: HadesConfig, train: list[Instance], valid: list[Instance
         "settings": settings,
         "source": resolve_model(settings["backbone"]),
         "config": config.to_dict(),
-        "lr": d.lr,
+        "lr": resolve_lr(config),  # detect.lr=0 means the paper's rate for the backbone's family
         "epochs": d.epochs,
         "batch_size": d.batch_size,
         "seed": config.seed,
