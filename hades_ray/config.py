@@ -54,7 +54,7 @@ class MaskConfig:
     min_spans: int = 1
     max_span_tokens: int = 8  # subword tokens of one masked span; longer entities are skipped
     entity_whole: bool = True
-    stopwords: str = "auto"  # "auto": NLTK's list where its data exists, else spaCy's; or "nltk" / "spacy"
+    stopwords: str = "auto"  # auto/nltk: NLTK's 179 words (hades_ray/text/stopwords.py); spacy: spaCy's 326
 
 
 @dataclass
@@ -66,6 +66,9 @@ class ReplaceConfig:
     max_length: int = 512  # MLM input tokens; units past the cut are not maskable
     # A content word replaced by "the" or "it" only makes noise for judges: span starts skip stop words.
     allow_stopwords: bool = False
+    # A replacement keeps the original's shape (no punctuation, word pieces only where a word goes on);
+    # false is the paper's unconstrained fill (README: Deviations from the paper).
+    whole_words: bool = True
     dtype: str = "float32"  # float32 | bfloat16 | float16 | auto (bf16 where the CPU or GPU runs it fast)
 
 

@@ -30,6 +30,7 @@ def plain_loop(config, rows: list[dict], threads: int) -> float:
     import torch
 
     from hades_ray.detect.model import build_classifier
+    from hades_ray.detect.settings import resolve_lr
     from hades_ray.detect.spans import encode_spans
     from hades_ray.detect.trainer import detector_settings
     from hades_ray.models.registry import resolve_model
@@ -38,7 +39,7 @@ def plain_loop(config, rows: list[dict], threads: int) -> float:
     torch.manual_seed(config.seed)
     settings = detector_settings(config, "offline")
     tokenizer, model = build_classifier(resolve_model(settings["backbone"]), settings)
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=config.detect.lr)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=resolve_lr(config))
     loss_fn = torch.nn.CrossEntropyLoss()
     bs = config.detect.batch_size
     model.train()

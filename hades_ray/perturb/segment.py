@@ -9,8 +9,8 @@ from hades_ray.config import ReadConfig
 _WIKI40B_BLOCK = re.compile(r"_START_(?:ARTICLE|SECTION|PARAGRAPH)_")
 _HTML = re.compile(r"<\s*(script|style|iframe|/?[a-zA-Z][a-zA-Z0-9]*(\s[^<>]*)?/?)\s*>|&lt;\s*script", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-# A small closed list suffices to tell English prose from other languages; spaCy's list is the
-# stop-word source for masking, this one only guards the input.
+# A small closed list suffices to tell English prose from other languages; masking uses NLTK's list
+# (hades_ray/text/stopwords.py), this one only guards the input.
 _ENGLISH_FUNCTION_WORDS = frozenset(
     [
         "the",

@@ -70,7 +70,7 @@ class ReplaceStage(PerturbStage):
         device = setup_torch(self.resources)
         self.tokenizer, self.model = load_masked_lm(self.config.models.mlm, device, replace.dtype)
         stops = None if replace.allow_stopwords else stop_words(self.config.perturb.mask.stopwords)
-        self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size, stops)
+        self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size, stops, replace.whole_words)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         timings = {"forward": 0.0}
