@@ -56,7 +56,7 @@ def micro_home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def ray_local(micro_home):
-    """One local Ray cluster on 127.0.0.1 for the whole session (hades_ray/pipeline/README.md: per-test clusters are slow)."""
+    """One local Ray cluster on 127.0.0.1 for the whole session (per-test clusters are slow: pipeline/README.md)."""
     from hades_ray.ray_runtime import init_ray
 
     ray = init_ray(num_cpus=2)

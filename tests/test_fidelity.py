@@ -14,7 +14,8 @@ from hades_ray.perturb.annotate import load_spacy, mask_units, stop_words
 from hades_ray.perturb.artifacts import ARTIFACT_KINDS, artifact_summary, count_artifacts, pool_rows, span_artifacts
 from hades_ray.perturb.mask import align_units, choose_spans, tokenize_for_mask
 from hades_ray.perturb.replace import MaskedSequence, fill_masks, vocabulary_bans
-from hades_ray.perturb.spans import apply_replacements, decode_replacement
+from hades_ray.perturb.steps import candidate_text
+from hades_ray.perturb.spans import decode_replacement
 from hades_ray.text.stopwords import english_stop_words
 
 
@@ -132,15 +133,7 @@ def _sequences(leads: list[dict], tokenizer, config, candidates: int = 3):
 def _perturb(made, fills, tokenizer) -> list[dict]:
     rows = []
     for (row, chosen, _), fill in zip(made, fills):
-        spans, cursor = [], 0
-        for u in chosen:
-            unit = row["units"][u]
-            width = unit["token_end"] - unit["token_start"]
-            original = row["text"][unit["start"] : unit["end"]]
-            replacement = decode_replacement(tokenizer, fill[cursor : cursor + width], original)
-            cursor += width
-            spans.append({"orig_start": unit["start"], "orig_end": unit["end"], "replacement": replacement})
-        perturbed, placed = apply_replacements(row["text"], spans)
+        perturbed, placed = candidate_text(row, chosen, fill, tokenizer)
         rows.append({"perturbed": perturbed, "spans": placed})
     return rows
 

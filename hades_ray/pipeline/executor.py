@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
+from ray.data.datasource import Datasource
 
 from hades_ray.pipeline.errors import ResourceError
 from hades_ray.pipeline.shards import Shard
@@ -101,13 +102,7 @@ def _read_shard(read: ShardReader, shard: Shard) -> list[pa.Table]:
     return [read(shard)]
 
 
-def _datasource_base():
-    from ray.data.datasource import Datasource
-
-    return Datasource
-
-
-class ShardDatasource(_datasource_base()):
+class ShardDatasource(Datasource):
     """One Ray Data read task per planned shard, each yielding the shard as one block."""
 
     def __init__(self, shards: list[Shard], read: ShardReader):

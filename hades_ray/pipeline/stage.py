@@ -60,7 +60,6 @@ class Stage:
 
     def __init__(self, resources: Resources):
         self.resources = resources
-        self.busy_seconds = 0.0
 
     def setup(self) -> None:
         """Load models once per actor; the base stage has nothing to load."""
@@ -80,7 +79,6 @@ class Stage:
         ]
         added = pa.concat_tables(pieces) if pieces else pa.table({k: pa.array([], t) for k, t in self.outputs.items()})
         seconds = time.perf_counter() - started
-        self.busy_seconds += seconds
         timing = f"seconds_{self.name}"
         out = batch.drop_columns([c for c in (*self.drops, *self.outputs, timing) if c in batch.column_names])
         for name in self.outputs:

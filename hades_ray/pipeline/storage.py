@@ -48,10 +48,6 @@ def join(base: str | Path, *parts: str) -> str:
     return "/".join([str(base).rstrip("/"), *parts])
 
 
-def display(path: str | Path) -> str:
-    return str(path)
-
-
 def exists(path: str | Path) -> bool:
     fs, inner = resolve(path)
     return fs.get_file_info(inner).type != pafs.FileType.NotFound
