@@ -18,6 +18,10 @@ COMMAND_MODULES = (
     "hades_ray.detect.cli",
     "hades_ray.select.cli",
     "hades_ray.annotate.cli",
+    "hades_ray.score.cli",
+    "hades_ray.guard.cli",
+    "hades_ray.report.cli",
+    "hades_ray.plan.cli",
 )
 
 # Input errors end the command with their one-line message and exit code 2, never a traceback.
