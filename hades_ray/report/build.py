@@ -1,0 +1,117 @@
+"""Build the report: each section from the inputs given, in the issue's order, then the three files."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from hades_ray.report.inputs import ReportInputError, parse_detector_arg, read_yaml_config, require_dir
+from hades_ray.report.model import Section
+
+log = logging.getLogger(__name__)
+TITLE = "hades_ray report"
+
+
+def _config_for(pool: Path | None):
+    """The pool's resolved config (its MLM made the replacements), else the defaults."""
+    from hades_ray.config import default_config
+
+    if pool is not None and (pool / "config.resolved.yaml").is_file():
+        return read_yaml_config(pool / "config.resolved.yaml")
+    return default_config()
+
+
+def _mlm_source(reference: str) -> str | None:
+    from hades_ray.models.registry import ModelNotFoundError, resolve_model
+
+    try:
+        return resolve_model(reference)
+    except (ModelNotFoundError, ValueError) as error:
+        log.warning("features by label without the MLM: %s", error)
+        return None
+
+
+def _features(pool, dataset, seed: int, limit: int) -> Section | None:
+    from hades_ray.report.features import features_section
+    from hades_ray.report.labelled import labelled_instances
+
+    instances, source = labelled_instances(pool, dataset, seed, limit)
+    if len({i.label for i in instances}) < 2:
+        return None
+    config = _config_for(pool)
+    return features_section(instances, source, _mlm_source(config.models.mlm), config.detect)
+
+
+def _detectors(values: list[str], dataset: Path | None, split: str, seed: int) -> Section | None:
+    from hades_ray.report.detectors import detectors_section, from_detector, from_predictions
+
+    if not values:
+        return None
+    eval_file = dataset / f"{split}.txt" if dataset is not None else None
+    scored = []
+    for value in values:
+        name, path = parse_detector_arg(value)
+        scored.append(from_predictions(name, path) if path.is_file() else from_detector(name, path, eval_file))
+    if len({s.name for s in scored}) < len(scored):
+        raise ReportInputError("--detector: two detectors have the same name; give them as NAME=PATH")
+    source = "their prediction files" if all(Path(parse_detector_arg(v)[1]).is_file() for v in values) else eval_file
+    return detectors_section(scored, str(source), seed)
+
+
+def _analyses(path: Path) -> list[Section]:
+    from hades_ray.report.sweeps import context_section, decoding_section, read_analyses
+
+    data = read_analyses(path)
+    sections = []
+    if data.get("context_length"):
+        sections.append(context_section(data["context_length"], path))
+    if data.get("decoding"):
+        sections.append(decoding_section(data["decoding"], path))
+    return sections
+
+
+def build_report(
+    output: str | Path,
+    pool: str | Path | None = None,
+    workdir: str | Path | None = None,
+    dataset: str | Path | None = None,
+    detectors: list[str] | None = None,
+    analyses: str | Path | None = None,
+    seed: int = 0,
+    feature_limit: int = 300,
+    split: str = "test",
+) -> dict:
+    """Write ``output``/report.html, report.md, report.json; returns their paths and the section keys."""
+    from hades_ray.report.pool import pool_section
+    from hades_ray.report.render import write_report
+    from hades_ray.report.rounds import pos_ner_section, rounds_section
+
+    began = time.perf_counter()
+    pool = require_dir(pool, "--pool", "run `hades-ray perturb` first") if pool else None
+    workdir = require_dir(workdir, "--workdir", "run `hades-ray round` (or make demo-loop) first") if workdir else None
+    dataset = require_dir(dataset, "--dataset", "run `hades-ray dataset build` first") if dataset else None
+    analyses = Path(analyses) if analyses else None
+    steps = [
+        ("pool", lambda: pool_section(pool) if pool else None),
+        ("features", lambda: _features(pool, dataset, seed, feature_limit)),
+        ("pos_ner", lambda: pos_ner_section(dataset) if dataset and (dataset / "stats.json").is_file() else None),
+        ("rounds", lambda: rounds_section(workdir) if workdir else None),
+        ("detectors", lambda: _detectors(detectors or [], dataset, split, seed)),
+    ]
+    sections: list[Section] = []
+    for name, make in steps:
+        started = time.perf_counter()
+        section = make()
+        if section is not None:
+            sections.append(section)
+            log.info("section %s: %.1f s", name, time.perf_counter() - started)
+    if analyses is not None:
+        sections += _analyses(analyses)
+    if not sections:
+        raise ReportInputError("nothing to report: give --pool, --workdir, --dataset, --detector or --analyses")
+    inputs = {"pool": pool, "workdir": workdir, "dataset": dataset, "detectors": ", ".join(detectors or []),
+              "analyses": analyses}  # fmt: skip
+    paths = write_report(Path(output), TITLE, sections, {k: str(v) for k, v in inputs.items() if v})
+    log.info("report written in %.1f s", time.perf_counter() - began)
+    return {"paths": paths, "sections": [s.key for s in sections]}

@@ -1,0 +1,75 @@
+"""``hades-ray report``: the pool, the rounds, the dataset, detectors and the analyses as one page."""
+
+from __future__ import annotations
+
+import argparse
+
+from hades_ray.errors import UserError
+
+
+def add_report_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pool", required=True, help="a finished `hades-ray perturb --output` folder (summary.json, pool/)"
+    )
+    parser.add_argument("--workdir", default=None, help="a selection work directory (round-NNN/round.json, judgments)")
+    parser.add_argument(
+        "--dataset", default=None, help="a `hades-ray dataset build` folder (train/valid/test.txt, stats.json)"
+    )
+    parser.add_argument(
+        "--detector",
+        dest="detectors",
+        action="append",
+        default=[],
+        metavar="[NAME=]PATH",
+        help="a detector folder (scored on --dataset's --split) or a `hades-ray predict` JSONL with labels; "
+        "repeat to compare detectors on the same instances",
+    )
+    parser.add_argument(
+        "--analyses",
+        default=None,
+        metavar="FILE",
+        help="analyses.json from jobs/analyses.py (context length and decoding sections; "
+        "`make report` uses out/analyses/analyses.json)",
+    )
+    parser.add_argument(
+        "--split", default="test", choices=("train", "valid", "test"), help="dataset split detectors are scored on"
+    )
+    parser.add_argument(
+        "--feature-limit",
+        type=int,
+        default=300,
+        help="labelled instances (a seeded sample) for the features-by-label section; the MLM runs on each",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the samples and of the bootstrap")
+    parser.add_argument("--output", required=True, help="folder for report.html, report.md, report.json and figures/")
+
+
+def run(args: argparse.Namespace) -> int:
+    from hades_ray.report.build import build_report
+
+    if args.feature_limit < 2:
+        raise UserError("--feature-limit must be >= 2")
+    result = build_report(
+        args.output,
+        pool=args.pool,
+        workdir=args.workdir,
+        dataset=args.dataset,
+        detectors=args.detectors,
+        analyses=args.analyses,
+        seed=args.seed,
+        feature_limit=args.feature_limit,
+        split=args.split,
+    )
+    print(f"sections: {', '.join(result['sections'])}")
+    for kind, path in result["paths"].items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report", help="an HTML/Markdown/JSON report of the pool, rounds, dataset, detectors and analyses",
+        description=__doc__,
+    )  # fmt: skip
+    add_report_args(parser)
+    parser.set_defaults(func=run)

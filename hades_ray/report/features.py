@@ -1,0 +1,99 @@
+"""Features by label (the paper's feature analysis): the MLM's average probability and entropy of the
+span's words, TF-IDF and PPMI, for H against N, with the difference of the means and its 95% interval
+(Welch's t, scipy)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from scipy import stats
+
+from hades_ray.detect.lexical import LexicalStats
+from hades_ray.io.hades_format import Instance
+from hades_ray.report import plots
+from hades_ray.report.model import Figure, Section, Table, fmt
+
+log = logging.getLogger(__name__)
+FEATURES = ("mlm_prob", "mlm_entropy", "tfidf", "ppmi")
+TITLES = {"mlm_prob": "MLM word probability", "mlm_entropy": "MLM entropy", "tfidf": "TF-IDF", "ppmi": "PPMI"}
+
+
+def mlm_features(source: str, instances: list[Instance], window: int, batch: int = 16) -> np.ndarray:
+    """``[n, 2]`` MLM probability and entropy of each masked span (hades_ray/detect/features.py)."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from hades_ray.detect.features import mlm_span_features
+
+    torch.set_num_threads(1)  # the report runs beside other jobs; one thread keeps it polite
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = AutoModelForMaskedLM.from_pretrained(source).eval()
+    items = [{"words": i.words, "start": i.start, "end": i.end} for i in instances]
+    parts = [mlm_span_features(model, tokenizer, items[k : k + batch], window) for k in range(0, len(items), batch)]
+    return np.vstack(parts) if parts else np.zeros((0, 2))
+
+
+def lexical_features(instances: list[Instance], vocab: int, window: int) -> np.ndarray:
+    """``[n, 2]`` TF-IDF and PPMI, the statistics fit on the instances' own texts (each text once)."""
+    texts = list({" ".join(i.words): i.words for i in instances}.values())
+    lexical = LexicalStats.fit(texts, vocab, window)
+    return np.array([lexical.features(i.words, i.start, i.end) for i in instances]).reshape(-1, 2)
+
+
+def compare(h: np.ndarray, n: np.ndarray) -> dict:
+    """Means of H and N, their difference and its 95% Welch interval and p-value."""
+    out = {"n_h": int(h.size), "n_n": int(n.size), "mean_h": None, "mean_n": None}
+    if h.size:
+        out["mean_h"] = float(h.mean())
+    if n.size:
+        out["mean_n"] = float(n.mean())
+    if h.size < 2 or n.size < 2:
+        return out | {"difference": None, "ci_low": None, "ci_high": None, "p_value": None}
+    test = stats.ttest_ind(h, n, equal_var=False)
+    low, high = test.confidence_interval(0.95)
+    return out | {
+        "difference": float(h.mean() - n.mean()),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "p_value": float(test.pvalue),
+    }
+
+
+def _figure(values: dict[str, np.ndarray], labels: np.ndarray) -> Figure:
+    fig, axes = plots.new_figure(len(values), width=3.0, height=2.8)
+    for ax, (name, column) in zip(axes, values.items()):
+        finite = column[np.isfinite(column)]
+        bins = np.histogram_bin_edges(finite, bins=20) if finite.size else 10
+        by_label = {"H": column[(labels == 1) & np.isfinite(column)], "N": column[(labels == 0) & np.isfinite(column)]}
+        plots.labelled_histograms(ax, by_label, TITLES[name], TITLES[name], bins)
+    return Figure("features_by_label", "Span features by label (densities)", plots.to_png(fig))
+
+
+def features_section(instances: list[Instance], source: str, mlm_source: str | None, detect) -> Section:
+    """``mlm_source``: the MLM's resolved path, or None (then only TF-IDF and PPMI, and the note says why)."""
+    section = Section("features", "Features by label")
+    section.notes.append(f"{len(instances)} instances; labels: {source}.")
+    labels = np.array([i.label for i in instances], dtype=int)
+    values = {}
+    if mlm_source is not None:
+        mlm = mlm_features(mlm_source, instances, detect.feature_window, detect.feature_batch_size)
+        values = {"mlm_prob": mlm[:, 0], "mlm_entropy": mlm[:, 1]}
+        section.notes.append(f"MLM: {mlm_source}, window {detect.feature_window} tokens, the span masked.")
+    else:
+        section.notes.append("MLM features left out: the MLM is not available (run `hades-ray models build`).")
+    lexical = lexical_features(instances, detect.ppmi_vocab, detect.ppmi_window)
+    values |= {"tfidf": lexical[:, 0], "ppmi": lexical[:, 1]}
+    results = {name: compare(column[labels == 1], column[labels == 0]) for name, column in values.items()}
+    section.numbers = {"labels": source, "instances": len(instances), "features": results}
+    section.tables.append(
+        Table(
+            "Mean per label, H - N and its 95% confidence interval (Welch's t)",
+            ["feature", "H mean", "N mean", "H - N", "95% CI", "p", "n H / n N"],
+            [[TITLES[name], fmt(r["mean_h"], 4), fmt(r["mean_n"], 4), fmt(r["difference"], 4),
+              f"[{fmt(r['ci_low'], 4)}, {fmt(r['ci_high'], 4)}]", fmt(r["p_value"], 4), f"{r['n_h']} / {r['n_n']}"]
+             for name, r in results.items()],
+        )
+    )  # fmt: skip
+    section.figures.append(_figure(values, labels))
+    return section

@@ -1,0 +1,44 @@
+"""Labelled instances for the label analyses: the dataset's judged items when ``--dataset`` is given,
+else the learnability labels of the pool (replaced spans H, untouched content words N), and the
+report says which."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from hades_ray.detect.data import LoadReport, load_labelled
+from hades_ray.io.hades_format import Instance
+from hades_ray.report.inputs import ReportInputError
+
+SPLIT_FILES = ("train.txt", "valid.txt", "test.txt")
+LEARNABILITY = (
+    "learnability labels (detect/learnability.py: replaced spans H, untouched content words of the same texts N)"
+)
+
+
+def dataset_instances(dataset: Path) -> list[Instance]:
+    files = [dataset / name for name in SPLIT_FILES if (dataset / name).is_file()]
+    if not files:
+        raise ReportInputError(
+            f"--dataset {dataset}: no train.txt, valid.txt or test.txt; run `hades-ray dataset build`"
+        )
+    report, instances = LoadReport(), []
+    for path in files:
+        instances += load_labelled(path, skip_bad=False, report=report)
+    return instances
+
+
+def labelled_instances(pool: Path | None, dataset: Path | None, seed: int, limit: int) -> tuple[list[Instance], str]:
+    """(at most ``limit`` labelled instances, a seeded sample; where their labels come from)."""
+    if dataset is not None:
+        instances, source = dataset_instances(dataset), f"the dataset's labels ({dataset})"
+    elif pool is not None:
+        from hades_ray.detect.learnability import pool_instances
+
+        instances, source = pool_instances(pool / "pool", seed=seed), LEARNABILITY
+    else:
+        return [], ""
+    if len(instances) > limit:
+        instances = random.Random(seed).sample(instances, limit)
+    return instances, source

@@ -1,0 +1,87 @@
+"""Context length (the paper's Fig. 6) and decoding strategies, from the results ``jobs/analyses.py``
+writes (``analyses.json``); the report only reads them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from hades_ray.report import plots
+from hades_ray.report.inputs import ReportInputError, read_json
+from hades_ray.report.model import Figure, Section, Table, fmt
+
+DECODING_MEASURES = (
+    ("kept_ppl_median", "kept-candidate perplexity (median)"),
+    ("distinct_share", "distinct replacements / replacements"),
+    ("artifact_rate", "artifact rate"),
+    ("auc", "AUC of a detector trained on it"),
+)
+
+
+def read_analyses(path: Path) -> dict:
+    data = read_json(path, "the results of jobs/analyses.py")
+    for key in ("context_length", "decoding"):
+        if key in data and not isinstance(data[key], dict):
+            raise ReportInputError(f"{path}: '{key}' must be an object; rerun jobs/analyses.py")
+    return data
+
+
+def _trials(results: dict, path: Path) -> list[dict]:
+    trials = results.get("trials")
+    if not isinstance(trials, list) or not all(isinstance(t, dict) and "window" in t and "mode" in t for t in trials):
+        raise ReportInputError(f"{path}: context_length.trials must list objects with mode and window")
+    return sorted(trials, key=lambda t: (t["mode"], t["window"]))
+
+
+def context_section(results: dict, path: Path) -> Section:
+    trials = _trials(results, path)
+    section = Section("context_length", "Context length", numbers=results)
+    section.notes.append(
+        f"Span classifiers ({results.get('backbone', 'the encoder')}) trained for {results.get('epochs')} epochs per "
+        f"window with Ray Tune; labels: {results.get('labels')}. {results.get('train')} training and "
+        f"{results.get('test')} test instances, split by document; no epoch or setting was chosen on the test part."
+    )
+    section.tables.append(
+        Table("G-Mean and AUC by context window (subword tokens)", ["mode", "window", "G-Mean", "AUC", "accuracy"],
+              [[t["mode"], t["window"], fmt(t.get("gmean")), fmt(t.get("auc")), fmt(t.get("accuracy"))]
+               for t in trials])
+    )  # fmt: skip
+    fig, axes = plots.new_figure(2, width=4.2, height=3.2)
+    for ax, metric, title in ((axes[0], "gmean", "G-Mean"), (axes[1], "auc", "AUC")):
+        for k, mode in enumerate(sorted({t["mode"] for t in trials})):
+            rows = [t for t in trials if t["mode"] == mode]
+            ys = [np.nan if t.get(metric) is None else t[metric] for t in rows]
+            ax.plot([t["window"] for t in rows], ys, marker="o", color=plots.SERIES[k], label=mode)
+        ax.set(title=f"{title} vs context window", xlabel="window (subword tokens)", ylabel=title)
+        ax.legend(fontsize=8)
+    section.figures.append(
+        Figure("context_length", "Offline and online detectors as the window grows", plots.to_png(fig))
+    )
+    return section
+
+
+def decoding_section(results: dict, path: Path) -> Section:
+    strategies = results.get("strategies")
+    if not isinstance(strategies, list) or not all(isinstance(s, dict) and "decoding" in s for s in strategies):
+        raise ReportInputError(f"{path}: decoding.strategies must list objects with a 'decoding' name")
+    section = Section("decoding", "Decoding strategies", numbers=results)
+    section.notes.append(
+        f"The same {results.get('documents')} documents perturbed with each strategy "
+        f"({results.get('candidates')} candidates each); detector: {results.get('detector')}, labels: "
+        f"{results.get('labels')}. A lower AUC means the strategy makes data that is harder to detect."
+    )
+    section.tables.append(
+        Table("Per strategy", ["decoding", "settings", "replacements", "distinct", *(t for _, t in DECODING_MEASURES)],
+              [[s["decoding"], s.get("settings", ""), s.get("replacements"), s.get("distinct_replacements"),
+                *(fmt(s.get(k)) for k, _ in DECODING_MEASURES)] for s in strategies])
+    )  # fmt: skip
+    fig, axes = plots.new_figure(len(DECODING_MEASURES), width=2.9, height=2.8)
+    names = [s["decoding"] for s in strategies]
+    for ax, (key, title) in zip(axes, DECODING_MEASURES):
+        ax.bar(names, [np.nan if s.get(key) is None else s[key] for s in strategies], color=plots.SERIES[: len(names)])
+        ax.set_title(title, fontsize=9)
+    section.figures.append(
+        Figure("decoding", "Greedy, top-k and top-p perturbations of the same documents", plots.to_png(fig))
+    )
+    return section
