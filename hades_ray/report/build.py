@@ -59,10 +59,9 @@ def _detectors(values: list[str], dataset: Path | None, split: str, seed: int) -
     return detectors_section(scored, str(source), seed)
 
 
-def _analyses(path: Path) -> list[Section]:
-    from hades_ray.report.sweeps import context_section, decoding_section, read_analyses
+def _analyses(path: Path, data: dict) -> list[Section]:
+    from hades_ray.report.sweeps import context_section, decoding_section
 
-    data = read_analyses(path)
     sections = []
     if data.get("context_length"):
         sections.append(context_section(data["context_length"], path))
@@ -86,12 +85,16 @@ def build_report(
     from hades_ray.report.pool import pool_section
     from hades_ray.report.render import write_report
     from hades_ray.report.rounds import pos_ner_section, rounds_section
+    from hades_ray.report.sweeps import read_analyses
 
     began = time.perf_counter()
     pool = require_dir(pool, "--pool", "run `hades-ray perturb` first") if pool else None
     workdir = require_dir(workdir, "--workdir", "run `hades-ray round` (or make demo-loop) first") if workdir else None
     dataset = require_dir(dataset, "--dataset", "run `hades-ray dataset build` first") if dataset else None
     analyses = Path(analyses) if analyses else None
+    analyses_data = read_analyses(analyses) if analyses else None  # a bad file fails before any model runs
+    for value in detectors or []:
+        parse_detector_arg(value)
     steps = [
         ("pool", lambda: pool_section(pool) if pool else None),
         ("features", lambda: _features(pool, dataset, seed, feature_limit)),
@@ -107,7 +110,7 @@ def build_report(
             sections.append(section)
             log.info("section %s: %.1f s", name, time.perf_counter() - started)
     if analyses is not None:
-        sections += _analyses(analyses)
+        sections += _analyses(analyses, analyses_data)
     if not sections:
         raise ReportInputError("nothing to report: give --pool, --workdir, --dataset, --detector or --analyses")
     inputs = {"pool": pool, "workdir": workdir, "dataset": dataset, "detectors": ", ".join(detectors or []),

@@ -5,6 +5,7 @@ span's words, TF-IDF and PPMI, for H against N, with the difference of the means
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 from scipy import stats
@@ -23,9 +24,11 @@ def mlm_features(source: str, instances: list[Instance], window: int, batch: int
     """``[n, 2]`` MLM probability and entropy of each masked span (hades_ray/detect/features.py)."""
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     from hades_ray.detect.features import mlm_span_features
 
+    hf_logging.disable_progress_bar()  # the report's own log lines say what runs
     torch.set_num_threads(1)  # the report runs beside other jobs; one thread keeps it polite
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = AutoModelForMaskedLM.from_pretrained(source).eval()
@@ -50,7 +53,9 @@ def compare(h: np.ndarray, n: np.ndarray) -> dict:
         out["mean_n"] = float(n.mean())
     if h.size < 2 or n.size < 2:
         return out | {"difference": None, "ci_low": None, "ci_high": None, "p_value": None}
-    test = stats.ttest_ind(h, n, equal_var=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # near-constant features (a tiny sample): the CI says it
+        test = stats.ttest_ind(h, n, equal_var=False)
     low, high = test.confidence_interval(0.95)
     return out | {
         "difference": float(h.mean() - n.mean()),

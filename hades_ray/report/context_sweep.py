@@ -1,0 +1,94 @@
+"""The context-length analysis (the paper's Fig. 6): span classifiers in offline and online mode,
+trained with each context window as a Ray Tune grid, G-Mean and AUC on held-out documents.
+
+Each trial is the select package's Tune trial (``hades_ray.select.tune.detector_trial``: the detect
+package's ``TorchTrainer`` reporting every epoch through ``TuneReportCallback``). The epochs are fixed
+and nothing is chosen on the held-out part, so a trial's last report is its test score.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+from hades_ray.detect.learnability import pool_instances, split_by_doc
+from hades_ray.io.hades_format import write_instances
+from hades_ray.report.labelled import LEARNABILITY
+
+EXPERIMENT = "context_length"
+
+
+def sweep_data(pool: Path, folder: Path, seed: int, max_instances: int) -> dict[str, int]:
+    """train.txt / test.txt of learnability instances (70/30 by document) under ``folder``."""
+    instances = pool_instances(pool / "pool", seed=seed)
+    if len(instances) > max_instances:
+        instances = random.Random(seed).sample(instances, max_instances)
+    train, test = split_by_doc(instances, (0.7, 0.3), seed)
+    for name, part in (("train", train), ("test", test)):
+        write_instances([i.to_json() for i in part], folder / f"{name}.txt")
+    return {"train": len(train), "test": len(test)}
+
+
+def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_instances: int) -> dict:
+    """Grid over ``detect.mode`` x ``detect.window``; returns the results analyses.json holds."""
+    from ray import tune
+
+    from hades_ray.ray_runtime import init_ray
+    from hades_ray.select.tune import concurrent_trials, detector_trial
+
+    folder = folder.resolve()
+    sizes = sweep_data(pool, folder, config.seed, max_instances)
+    init_ray(config.ray.address, config.ray.num_cpus)
+    shutil.rmtree(folder / EXPERIMENT, ignore_errors=True)  # a fresh grid: the data above was just rewritten
+    trainable = tune.with_resources(
+        tune.with_parameters(
+            detector_trial,
+            base=config.to_dict(),
+            train_path=str(folder / "train.txt"),
+            valid_path=str(folder / "test.txt"),
+            storage=str(folder / "train_runs"),
+        ),
+        {"cpu": 0, "memory": 1},
+    )
+    tuner = tune.Tuner(
+        trainable,
+        param_space={
+            "detect.mode": tune.grid_search(["offline", "online"]),
+            "detect.window": tune.grid_search(windows),
+        },
+        tune_config=tune.TuneConfig(max_concurrent_trials=concurrent_trials(config)),
+        run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(folder), verbose=0),
+    )
+    trials = []
+    for result in tuner.fit():
+        metrics = result.metrics or {}
+        trials.append(
+            {
+                "mode": result.config["detect.mode"],
+                "window": result.config["detect.window"],
+                **{k: metrics.get(k) for k in ("gmean", "auc", "accuracy", "h_f1", "n_f1", "epoch")},
+                "error": str(result.error) if result.error else None,
+            }
+        )
+    trials.sort(key=lambda t: (t["mode"], t["window"]))
+    return {
+        "labels": LEARNABILITY,
+        "pool": str(pool),
+        "backbone": config.detect.backbone or config.models.encoder,
+        "epochs": config.detect.epochs,
+        "windows": windows,
+        **sizes,
+        "trials": trials,
+    }
+
+
+def print_trials(results: dict) -> None:
+    for t in results["trials"]:
+        print(f"  {t['mode']:<7} window {t['window']:>4}: G-Mean {t['gmean']}, AUC {t['auc']}", flush=True)
+
+
+def save(results: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

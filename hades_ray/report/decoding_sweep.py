@@ -1,0 +1,84 @@
+"""The decoding-strategy analysis: the same documents perturbed with greedy, top-k and top-p REPLACE,
+and for each the kept candidate's perplexity, distinct replacements, the artifact rate, and the AUC
+of the paper's LR feature detector trained on its learnability labels (which strategy makes the
+harder data). Only ``perturb.replace.decoding`` differs between the runs; masks come from the same seed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from hades_ray.config import load_config
+from hades_ray.detect.learnability import pool_instances, split_by_doc
+from hades_ray.io.hades_format import write_instances
+from hades_ray.report.inputs import read_json, read_pool_rows
+from hades_ray.report.labelled import LEARNABILITY
+
+STRATEGIES = ("greedy", "top_k", "top_p")
+
+
+def strategy_settings(config, decoding: str) -> str:
+    r = config.perturb.replace
+    return {"greedy": "argmax", "top_k": f"k={r.top_k}", "top_p": f"p={r.top_p}"}[decoding]
+
+
+def pool_measures(pool: Path) -> dict:
+    """Kept-candidate perplexity, distinct replacements and the artifact rate of one finished pool."""
+    rows = read_pool_rows(pool, ["ppl", "spans"])
+    replacements = [s["replacement"].strip().lower() for r in rows for s in r["spans"] or []]
+    artifacts = read_json(pool / "summary.json", "the perturbation job's summary").get("artifacts") or {}
+    ppl = np.array([r["ppl"] for r in rows], dtype=float)
+    return {
+        "documents": len(rows),
+        "kept_ppl_median": float(np.median(ppl)) if ppl.size else None,
+        "kept_ppl_mean": float(ppl.mean()) if ppl.size else None,
+        "replacements": len(replacements),
+        "distinct_replacements": len(set(replacements)),
+        "distinct_share": len(set(replacements)) / len(replacements) if replacements else None,
+        "artifact_rate": artifacts.get("rate"),
+    }
+
+
+def detector_auc(config, pool: Path, folder: Path) -> dict:
+    """Train the LR detector on 70% of the pool's documents, score the other 30%."""
+    from hades_ray.detect.api import train_detector
+
+    train, test = split_by_doc(pool_instances(pool / "pool", seed=config.seed), (0.7, 0.3), config.seed)
+    paths = {}
+    for name, part in (("train", train), ("test", test)):
+        paths[name] = write_instances([i.to_json() for i in part], folder / "data" / f"{name}.txt")
+    model = train_detector(config, paths["train"], paths["test"], folder / "lr", detector="lr")
+    metrics = read_json(Path(model) / "metrics.json", "the detector's metrics")
+    return {"auc": metrics.get("auc"), "gmean": metrics.get("gmean"), "train": len(train), "test": len(test)}
+
+
+def run_decoding_sweep(overrides: list[str], folder: Path, docs: int, candidates: int) -> dict:
+    """Perturb the first ``docs`` demo documents once per strategy; the measures of each."""
+    from hades_ray.perturb.runner import run_perturb
+
+    strategies = []
+    for decoding in STRATEGIES:
+        config = load_config(
+            "local",
+            None,
+            [*overrides, f"perturb.replace.decoding={decoding}", f"perturb.rank.num_candidates={candidates}"],
+        )
+        pool = folder / decoding
+        run_perturb(config, "demo", pool, limit=docs)  # finished shards of the same config are skipped
+        row = {"decoding": decoding, "settings": strategy_settings(config, decoding), **pool_measures(pool)}
+        row |= detector_auc(config, pool, folder / f"{decoding}-detector")
+        print(
+            f"  {decoding}: kept ppl median {row['kept_ppl_median']:.1f}, distinct {row['distinct_replacements']}"
+            f"/{row['replacements']}, artifact rate {row['artifact_rate']}, LR AUC {row['auc']}",
+            flush=True,
+        )
+        strategies.append(row)
+    return {
+        "documents": strategies[0]["documents"],
+        "input_rows": docs,
+        "candidates": candidates,
+        "detector": "LR on span features (MLM probability and entropy, TF-IDF, PPMI, POS/NER)",
+        "labels": LEARNABILITY,
+        "strategies": strategies,
+    }
