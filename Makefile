@@ -20,7 +20,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
-.PHONY: install models demo demo-loop test lint bench ray-head submit-perturb clean
+.PHONY: install models demo demo-loop report test lint bench ray-head submit-perturb clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,15 @@ demo: models
 
 demo-loop: models
 	$(PY) jobs/demo_loop.py --workdir out/demo-loop
+
+# The analyses report (out/report/report.html) from `make demo` and `make demo-loop` outputs, plus the
+# context-length and decoding sweeps of jobs/analyses.py (reused from out/analyses/ when already run).
+# The round detectors are compared on round 2's judged items, which neither of them trained on.
+report: demo demo-loop
+	$(PY) jobs/analyses.py --pool $(DEMO_OUT) --output out/analyses
+	$(VENV)/bin/hades-ray report --pool $(DEMO_OUT) --workdir out/demo-loop --dataset out/demo-loop/dataset \
+		$(foreach k,1 2,$(if $(wildcard out/demo-loop/round-00$(k)/detector/model),--detector round$(k)=out/demo-loop/round-00$(k)/detector/model)) \
+		--split all --min-round 2 --analyses out/analyses/analyses.json --output out/report
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider tests

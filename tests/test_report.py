@@ -186,6 +186,19 @@ def test_pool_alone_gives_learnability_labels(tmp_path, micro_home):
     assert "learnability" in features["labels"] and features["instances"] == 20
 
 
+def test_detector_folders_are_scored_only_on_rounds_they_never_saw(tmp_path):
+    from hades_ray.report.detectors import eval_instances
+
+    with (tmp_path / "all.txt").open("w") as out:
+        for k, (label, judged_in) in enumerate([(1, 0), (0, 1), (1, 2), (0, 2), (-1, 2)]):
+            out.write(json.dumps({"replaced": "a ===b=== c", "replaced_ids": [1, 1], "hallucination": label,
+                                  "id": f"i{k}", "round": judged_in}) + "\n")  # fmt: skip
+    assert [i.extra["id"] for i in eval_instances([tmp_path / "all.txt"], 2)] == ["i2", "i3"]
+    assert len(eval_instances([tmp_path / "all.txt"], 0)) == 4
+    with pytest.raises(ReportInputError, match="no labelled instances from round 3"):
+        eval_instances([tmp_path / "all.txt"], 3)
+
+
 def test_artifact_rate_counted_from_the_pool_when_the_summary_has_none(tmp_path):
     from hades_ray.report.pool import pool_section
 

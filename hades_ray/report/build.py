@@ -11,6 +11,7 @@ from hades_ray.report.model import Section
 
 log = logging.getLogger(__name__)
 TITLE = "hades_ray report"
+SPLITS = ("train", "valid", "test")
 
 
 def _config_for(pool: Path | None):
@@ -43,20 +44,25 @@ def _features(pool, dataset, seed: int, limit: int) -> Section | None:
     return features_section(instances, source, _mlm_source(config.models.mlm), config.detect)
 
 
-def _detectors(values: list[str], dataset: Path | None, split: str, seed: int) -> Section | None:
-    from hades_ray.report.detectors import detectors_section, from_detector, from_predictions
+def _detectors(values: list[str], dataset: Path | None, split: str, min_round: int, seed: int) -> Section | None:
+    from hades_ray.report.detectors import detectors_section, eval_instances, from_detector, from_predictions
 
     if not values:
         return None
-    eval_file = dataset / f"{split}.txt" if dataset is not None else None
-    scored = []
-    for value in values:
-        name, path = parse_detector_arg(value)
-        scored.append(from_predictions(name, path) if path.is_file() else from_detector(name, path, eval_file))
-    if len({s.name for s in scored}) < len(scored):
+    named = [parse_detector_arg(v) for v in values]
+    if len({name for name, _ in named}) < len(named):
         raise ReportInputError("--detector: two detectors have the same name; give them as NAME=PATH")
-    source = "their prediction files" if all(Path(parse_detector_arg(v)[1]).is_file() for v in values) else eval_file
-    return detectors_section(scored, str(source), seed)
+    folders = [(name, path) for name, path in named if path.is_dir()]
+    source = "their prediction files"
+    instances = []
+    if folders:
+        if dataset is None:
+            raise ReportInputError(f"--detector {folders[0][1]}: a detector folder is scored on --dataset's split")
+        files = [dataset / f"{s}.txt" for s in (SPLITS if split == "all" else (split,))]
+        instances = eval_instances(files, min_round)
+        source = f"{', '.join(f.name for f in files)} of {dataset}" + (f", rounds >= {min_round}" if min_round else "")
+    scored = [from_detector(n, p, instances) if p.is_dir() else from_predictions(n, p) for n, p in named]
+    return detectors_section(scored, source, seed)
 
 
 def _analyses(path: Path, data: dict) -> list[Section]:
@@ -80,6 +86,7 @@ def build_report(
     seed: int = 0,
     feature_limit: int = 300,
     split: str = "test",
+    min_round: int = 0,
 ) -> dict:
     """Write ``output``/report.html, report.md, report.json; returns their paths and the section keys."""
     from hades_ray.report.pool import pool_section
@@ -100,7 +107,7 @@ def build_report(
         ("features", lambda: _features(pool, dataset, seed, feature_limit)),
         ("pos_ner", lambda: pos_ner_section(dataset) if dataset and (dataset / "stats.json").is_file() else None),
         ("rounds", lambda: rounds_section(workdir) if workdir else None),
-        ("detectors", lambda: _detectors(detectors or [], dataset, split, seed)),
+        ("detectors", lambda: _detectors(detectors or [], dataset, split, min_round, seed)),
     ]
     sections: list[Section] = []
     for name, make in steps:

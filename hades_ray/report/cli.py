@@ -32,7 +32,17 @@ def add_report_args(parser: argparse.ArgumentParser) -> None:
         "`make report` uses out/analyses/analyses.json)",
     )
     parser.add_argument(
-        "--split", default="test", choices=("train", "valid", "test"), help="dataset split detectors are scored on"
+        "--split",
+        default="test",
+        choices=("train", "valid", "test", "all"),
+        help="dataset split that detector folders are scored on (all: the three together)",
+    )
+    parser.add_argument(
+        "--min-round",
+        type=int,
+        default=0,
+        metavar="K",
+        help="score detector folders only on items judged in round K or later (a round-K detector never saw them)",
     )
     parser.add_argument(
         "--feature-limit",
@@ -59,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         feature_limit=args.feature_limit,
         split=args.split,
+        min_round=args.min_round,
     )
     print(f"sections: {', '.join(result['sections'])}")
     for kind, path in result["paths"].items():

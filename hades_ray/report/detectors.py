@@ -47,14 +47,24 @@ def from_predictions(name: str, path: Path) -> Scored:
                   np.array([int(i.extra["pred"]) for i in instances]))  # fmt: skip
 
 
-def from_detector(name: str, model_dir: Path, eval_file: Path | None) -> Scored:
-    """A detector folder scored in-process on the dataset's evaluation split."""
+def eval_instances(files: list[Path], min_round: int) -> list:
+    """Labelled instances of ``files`` judged in round ``min_round`` or later (a record without a round is 0)."""
+    instances = []
+    for path in files:
+        if not path.is_file():
+            raise ReportInputError(f"{path}: missing; detector folders are scored on --dataset's --split")
+        instances += [
+            i for i in read_instances(path) if i.label in (0, 1) and int(i.extra.get("round", 0)) >= min_round
+        ]
+    if not instances:
+        raise ReportInputError(f"{', '.join(map(str, files))}: no labelled instances from round {min_round} on")
+    return instances
+
+
+def from_detector(name: str, model_dir: Path, instances: list) -> Scored:
+    """A detector folder scored in-process on the evaluation instances."""
     from hades_ray.detect.api import predict_records
 
-    if eval_file is None or not eval_file.is_file():
-        raise ReportInputError(f"--detector {model_dir}: a detector folder is scored on --dataset's split; "
-                               f"{eval_file or 'no --dataset'} is missing")  # fmt: skip
-    instances = [i for i in read_instances(eval_file) if i.label in (0, 1)]
     p, pred = predict_records(model_dir, [i.to_json() for i in instances])
     ids = [str(i.extra.get("id", k)) for k, i in enumerate(instances)]
     return Scored(name, ids, np.array([i.label for i in instances]), p, pred)
