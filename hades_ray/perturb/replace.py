@@ -16,6 +16,7 @@ a one-token word does not repeat the word after it.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ import torch
 from hades_ray.config import ReplaceConfig
 
 NEG_INF = float("-inf")
+MAX_BATCH_TOKENS = 32_768  # rows x width of one forward; hades_ray/plan counts the same chunks
 SPAN_START, CONTINUATION, INNER_WORD = 0, 1, 2  # what the original token at a position was
 CLITICS = frozenset(["'", "\u2019", "s", "t", "d", "m", "ll", "re", "ve"])
 
@@ -160,13 +162,39 @@ def _plan(seq: MaskedSequence, bans: VocabularyBans) -> _Plan:
     return _Plan(steps, kinds)
 
 
+def model_steps(seq: MaskedSequence, bans: VocabularyBans) -> int:
+    """How many of a sequence's masked positions take a model step (kept punctuation takes none)."""
+    return len(_plan(seq, bans).steps)
+
+
+def step_chunks(lengths: list[int], step_counts: list[int], max_batch_tokens: int) -> Iterator[tuple[int, list[int]]]:
+    """Every forward ``fill_masks`` makes, in order, as (step, rows): at each step the rows that still
+    have a position to fill, cut so that rows x the longest of them stays within ``max_batch_tokens``.
+    A pure function of the lengths and step counts, so the planner counts the very same forwards."""
+    for step in range(max(step_counts, default=0)):
+        active = [row for row, count in enumerate(step_counts) if step < count]
+        rows_per_chunk = max(1, max_batch_tokens // max(lengths[row] for row in active))
+        for begin in range(0, len(active), rows_per_chunk):
+            yield step, active[begin : begin + rows_per_chunk]
+
+
+def forward_shapes(
+    sequences: list[MaskedSequence], bans: VocabularyBans, max_batch_tokens: int = MAX_BATCH_TOKENS
+) -> list[tuple[int, int]]:
+    """(rows, width) of each forward ``fill_masks`` would make for ``sequences``, without a model."""
+    lengths = [len(seq.input_ids) for seq in sequences]
+    counts = [model_steps(seq, bans) for seq in sequences]
+    chunks = step_chunks(lengths, counts, max_batch_tokens)
+    return [(len(chunk), max(lengths[row] for row in chunk)) for _, chunk in chunks]
+
+
 def fill_masks(
     model,
     sequences: list[MaskedSequence],
     config: ReplaceConfig,
     bans: VocabularyBans,
     pad_id: int,
-    max_batch_tokens: int = 32_768,
+    max_batch_tokens: int = MAX_BATCH_TOKENS,
     timings: dict | None = None,
 ) -> list[list[int]]:
     """Token ids chosen for each sequence's positions, left to right; ``timings["forward"]``
@@ -183,29 +211,25 @@ def fill_masks(
     for row, seq in enumerate(sequences):
         for index in set(range(len(seq.positions))) - set(plans[row].steps):
             ids[row, seq.positions[index]] = seq.original_ids[index]
-    for step in range(max((len(p.steps) for p in plans), default=0)):
-        active = [row for row, plan in enumerate(plans) if step < len(plan.steps)]
-        rows_per_chunk = max(1, max_batch_tokens // int(lengths[active].max()))
-        for begin in range(0, len(active), rows_per_chunk):
-            chunk = active[begin : begin + rows_per_chunk]
-            cols = [sequences[r].positions[plans[r].steps[step]] for r in chunk]
-            banned = [_banned_ids(ids[r], sequences[r], plans[r], step, col, bans) for r, col in zip(chunk, cols)]
-            picks = _step(
-                model,
-                ids,
-                lengths,
-                chunk,
-                cols,
-                [plans[r].kinds[step] for r in chunk],
-                banned,
-                [sequences[r].rng for r in chunk],
-                config,
-                on_device,
-                timings,
-            )
-            for row, col, token in zip(chunk, cols, picks):
-                ids[row, col] = token
-                chosen[row][plans[row].steps[step]] = token
+    for step, chunk in step_chunks(lengths.tolist(), [len(p.steps) for p in plans], max_batch_tokens):
+        cols = [sequences[r].positions[plans[r].steps[step]] for r in chunk]
+        banned = [_banned_ids(ids[r], sequences[r], plans[r], step, col, bans) for r, col in zip(chunk, cols)]
+        picks = _step(
+            model,
+            ids,
+            lengths,
+            chunk,
+            cols,
+            [plans[r].kinds[step] for r in chunk],
+            banned,
+            [sequences[r].rng for r in chunk],
+            config,
+            on_device,
+            timings,
+        )
+        for row, col, token in zip(chunk, cols, picks):
+            ids[row, col] = token
+            chosen[row][plans[row].steps[step]] = token
     return chosen
 
 

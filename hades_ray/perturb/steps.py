@@ -72,21 +72,25 @@ def masked_sequences(row: dict, mask_id: int, seed: int) -> list[MaskedSequence]
     return sequences
 
 
+def replace_groups(rows: list[dict], mask_id: int, seed: int) -> dict[int, list[tuple[dict, int, MaskedSequence]]]:
+    """The masked sequences of every candidate of the "ok" rows, grouped by length: each group is one
+    ``fill_masks`` call (the planner in ``hades_ray/plan`` counts the same groups)."""
+    by_length: dict[int, list[tuple[dict, int, MaskedSequence]]] = defaultdict(list)
+    for row in _ok(rows):
+        for candidate, seq in enumerate(masked_sequences(row, mask_id, seed)):
+            by_length[len(seq.input_ids)].append((row, candidate, seq))
+    return dict(sorted(by_length.items()))
+
+
 def replace_rows(rows: list[dict], model, tokenizer, bans, config: HadesConfig, timings: dict) -> list[dict]:
     """Fill all candidates of all "ok" rows; ``row["fills"]`` holds each candidate's chosen token ids.
 
     Only sequences of equal length share a forward, so no padding enters the arithmetic and a
     document's fills do not depend on which other documents share its batch."""
-    by_length: dict[int, list[tuple[dict, int, MaskedSequence]]] = defaultdict(list)
     for row in rows:
-        row["fills"] = []
-    for row in _ok(rows):
-        row["fills"] = [None] * len(row["chosen"])
-        for candidate, seq in enumerate(masked_sequences(row, tokenizer.mask_token_id, config.seed)):
-            by_length[len(seq.input_ids)].append((row, candidate, seq))
+        row["fills"] = [None] * len(row["chosen"]) if row["status"] == "ok" else []
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    for length in sorted(by_length):
-        group = by_length[length]
+    for group in replace_groups(rows, tokenizer.mask_token_id, config.seed).values():
         fills = fill_masks(model, [seq for _, _, seq in group], config.perturb.replace, bans, pad, timings=timings)
         for (row, candidate, _), chosen in zip(group, fills):
             row["fills"][candidate] = chosen
@@ -126,18 +130,22 @@ def assemble_rows(rows: list[dict], mlm_tokenizer, lm_tokenizer, max_length: int
     return rows
 
 
+def rank_groups(rows: list[dict]) -> dict[int, list[tuple[dict, int]]]:
+    """(row, candidate) of every candidate of the "ok" rows, grouped by causal-LM length: each group
+    is one ``perplexities`` call (the planner in ``hades_ray/plan`` counts the same groups)."""
+    by_length: dict[int, list[tuple[dict, int]]] = defaultdict(list)
+    for row in _ok(rows):
+        for candidate, ids in enumerate(row["rank_ids"]):
+            by_length[len(ids)].append((row, candidate))
+    return dict(sorted(by_length.items()))
+
+
 def rank_rows(rows: list[dict], model, pad_id: int) -> list[dict]:
     """``row["cand_ppls"]``: the perplexity of every candidate; only sequences of equal length share a
     forward, so a candidate's perplexity does not depend on the other documents in its batch."""
     for row in rows:
-        row["cand_ppls"] = []
-    by_length: dict[int, list[tuple[dict, int]]] = defaultdict(list)
-    for row in _ok(rows):
-        row["cand_ppls"] = [None] * len(row["rank_ids"])
-        for candidate, ids in enumerate(row["rank_ids"]):
-            by_length[len(ids)].append((row, candidate))
-    for length in sorted(by_length):  # equal lengths only: no padding, so no dependence on the batch
-        group = by_length[length]
+        row["cand_ppls"] = [None] * len(row["rank_ids"]) if row["status"] == "ok" else []
+    for group in rank_groups(rows).values():  # equal lengths only: no padding, so no dependence on the batch
         scores = perplexities(model, [row["rank_ids"][c] for row, c in group], pad_id)
         for (row, candidate), score in zip(group, scores):
             row["cand_ppls"][candidate] = score
