@@ -1,0 +1,97 @@
+"""From the sample's counts and the stages' throughput to a corpus's device-hours, wall time and the
+REPLACE/RANK actor split.
+
+The sample's work per document scales linearly to the corpus: the counts are exact for the sample,
+so the plan is as good as the sample is like the corpus. The wall time assumes the devices stay busy
+(the job streams shards through actor pools that live for the whole run, hades_ray/pipeline/executor.py)
+and leaves out model loading and actor start-up, seconds per actor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hades_ray.plan.count import SampleCounts
+
+
+@dataclass
+class Throughput:
+    """Tokens per second of one actor of each model stage, and where the figures came from."""
+
+    mlm_tokens_per_s: float
+    lm_tokens_per_s: float
+    prepare_docs_per_s: float  # MASK's spaCy and tokenizer, one CPU core
+    source: str  # "measured: ..." or "given"
+    device_kind: str  # "GPU" or "CPU core"
+
+
+def corpus_scale(counts: SampleCounts, corpus_docs: int | None, perturbed_docs: int | None) -> tuple[float, float]:
+    """(documents read, documents perturbed) of the corpus; one of them given, the other from the sample."""
+    kept_share = counts.perturbed / counts.read
+    if perturbed_docs is not None:
+        return perturbed_docs / kept_share, float(perturbed_docs)
+    return float(corpus_docs), corpus_docs * kept_share
+
+
+def balance(replace_seconds: float, rank_seconds: float, actors_per_device: int) -> dict:
+    """REPLACE and RANK actors per device in proportion to their work (at least one of each)."""
+    share = replace_seconds / (replace_seconds + rank_seconds)
+    replace_actors = min(actors_per_device - 1, max(1, round(share * actors_per_device)))
+    return {
+        "replace_share_of_work": round(share, 4),
+        "replace_actors_per_device": replace_actors,
+        "rank_actors_per_device": actors_per_device - replace_actors,
+    }
+
+
+def make_plan(
+    counts: SampleCounts,
+    throughput: Throughput,
+    devices: int,
+    corpus_docs: int | None = None,
+    perturbed_docs: int | None = None,
+    actors_per_device: int = 4,
+) -> dict:
+    """The plan for a corpus of ``corpus_docs`` read (or ``perturbed_docs`` perturbed) documents."""
+    if not counts.perturbed:
+        raise ValueError("no document of the sample passes the filters; a plan needs at least one")
+    read, perturbed = corpus_scale(counts, corpus_docs, perturbed_docs)
+    per_doc = perturbed / counts.perturbed
+    work = {
+        "mlm_token_forwards": counts.mlm_token_forwards_done * per_doc,
+        "mlm_forward_calls": counts.mlm_forward_calls * per_doc,
+        "lm_token_forwards": counts.lm_token_forwards_done * per_doc,
+        "lm_forward_calls": counts.lm_forward_calls * per_doc,
+        "spacy_tokens": counts.spacy_tokens * read / counts.read,
+    }
+    replace_s = work["mlm_token_forwards"] / throughput.mlm_tokens_per_s
+    rank_s = work["lm_token_forwards"] / throughput.lm_tokens_per_s
+    device_hours = (replace_s + rank_s) / 3600
+    dominant = "REPLACE" if replace_s >= rank_s else "RANK"
+    return {
+        "documents_read": round(read),
+        "documents_perturbed": round(perturbed),
+        "candidates": round(perturbed * counts.candidates / counts.perturbed),
+        "work": {key: round(value) for key, value in work.items()},
+        "device_kind": throughput.device_kind,
+        "replace_device_hours": round(replace_s / 3600, 2),
+        "rank_device_hours": round(rank_s / 3600, 2),
+        "device_hours": round(device_hours, 2),
+        "devices": devices,
+        "wall_hours": round(device_hours / devices, 2),
+        "dominant_stage": dominant,
+        "prepare_cpu_core_hours": round(read / throughput.prepare_docs_per_s / 3600, 2),
+        "balance": balance(replace_s, rank_s, actors_per_device),
+    }
+
+
+def needed_throughput(plan: dict, device_hours: float) -> dict:
+    """The tokens/s each stage would need for the whole plan to fit ``device_hours`` with the
+    stages' current shares of the time."""
+    share = plan["balance"]["replace_share_of_work"]
+    seconds = device_hours * 3600
+    return {
+        "device_hours": device_hours,
+        "mlm_tokens_per_s": round(plan["work"]["mlm_token_forwards"] / (seconds * share)),
+        "lm_tokens_per_s": round(plan["work"]["lm_token_forwards"] / (seconds * (1 - share))),
+    }

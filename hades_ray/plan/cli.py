@@ -1,0 +1,192 @@
+"""``hades-ray plan``: what the perturbation job will cost on a corpus, counted on a sample of it.
+
+The sample's model work is counted with the job's own batching code (MASK runs, the models do not);
+REPLACE and RANK throughput is measured (``--measure``) or given; the plan scales the sample to the
+corpus and prints device-hours, wall time and the REPLACE/RANK actor split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hades_ray.cli_common import add_config_args, config_from_args
+from hades_ray.errors import UserError
+from hades_ray.io.demo_corpus import DEMO_INPUT
+from hades_ray.plan.report import print_plan
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return value
+
+    return parse
+
+
+def add_plan_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input",
+        required=True,
+        help=f"a sample of the corpus: JSONL or Parquet file or folder (as `hades-ray perturb` reads), "
+        f"or '{DEMO_INPUT}' for the embedded Wikipedia leads",
+    )
+    size = parser.add_mutually_exclusive_group(required=True)
+    size.add_argument("--corpus-docs", type=_positive(int), metavar="N", help="documents (input rows) in the corpus")
+    size.add_argument(
+        "--perturbed-docs",
+        type=_positive(int),
+        metavar="N",
+        help="documents to perturb instead (the pool's size, after the filters)",
+    )
+    parser.add_argument("--limit", type=_positive(int), default=None, help="read at most N rows of the sample")
+    parser.add_argument(
+        "--sample",
+        type=_positive(int),
+        default=None,
+        metavar="N",
+        help="count a seeded random sample of about N rows of --input (the seed is --seed / the config's seed)",
+    )
+    parser.add_argument(
+        "--gpus",
+        type=_positive(int),
+        default=1,
+        metavar="G",
+        help="devices the job runs on: GPUs, or CPU cores when the throughput is one core's (default 1)",
+    )
+    parser.add_argument(
+        "--measure",
+        nargs="?",
+        const="configured",
+        choices=("configured", "paper-sized"),
+        default=None,
+        help="measure tokens/s on this machine: with the configured models, or (paper-sized) with "
+        "bert-base- and gpt2-sized random-weight models built from their configs, no download",
+    )
+    parser.add_argument(
+        "--measure-seconds", type=_positive(float), default=3.0, help="time budget per model stage (default 3)"
+    )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where to measure, and what the figures are for: auto is cuda when present, else cpu",
+    )
+    parser.add_argument(
+        "--threads", type=_positive(int), default=1, help="torch threads when measuring on CPU (default 1: per core)"
+    )
+    parser.add_argument("--mlm-tokens-per-s", type=_positive(float), help="REPLACE throughput of one actor (tokens/s)")
+    parser.add_argument("--lm-tokens-per-s", type=_positive(float), help="RANK throughput of one actor (tokens/s)")
+    parser.add_argument(
+        "--prepare-docs-per-s",
+        type=_positive(float),
+        help="MASK (spaCy) documents/s of one CPU core (default: measured on the sample)",
+    )
+    parser.add_argument(
+        "--actors-per-device",
+        type=int,
+        default=4,
+        help="model actors sharing one device, split between REPLACE and RANK (default 4; at least 2)",
+    )
+    parser.add_argument(
+        "--lm-context",
+        type=_positive(int),
+        default=None,
+        help="causal-LM input limit in tokens (default: perturb.rank.max_length capped by the model's positions)",
+    )
+    parser.add_argument(
+        "--target-hours",
+        type=_positive(float),
+        default=5.0,
+        help="device-hours budget: the plan prints the tokens/s each stage would need to meet it (default 5)",
+    )
+    parser.add_argument("--output", default=None, metavar="PLAN.json", help="also write the plan as JSON")
+    add_config_args(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hades_ray.plan.budget import make_plan, needed_throughput
+    from hades_ray.plan.count import count_sample, load_tokenizers
+
+    if args.actors_per_device < 2:
+        raise UserError("--actors-per-device must be at least 2 (one REPLACE and one RANK actor)")
+    if not args.measure and not (args.mlm_tokens_per_s and args.lm_tokens_per_s):
+        raise UserError("give --measure, or both --mlm-tokens-per-s and --lm-tokens-per-s")
+    config = config_from_args(args)
+    device = _device(args.device)
+    tokenizers = load_tokenizers(config, args.lm_context)
+    counts = count_sample(config, args.input, tokenizers, args.limit, args.sample, keep_groups=bool(args.measure))
+    if not counts.perturbed:
+        raise UserError(f"{args.input}: no row of the sample passes the filters ({_reasons(counts.filtered)})")
+    measured = _measure(args, config, tokenizers, counts, device) if args.measure else None
+    throughput = _throughput(args, counts, measured, device)
+    plan = make_plan(counts, throughput, args.gpus, args.corpus_docs, args.perturbed_docs, args.actors_per_device)
+    result = {
+        "input": str(args.input),
+        "preset": config.preset,
+        "models": {"mlm": config.models.mlm, "causal_lm": config.models.causal_lm},
+        "lm_context": tokenizers.lm_context,
+        "sample": counts.to_dict(),
+        "measured": measured,
+        "throughput": throughput.__dict__,
+        "plan": plan,
+        "to_fit": needed_throughput(plan, args.target_hours),
+    }
+    print_plan(result)
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return 0
+
+
+def _device(choice: str) -> str:
+    import torch
+
+    if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()):
+        return "cuda"
+    return "cpu"
+
+
+def _measure(args, config, tokenizers, counts, device: str) -> dict:
+    import torch
+
+    from hades_ray.plan.measure import measure_stages
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("--measure on cuda needs a CUDA device; this machine has none (use --device cpu)")
+    torch.set_num_threads(args.threads)
+    return measure_stages(config, tokenizers, counts, args.measure, device, args.measure_seconds)
+
+
+def _throughput(args, counts, measured: dict | None, device: str):
+    from hades_ray.plan.budget import Throughput
+
+    mlm = args.mlm_tokens_per_s or measured["replace"]["tokens_per_s"]
+    lm = args.lm_tokens_per_s or measured["rank"]["tokens_per_s"]
+    prepare = args.prepare_docs_per_s or counts.read / counts.prepare_seconds
+    given = [flag for flag in ("mlm_tokens_per_s", "lm_tokens_per_s") if getattr(args, flag)]
+    source = f"measured: {measured['models']} models on {measured['device']}" if measured else ""
+    if given:
+        source = "; ".join(filter(None, [source, "given: " + ", ".join("--" + g.replace("_", "-") for g in given)]))
+    kind = "GPU" if device == "cuda" else ("CPU core" if args.threads == 1 else f"CPU ({args.threads} threads)")
+    return Throughput(mlm, lm, prepare, source, kind)
+
+
+def _reasons(filtered: dict) -> str:
+    return ", ".join(f"{reason} {count}" for reason, count in filtered.items()) or "none"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        help="count the perturbation job's work on a sample and plan device-hours for a corpus",
+        description=__doc__,
+    )
+    add_plan_args(parser)
+    parser.set_defaults(func=run)

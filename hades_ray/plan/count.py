@@ -1,0 +1,169 @@
+"""Count the perturbation job's work on a sample with the job's own code, no model run.
+
+The sample is read as the job reads it (``plan_shards``/``read_shard``: shards sorted by text
+length), MASK runs for real (spaCy and the masked LM's tokenizer), and each stage's batches are cut
+as ``Stage.__call__`` cuts them. REPLACE's forwards then come from ``steps.replace_groups`` and
+``replace.forward_shapes``, RANK's from ``steps.rank_groups`` and ``rank.forward_shapes``: the same
+functions ``fill_masks`` and ``perplexities`` follow, so the MLM counts are exact.
+
+RANK scores candidate texts that only exist after REPLACE; without running the masked LM, each
+candidate is counted at its original text's causal-LM length (a candidate differs from it only in
+its replaced spans). ``tests/test_plan.py`` checks the MLM counts exactly against a real run and
+this one approximation against the real candidates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from hades_ray.config import HadesConfig
+from hades_ray.io.readers import plan_shards, read_shard
+from hades_ray.perturb import rank, replace, steps
+from hades_ray.perturb.annotate import load_spacy, stop_words
+from hades_ray.perturb.rank import encode_for_perplexity
+
+
+@dataclass
+class SampleCounts:
+    """What the job would do on the sample; token counts are token positions through a model."""
+
+    read: int = 0
+    perturbed: int = 0  # documents that reach REPLACE and RANK
+    filtered: dict[str, int] = field(default_factory=dict)  # reason -> documents
+    spacy_tokens: int = 0  # every token spaCy parsed (MASK's CPU cost)
+    spacy_words: int = 0  # of those, neither punctuation nor space
+    candidates: int = 0
+    masked_positions: int = 0  # [MASK] positions over all candidates
+    mlm_steps: int = 0  # positions that take a model step (kept punctuation inside a span takes none)
+    mlm_token_forwards_ideal: int = 0  # per candidate: model steps x its sequence length, summed
+    mlm_token_forwards_done: int = 0  # rows x width over the forwards made (padding included)
+    mlm_forward_calls: int = 0
+    lm_tokens: int = 0  # causal-LM tokens over all candidates (at the original text's length)
+    lm_token_forwards_done: int = 0  # rows x width over RANK's forwards (padding included)
+    lm_forward_calls: int = 0
+    prepare_seconds: float = 0.0  # MASK (spaCy + tokenizer) on this machine, one process
+    mlm_shapes: list = field(default_factory=list, repr=False)  # (rows, width) of each forward
+    lm_shapes: list = field(default_factory=list, repr=False)
+    # With ``keep_groups``: each ``fill_masks`` call's sequences and each ``perplexities`` call's ids,
+    # which ``measure`` replays.
+    mlm_groups: list = field(default_factory=list, repr=False)
+    lm_groups: list = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        for name in ("mlm_shapes", "lm_shapes", "mlm_groups", "lm_groups"):
+            data.pop(name)
+        return data
+
+
+class CountingNlp:
+    """spaCy's pipeline with a count of the tokens and words it parsed (MASK calls only ``pipe``)."""
+
+    def __init__(self, nlp):
+        self.nlp, self.tokens, self.words = nlp, 0, 0
+
+    def pipe(self, texts):
+        for doc in self.nlp.pipe(texts):
+            self.tokens += len(doc)
+            self.words += sum(1 for token in doc if not (token.is_punct or token.is_space))
+            yield doc
+
+
+@dataclass
+class Tokenizers:
+    """What counting needs of the models, none of their weights."""
+
+    mlm: object
+    lm: object
+    mlm_vocab_size: int
+    lm_context: int  # the causal LM's input limit (the configured length, capped by its positions)
+
+
+def load_tokenizers(config: HadesConfig, lm_context: int | None = None) -> Tokenizers:
+    """The configured models' tokenizers and sizes, read from their folders (no weights loaded)."""
+    from transformers import AutoConfig
+
+    from hades_ray.models.registry import load_tokenizer, model_revision, resolve_model
+
+    models = config.models
+    mlm_config = AutoConfig.from_pretrained(resolve_model(models.mlm), revision=model_revision(models.mlm))
+    lm_config = AutoConfig.from_pretrained(resolve_model(models.causal_lm), revision=model_revision(models.causal_lm))
+    context = lm_context or steps.context_limit(lm_config, config.perturb.rank.max_length)
+    return Tokenizers(load_tokenizer(models.mlm), load_tokenizer(models.causal_lm), mlm_config.vocab_size, context)
+
+
+def batches(rows: list[dict], size: int) -> list[list[dict]]:
+    """A shard's rows cut the way ``Stage.__call__`` cuts them (rows of every status included)."""
+    return [rows[begin : begin + size] for begin in range(0, len(rows), size)]
+
+
+def count_replace(rows: list[dict], tokenizer, bans, seed: int, counts: SampleCounts, keep: bool = False) -> None:
+    """REPLACE's forwards for one batch: one ``fill_masks`` call per length group."""
+    for length, group in steps.replace_groups(rows, tokenizer.mask_token_id, seed).items():
+        sequences = [seq for _, _, seq in group]
+        if keep:
+            counts.mlm_groups.append(sequences)
+        counts.candidates += len(sequences)
+        counts.masked_positions += sum(len(seq.positions) for seq in sequences)
+        model_steps = sum(replace.model_steps(seq, bans) for seq in sequences)
+        counts.mlm_steps += model_steps
+        counts.mlm_token_forwards_ideal += model_steps * length
+        counts.mlm_shapes += replace.forward_shapes(sequences, bans)
+
+
+def count_rank(rows: list[dict], counts: SampleCounts, keep: bool = False) -> None:
+    """RANK's forwards for one batch: one ``perplexities`` call per length group."""
+    for length, group in steps.rank_groups(rows).items():
+        if keep:
+            counts.lm_groups.append([row["rank_ids"][candidate] for row, candidate in group])
+        counts.lm_tokens += length * len(group)
+        counts.lm_shapes += rank.forward_shapes([length] * len(group))
+
+
+def original_rank_ids(rows: list[dict], tokenizer, max_length: int, num_candidates: int) -> None:
+    """Each "ok" row's candidates at the causal-LM length of its original text (see the module docstring)."""
+    for row in rows:
+        ids = encode_for_perplexity(tokenizer, [row["text"]], max_length)[0] if row["status"] == "ok" else []
+        row["rank_ids"] = [ids] * num_candidates if row["status"] == "ok" else []
+
+
+def count_sample(
+    config: HadesConfig,
+    input_path: str,
+    tokenizers: Tokenizers,
+    limit: int | None = None,
+    sample: int | None = None,
+    keep_groups: bool = False,
+) -> SampleCounts:
+    """Read ``input_path`` as the job does (at most ``limit`` rows, or a seeded ``sample`` of about N),
+    run MASK, and count the model work; ``keep_groups`` keeps the model calls' inputs for ``measure``."""
+    from hades_ray.perturb.replace import vocabulary_bans
+
+    perturb = config.perturb
+    stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
+    bans = vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
+    nlp = CountingNlp(load_spacy(config.spacy_model))
+    counts, statuses = SampleCounts(), Counter()
+    for shard in plan_shards(str(input_path), perturb.read.shard_size, limit, sample, config.seed):
+        rows = read_shard(shard).to_pylist()
+        started = time.perf_counter()
+        for batch in batches(rows, perturb.resources.annotate.batch_size):
+            steps.prepare_rows(batch, nlp, tokenizers.mlm, config)
+        counts.prepare_seconds += time.perf_counter() - started
+        statuses.update(row["status"] for row in rows)
+        for batch in batches(rows, perturb.resources.replace.batch_size):
+            count_replace(batch, tokenizers.mlm, bans, config.seed, counts, keep_groups)
+        original_rank_ids(rows, tokenizers.lm, tokenizers.lm_context, perturb.rank.num_candidates)
+        for batch in batches(rows, perturb.resources.rank.batch_size):
+            count_rank(batch, counts, keep_groups)
+    counts.read = sum(statuses.values())
+    counts.perturbed = statuses.pop("ok", 0)
+    counts.filtered = dict(sorted(statuses.items()))
+    counts.spacy_tokens, counts.spacy_words = nlp.tokens, nlp.words
+    counts.mlm_forward_calls = len(counts.mlm_shapes)
+    counts.mlm_token_forwards_done = sum(rows * width for rows, width in counts.mlm_shapes)
+    counts.lm_forward_calls = len(counts.lm_shapes)
+    counts.lm_token_forwards_done = sum(rows * width for rows, width in counts.lm_shapes)
+    return counts

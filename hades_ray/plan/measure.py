@@ -1,0 +1,142 @@
+"""Tokens per second of REPLACE and RANK on the device at hand, measured with the job's own functions.
+
+REPLACE runs ``fill_masks`` (forwards, bans and sampling) on the sample's real masked sequences,
+length group by length group as the job does, each sequence cut to its first ``steps`` positions so
+that a paper-sized model on a CPU finishes a group in seconds: the forwards keep their real shapes
+(rows x width), only fewer of them run. RANK runs ``perplexities`` on the sample's groups. Groups are
+visited in a seeded order, so a short budget still sees short and long texts.
+
+Speed does not depend on the weights, so paper-sized models can be measured without any download:
+``paper_sized_models`` builds BERT-base and GPT-2 (124M) from their configurations, random weights,
+with the real models' vocabulary sizes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import resource
+import time
+
+from hades_ray.perturb import rank, replace
+
+BERT_BASE = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12}
+BERT_BASE |= {"intermediate_size": 3072, "max_position_embeddings": 512}
+GPT2_SMALL = {"vocab_size": 50257, "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024}
+
+
+def paper_sized_models(device: str, dtype):
+    """(masked LM, causal LM): ``bert-base``- and ``gpt2``-sized, random weights, eval mode."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertConfig, GPT2Config
+
+    torch.manual_seed(0)
+    mlm = AutoModelForMaskedLM.from_config(BertConfig(**BERT_BASE))
+    lm = AutoModelForCausalLM.from_config(GPT2Config(**GPT2_SMALL))
+    return mlm.eval().to(device=device, dtype=dtype), lm.eval().to(device=device, dtype=dtype)
+
+
+def peak_memory_mib(device: str) -> dict:
+    """This process's peak resident memory, and the device's peak allocation on a GPU."""
+    peak = {"process_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    if device.startswith("cuda"):
+        import torch
+
+        peak["device_peak_allocated_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return peak
+
+
+def _in_vocabulary(ids: list[int], vocab_size: int) -> list[int]:
+    # A tokenizer larger than the measured model's vocabulary (never the case for the paper's pairs):
+    # fold its ids in, speed does not depend on which ids they are.
+    return [token % vocab_size for token in ids]
+
+
+def _shortened(seq: replace.MaskedSequence, steps: int, vocab_size: int) -> replace.MaskedSequence:
+    return dataclasses.replace(
+        seq,
+        input_ids=_in_vocabulary(seq.input_ids, vocab_size),
+        positions=seq.positions[:steps],
+        original_ids=_in_vocabulary(seq.original_ids[:steps], vocab_size),
+    )
+
+
+def measure_replace(model, groups: list[list], tokenizer, bans, config, budget_s: float, steps: int = 2) -> dict:
+    """REPLACE's tokens/s: token positions through the MLM per second of ``fill_masks`` wall time."""
+    vocab = model.config.vocab_size
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    order = random.Random(0).sample(range(len(groups)), len(groups))
+    warm = [_shortened(groups[order[0]][0], 1, vocab)]
+    replace.fill_masks(model, warm, config, bans, pad)  # first call: allocation and kernel selection
+    tokens, seconds, calls = 0, 0.0, 0
+    for index in order:
+        sequences = [_shortened(seq, steps, vocab) for seq in groups[index]]
+        started = time.perf_counter()
+        replace.fill_masks(model, sequences, config, bans, pad)
+        seconds += time.perf_counter() - started
+        shapes = replace.forward_shapes(sequences, bans)
+        tokens += sum(rows * width for rows, width in shapes)
+        calls += len(shapes)
+        if seconds >= budget_s:
+            break
+    return {"tokens_per_s": tokens / seconds, "token_forwards": tokens, "forward_calls": calls, "seconds": seconds}
+
+
+def measure_rank(model, groups: list[list[list[int]]], pad_id: int, budget_s: float) -> dict:
+    """RANK's tokens/s: candidate tokens scored per second of ``perplexities`` wall time."""
+    vocab = model.config.vocab_size
+    order = random.Random(0).sample(range(len(groups)), len(groups))
+    rank.perplexities(model, [_in_vocabulary(groups[order[0]][0], vocab)], pad_id)  # warm-up
+    tokens, seconds, calls = 0, 0.0, 0
+    for index in order:
+        sequences = [_in_vocabulary(ids, vocab) for ids in groups[index]]
+        started = time.perf_counter()
+        rank.perplexities(model, sequences, pad_id)
+        seconds += time.perf_counter() - started
+        shapes = rank.forward_shapes([len(ids) for ids in sequences])
+        tokens += sum(rows * width for rows, width in shapes)
+        calls += len(shapes)
+        if seconds >= budget_s:
+            break
+    return {"tokens_per_s": tokens / seconds, "token_forwards": tokens, "forward_calls": calls, "seconds": seconds}
+
+
+def measure_stages(config, tokenizers, counts, models: str, device: str, budget_s: float) -> dict:
+    """Both model stages' tokens/s with ``models`` ("configured" or "paper-sized") on ``device``;
+    ``counts`` must come from ``count_sample(..., keep_groups=True)``."""
+    from hades_ray.models.registry import load_causal_lm, load_masked_lm, resolve_dtype
+    from hades_ray.perturb.annotate import stop_words
+
+    perturb = config.perturb
+    mlm_dtype, lm_dtype = resolve_dtype(perturb.replace.dtype, device), resolve_dtype(perturb.rank.dtype, device)
+    if models == "paper-sized":
+        mlm, lm = paper_sized_models(device, mlm_dtype)
+        lm = lm.to(dtype=lm_dtype)
+        names = {"mlm": "bert-base-sized (random weights)", "causal_lm": "gpt2-sized (random weights)"}
+    else:
+        mlm = load_masked_lm(config.models.mlm, device, perturb.replace.dtype)[1]
+        lm = load_causal_lm(config.models.causal_lm, device, perturb.rank.dtype)[1]
+        names = {"mlm": config.models.mlm, "causal_lm": config.models.causal_lm}
+    stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
+    bans = replace.vocabulary_bans(tokenizers.mlm, mlm.config.vocab_size, stops, perturb.replace.whole_words)
+    lm_pad = tokenizers.lm.pad_token_id if tokenizers.lm.pad_token_id is not None else tokenizers.lm.eos_token_id
+    replace_figures = measure_replace(mlm, counts.mlm_groups, tokenizers.mlm, bans, perturb.replace, budget_s)
+    replace_figures |= peak_memory_mib(device)
+    rank_figures = measure_rank(lm, counts.lm_groups, lm_pad or 0, budget_s) | peak_memory_mib(device)
+    return {
+        "models": models,
+        "device": device_name(device),
+        "replace": {"model": names["mlm"], "dtype": str(mlm_dtype).removeprefix("torch."), **replace_figures},
+        "rank": {"model": names["causal_lm"], "dtype": str(lm_dtype).removeprefix("torch."), **rank_figures},
+    }
+
+
+def device_name(device: str) -> str:
+    """The device in words, with the torch threads a CPU measurement used."""
+    import platform
+
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(device)
+    return f"CPU {platform.machine()}, {torch.get_num_threads()} torch thread(s)"

@@ -1,0 +1,84 @@
+"""The plan as text: the sample's counts, the throughput used, and the plan, each figure named."""
+
+from __future__ import annotations
+
+
+def _n(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _sample_lines(result: dict) -> list[str]:
+    s = result["sample"]
+    per_doc = max(s["perturbed"], 1)
+    filtered = ", ".join(f"{k} {v}" for k, v in s["filtered"].items()) or "none"
+    padding = s["mlm_token_forwards_done"] / max(s["mlm_token_forwards_ideal"], 1) - 1
+    return [
+        f"sample {result['input']} (preset {result['preset']}; MLM {result['models']['mlm']}, "
+        f"causal LM {result['models']['causal_lm']}, context {result['lm_context']} tokens):",
+        f"  documents read {s['read']}, perturbed {s['perturbed']} ({s['perturbed'] / s['read']:.1%}), "
+        f"filtered out: {filtered}",
+        f"  spaCy: {_n(s['spacy_tokens'])} tokens, {_n(s['spacy_words'])} words; "
+        f"MASK took {s['prepare_seconds']:.1f} s here",
+        f"  REPLACE: {_n(s['candidates'])} candidates, {_n(s['masked_positions'])} masked positions, "
+        f"{_n(s['mlm_steps'])} model steps",
+        f"  MLM token-forwards: ideal {_n(s['mlm_token_forwards_ideal'])}, done {_n(s['mlm_token_forwards_done'])} "
+        f"(padding {padding:+.1%}) in {_n(s['mlm_forward_calls'])} forward calls "
+        f"({s['mlm_token_forwards_done'] / per_doc:,.0f} per perturbed document)",
+        f"  RANK: {_n(s['lm_tokens'])} causal-LM tokens (each candidate at its original text's length), "
+        f"{_n(s['lm_token_forwards_done'])} token-forwards in {_n(s['lm_forward_calls'])} forward calls",
+    ]
+
+
+def _throughput_lines(result: dict) -> list[str]:
+    t = result["throughput"]
+    lines = [
+        f"throughput per actor ({t['source']}):",
+        f"  REPLACE {t['mlm_tokens_per_s']:,.0f} tokens/s, RANK {t['lm_tokens_per_s']:,.0f} tokens/s, "
+        f"MASK {t['prepare_docs_per_s']:,.1f} documents/s per CPU core",
+    ]
+    for stage in ("replace", "rank"):
+        m = (result.get("measured") or {}).get(stage)
+        if m:
+            memory = ", ".join(
+                f"{k.removesuffix('_mib').replace('_', ' ')} {v:,.0f} MiB" for k, v in m.items() if "mib" in k
+            )
+            lines.append(
+                f"  {stage.upper()} measured: {m['model']} ({m['dtype']}), {_n(m['token_forwards'])} token-forwards "
+                f"in {m['forward_calls']} calls, {m['seconds']:.1f} s; {memory}"
+            )
+    return lines
+
+
+def _plan_lines(result: dict) -> list[str]:
+    p, kind = result["plan"], result["plan"]["device_kind"]
+    b, fit, t = p["balance"], result["to_fit"], result["throughput"]
+    return [
+        f"plan for {_n(p['documents_read'])} documents read ({_n(p['documents_perturbed'])} perturbed, "
+        f"{_n(p['candidates'])} candidates):",
+        f"  REPLACE {p['replace_device_hours']:,.2f} + RANK {p['rank_device_hours']:,.2f} = "
+        f"{p['device_hours']:,.2f} {kind}-hours ({p['dominant_stage']} dominates)",
+        f"  wall time on {p['devices']} {kind}(s): {p['wall_hours']:,.2f} hours (model loading not included)",
+        f"  {_actors_per(kind, b)}: {b['replace_actors_per_device']} REPLACE + {b['rank_actors_per_device']} RANK "
+        f"(REPLACE is {b['replace_share_of_work']:.1%} of the model time)",
+        f"  MASK (spaCy, CPU): {p['prepare_cpu_core_hours']:,.2f} CPU core-hours",
+        f"  to fit {fit['device_hours']:g} {kind}-hours: REPLACE {_n(fit['mlm_tokens_per_s'])} tokens/s, "
+        f"RANK {_n(fit['lm_tokens_per_s'])} tokens/s",
+        f"  figures used: --mlm-tokens-per-s {t['mlm_tokens_per_s']:.0f} --lm-tokens-per-s {t['lm_tokens_per_s']:.0f} "
+        f"--prepare-docs-per-s {t['prepare_docs_per_s']:.2f}",
+    ]
+
+
+def _actors_per(kind: str, balance: dict) -> str:
+    if kind == "GPU":
+        return "actors per GPU"
+    cores = balance["replace_actors_per_device"] + balance["rank_actors_per_device"]
+    return f"single-threaded actors per {cores} cores"
+
+
+def plan_text(result: dict) -> str:
+    """The whole plan as printed by ``hades-ray plan``."""
+    return "\n".join([*_sample_lines(result), *_throughput_lines(result), *_plan_lines(result)])
+
+
+def print_plan(result: dict) -> None:
+    print(plan_text(result))

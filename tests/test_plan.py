@@ -1,0 +1,212 @@
+"""``hades-ray plan``: its counts against a real run of the perturbation stages (every model forward
+recorded), its chunking against the model functions, and the plan's arithmetic and errors."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from transformers.models.bert.modeling_bert import BertModel
+from transformers.models.gpt2.modeling_gpt2 import GPT2LMHeadModel
+
+from hades_ray.cli import main
+from hades_ray.config import load_config
+from hades_ray.io.readers import plan_shards, read_shard
+from hades_ray.perturb import rank, replace, steps
+from hades_ray.perturb.stages import perturb_stages
+from hades_ray.plan.count import batches, count_sample, load_tokenizers
+
+SENTENCES = [
+    "The river rises in the northern hills and flows south through farmland.",
+    "Its valley was settled by farmers in the twelfth century.",
+    "A stone bridge crosses the river at the old market town of Ashford.",
+    "The town grew rich from the wool trade and built a large church.",
+    "Mills along the banks ground grain and later spun cotton for export.",
+    "A canal linked the river to the coast in 1790, carrying coal and timber.",
+    "Floods in the winter of 1864 destroyed two of the mills and the canal locks.",
+    "Today the valley is known for its orchards, walking trails and a summer music festival.",
+    "The river's lower reaches form a nature reserve where otters and kingfishers breed.",
+]
+
+
+def _texts() -> list[dict]:
+    """Documents of several lengths, two of them too short for the 5-sentence filter, one not prose."""
+    records = [{"id": f"doc{n}", "text": " ".join(SENTENCES[:n])} for n in (5, 6, 6, 7, 8, 9, 9)]
+    records += [{"id": "short1", "text": " ".join(SENTENCES[:2])}, {"id": "short2", "text": SENTENCES[3]}]
+    records += [{"id": "digits", "text": "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20. " * 5}]
+    return records
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plan") / "sample.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _texts()), encoding="utf-8")
+    return path
+
+
+def _config():
+    overrides = ["perturb.rank.num_candidates=3", "perturb.read.shard_size=6"]
+    overrides += ["perturb.resources.replace.batch_size=2", "perturb.resources.rank.batch_size=3"]
+    return load_config("local", overrides=overrides)
+
+
+def _recording(monkeypatch, cls, shapes: list) -> None:
+    original = cls.forward
+
+    def forward(self, *args, input_ids=None, **kwargs):
+        shapes.append(tuple(input_ids.shape))
+        return original(self, *args, input_ids=input_ids, **kwargs)
+
+    monkeypatch.setattr(cls, "forward", forward)
+
+
+@pytest.fixture(scope="module")
+def real_run(micro_home, sample):
+    """The job's stages in-process over the sample, with every MLM and causal-LM forward recorded."""
+    monkeypatch = pytest.MonkeyPatch()
+    mlm_shapes, lm_shapes, statuses, rank_batches = [], [], [], []
+    _recording(monkeypatch, BertModel, mlm_shapes)
+    _recording(monkeypatch, GPT2LMHeadModel, lm_shapes)
+    config = _config()
+    stages = perturb_stages(config)
+    for stage in stages:
+        stage.setup()
+    for shard in plan_shards(str(sample), config.perturb.read.shard_size):
+        table = read_shard(shard)
+        for stage in stages:
+            if stage.name == "rank":
+                rows = table.select(["status", "rank_ids"]).to_pylist()
+                rank_batches += batches(rows, config.perturb.resources.rank.batch_size)
+            table = stage(table)
+        statuses += table.column("status").to_pylist()
+    monkeypatch.undo()
+    return {"mlm": mlm_shapes, "lm": lm_shapes, "statuses": statuses, "rank_batches": rank_batches}
+
+
+@pytest.fixture(scope="module")
+def counted(micro_home, sample):
+    config = _config()
+    return count_sample(config, str(sample), load_tokenizers(config))
+
+
+def test_mlm_counts_equal_the_forwards_a_real_run_makes(real_run, counted):
+    done = sum(rows * width for rows, width in real_run["mlm"])
+    assert counted.mlm_forward_calls == len(real_run["mlm"]) > 0
+    assert counted.mlm_token_forwards_done == done
+    assert sorted(counted.mlm_shapes) == sorted(real_run["mlm"])
+    # sequences of one length share a forward: no padding, the ideal is what is done
+    assert counted.mlm_token_forwards_ideal == done
+    assert counted.masked_positions >= counted.mlm_steps
+    assert counted.candidates == 3 * counted.perturbed
+
+
+def test_documents_filtered_out_are_counted_by_reason(real_run, counted):
+    statuses = real_run["statuses"]
+    assert counted.read == len(statuses) == 10
+    assert counted.perturbed == statuses.count("ok") == 7
+    assert counted.filtered == {s: statuses.count(s) for s in set(statuses) - {"ok"}}
+    assert counted.filtered["too_short"] == 2
+    assert counted.spacy_words > 0 and counted.spacy_tokens > counted.spacy_words
+
+
+def test_rank_forwards_follow_the_planning_function(real_run, counted):
+    planned = []
+    for batch in real_run["rank_batches"]:
+        for length, group in steps.rank_groups(batch).items():
+            planned += rank.forward_shapes([length] * len(group))
+    assert sorted(planned) == sorted(real_run["lm"])
+    real_tokens = sum(rows * width for rows, width in real_run["lm"])
+    # the planner counts each candidate at its original text's length: close, not exact
+    assert abs(counted.lm_tokens - real_tokens) <= 0.1 * real_tokens
+    assert counted.lm_token_forwards_done == counted.lm_tokens
+
+
+def test_chunking_matches_the_model_calls_at_any_token_budget(micro_home, monkeypatch):
+    from hades_ray.models.registry import load_causal_lm, load_masked_lm
+
+    tokenizer, mlm = load_masked_lm("local:mlm", "cpu")
+    bans = replace.vocabulary_bans(tokenizer, mlm.config.vocab_size)
+    rng = np.random.default_rng(0)
+    sequences = []
+    for length, masks in [(9, 3), (14, 1), (14, 5), (30, 2), (6, 4)]:  # unequal lengths: padding is counted
+        ids = [int(t) for t in rng.integers(1000, 2000, size=length)]
+        positions = list(range(2, 2 + masks))
+        sequences.append(replace.MaskedSequence(ids, positions, [ids[p] for p in positions], frozenset([2]), rng))
+    recorded_mlm, recorded_lm = [], []
+    _recording(monkeypatch, BertModel, recorded_mlm)
+    for budget in (20, 45, 10_000):
+        recorded_mlm.clear()
+        replace.fill_masks(mlm, sequences, load_config("local").perturb.replace, bans, 0, max_batch_tokens=budget)
+        assert replace.forward_shapes(sequences, bans, budget) == recorded_mlm
+    _, lm = load_causal_lm("local:gpt2", "cpu")
+    _recording(monkeypatch, GPT2LMHeadModel, recorded_lm)
+    token_ids = [[int(t) for t in rng.integers(5, 900, size=n)] for n in (4, 9, 9, 2, 17, 9, 4)]
+    for budget in (1, 18, 40, 10_000):
+        recorded_lm.clear()
+        rank.perplexities(lm, token_ids, 0, max_batch_tokens=budget)
+        assert rank.forward_shapes([len(ids) for ids in token_ids], budget) == recorded_lm
+
+
+def test_plan_from_given_throughput_scales_the_sample(micro_home, sample, tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    args = ["plan", "--input", str(sample), "--corpus-docs", "1000", "--gpus", "4", "--output", str(out)]
+    args += ["--mlm-tokens-per-s", "2000", "--lm-tokens-per-s", "500", "--set", "perturb.rank.num_candidates=3"]
+    assert main(args) == 0
+    result = json.loads(out.read_text())
+    s, plan = result["sample"], result["plan"]
+    perturbed = 1000 * s["perturbed"] / s["read"]
+    replace_h = s["mlm_token_forwards_done"] * perturbed / s["perturbed"] / 2000 / 3600
+    rank_h = s["lm_token_forwards_done"] * perturbed / s["perturbed"] / 500 / 3600
+    assert plan["documents_perturbed"] == round(perturbed)
+    assert plan["device_hours"] == pytest.approx(replace_h + rank_h, abs=0.01)
+    assert plan["wall_hours"] == pytest.approx((replace_h + rank_h) / 4, abs=0.01)
+    b = plan["balance"]
+    assert b["replace_actors_per_device"] + b["rank_actors_per_device"] == 4
+    assert b["replace_actors_per_device"] >= b["rank_actors_per_device"]  # REPLACE has most of the work
+    printed = capsys.readouterr().out
+    assert "--mlm-tokens-per-s 2000 --lm-tokens-per-s 500" in printed and "CPU core-hours" in printed
+
+
+def test_measure_reports_throughput_and_memory(micro_home, sample, tmp_path):
+    out = tmp_path / "plan.json"
+    args = ["plan", "--input", str(sample), "--perturbed-docs", "100", "--measure", "--measure-seconds", "0.2"]
+    args += ["--output", str(out), "--set", "perturb.rank.num_candidates=3"]
+    assert main(args) == 0
+    measured = json.loads(out.read_text())["measured"]
+    for stage in ("replace", "rank"):
+        assert measured[stage]["tokens_per_s"] > 0 and measured[stage]["token_forwards"] > 0
+        assert measured[stage]["process_peak_rss_mib"] > 0
+    assert json.loads(out.read_text())["plan"]["documents_perturbed"] == 100
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ([], "give --measure, or both --mlm-tokens-per-s and --lm-tokens-per-s"),
+        (["--mlm-tokens-per-s", "5", "--lm-tokens-per-s", "5", "--actors-per-device", "1"], "at least 2"),
+    ],
+)
+def test_bad_requests_are_one_line_errors(micro_home, sample, capsys, extra, message):
+    assert main(["plan", "--input", str(sample), "--corpus-docs", "10", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_sample_where_nothing_passes_says_so(micro_home, tmp_path, capsys):
+    path = tmp_path / "short.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": SENTENCES[0]}) + "\n", encoding="utf-8")
+    args = ["plan", "--input", str(path), "--corpus-docs", "10", "--mlm-tokens-per-s", "5", "--lm-tokens-per-s", "5"]
+    assert main(args) == 2
+    assert "no row of the sample passes the filters (too_short 1)" in capsys.readouterr().err
+
+
+def test_paper_sized_models_have_the_papers_sizes():
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, BertConfig, GPT2Config
+
+    from hades_ray.plan.measure import BERT_BASE, GPT2_SMALL
+
+    with torch.device("meta"):  # sizes without allocating the weights
+        bert = AutoModelForMaskedLM.from_config(BertConfig(**BERT_BASE))
+        gpt2 = AutoModelForCausalLM.from_config(GPT2Config(**GPT2_SMALL))
+    assert sum(p.numel() for p in bert.parameters()) == pytest.approx(110e6, rel=0.02)  # bert-base: 110M
+    assert sum(p.numel() for p in gpt2.parameters()) == pytest.approx(124e6, rel=0.02)  # gpt2: 124M
