@@ -25,9 +25,12 @@ class Throughput:
     device_kind: str  # "GPU" or "CPU core"
 
 
-def corpus_scale(counts: SampleCounts, corpus_docs: int | None, perturbed_docs: int | None) -> tuple[float, float]:
-    """(documents read, documents perturbed) of the corpus; one of them given, the other from the sample."""
-    kept_share = counts.perturbed / counts.read
+def corpus_scale(
+    counts: SampleCounts, corpus_docs: int | None, perturbed_docs: int | None, kept_share: float | None = None
+) -> tuple[float, float]:
+    """(documents read, documents perturbed) of the corpus; one of them given, the other through the
+    share of documents that pass the filters (the sample's, unless ``kept_share`` is known better)."""
+    kept_share = kept_share or counts.perturbed / counts.read
     if perturbed_docs is not None:
         return perturbed_docs / kept_share, float(perturbed_docs)
     return float(corpus_docs), corpus_docs * kept_share
@@ -51,18 +54,20 @@ def make_plan(
     corpus_docs: int | None = None,
     perturbed_docs: int | None = None,
     actors_per_device: int = 4,
+    kept_share: float | None = None,
 ) -> dict:
-    """The plan for a corpus of ``corpus_docs`` read (or ``perturbed_docs`` perturbed) documents."""
+    """The plan for a corpus of ``corpus_docs`` read (or ``perturbed_docs`` perturbed) documents; the
+    work per perturbed document is the sample's."""
     if not counts.perturbed:
         raise ValueError("no document of the sample passes the filters; a plan needs at least one")
-    read, perturbed = corpus_scale(counts, corpus_docs, perturbed_docs)
+    read, perturbed = corpus_scale(counts, corpus_docs, perturbed_docs, kept_share)
     per_doc = perturbed / counts.perturbed
     work = {
         "mlm_token_forwards": counts.mlm_token_forwards_done * per_doc,
         "mlm_forward_calls": counts.mlm_forward_calls * per_doc,
         "lm_token_forwards": counts.lm_token_forwards_done * per_doc,
         "lm_forward_calls": counts.lm_forward_calls * per_doc,
-        "spacy_tokens": counts.spacy_tokens * read / counts.read,
+        "spacy_tokens": counts.spacy_tokens / counts.read * read,
     }
     replace_s = work["mlm_token_forwards"] / throughput.mlm_tokens_per_s
     rank_s = work["lm_token_forwards"] / throughput.lm_tokens_per_s
@@ -80,6 +85,7 @@ def make_plan(
         "devices": devices,
         "wall_hours": round(device_hours / devices, 2),
         "dominant_stage": dominant,
+        "kept_share": round(perturbed / read, 4),
         "prepare_cpu_core_hours": round(read / throughput.prepare_docs_per_s / 3600, 2),
         "balance": balance(replace_s, rank_s, actors_per_device),
     }

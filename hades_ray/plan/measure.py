@@ -61,7 +61,7 @@ def _shortened(seq: replace.MaskedSequence, steps: int, vocab_size: int) -> repl
     )
 
 
-def measure_replace(model, groups: list[list], tokenizer, bans, config, budget_s: float, steps: int = 2) -> dict:
+def measure_replace(model, groups: list[list], tokenizer, bans, config, budget_s: float, steps: int = 1) -> dict:
     """REPLACE's tokens/s: token positions through the MLM per second of ``fill_masks`` wall time."""
     vocab = model.config.vocab_size
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0

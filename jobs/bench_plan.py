@@ -1,0 +1,278 @@
+"""Capacity-planner benchmark: REPLACE/RANK throughput of paper-sized random-weight models and of the
+offline kit on this machine's CPU, and the plans they give for the paper's pool and for Wiki-40B-en.
+
+  python jobs/bench_plan.py [--sample 300] [--demo-sample 500] [--measure-seconds 3]
+
+Every figure comes from a ``hades-ray plan`` run (the exact commands are written beside the figures):
+1. paper-sized: the paper preset's REPLACE/RANK settings (20 candidates, unconstrained fill), the
+   offline kit's tokenizers (no hub download), RANK's context 1024 as GPT-2's, throughput of
+   bert-base- and gpt2-sized random-weight models;
+2. kit: the same sample and settings with the offline kit's own models (RANK context 256, theirs);
+3. the embedded demo corpus, counted only, for its share passing the 5-sentence filter.
+Writes jobs/results/bench_plan.json and .md; about 3-5 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "jobs" / "results"
+ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+PAPER_POOL = 1_000_000  # segments the paper perturbs
+WIKI40B_EN_TRAIN = 2_900_000  # Wiki-40B-en training articles, about 2.9M (issue 11)
+KIT = ["--set", "models.mlm=local:mlm", "--set", "models.causal_lm=local:gpt2"]
+H200_AIM_HOURS = 5.0
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sample", type=int, default=300, help="enwiki rows counted and replayed (seeded sample)")
+    parser.add_argument("--demo-sample", type=int, default=500, help="demo-corpus rows counted (seeded sample)")
+    parser.add_argument("--measure-seconds", type=float, default=3.0, help="time budget per model stage")
+    return parser.parse_args(argv)
+
+
+def plan_run(args: list[str], out: Path) -> dict:
+    """One ``hades-ray plan`` run in its own process (so its peak memory is its own); the result JSON."""
+    command = [sys.executable, "-m", "hades_ray", "plan", *args, "--output", str(out)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    started = time.perf_counter()
+    subprocess.run(command, check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, timeout=900)
+    result = json.loads(out.read_text(encoding="utf-8"))
+    shown = ["hades-ray", "plan", *(a if not a.startswith(str(ROOT.parent)) else _short(a) for a in args)]
+    result["command"] = " ".join(shown)
+    result["wall_s"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def _short(path: str) -> str:
+    return os.path.relpath(path, ROOT)
+
+
+def machine() -> dict:
+    import torch
+
+    from hades_ray.models.registry import resolve_dtype
+
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "cpu_bf16_native": str(resolve_dtype("auto", "cpu")) == "torch.bfloat16",
+        "load_average_at_start": os.getloadavg()[0],
+        "gpu": "none lent to this session (device status: not drawn); no GPU figures",
+    }
+
+
+def plans_for(sample: dict, throughput: dict, shares: dict[str, float]) -> list[dict]:
+    """The paper's pool and Wiki-40B-en with the sample's work per perturbed document and the given
+    throughput; Wiki-40B's share passing the filters from each source in ``shares``."""
+    from hades_ray.plan.budget import Throughput, make_plan, needed_throughput
+    from hades_ray.plan.count import SampleCounts
+
+    counts, speed = SampleCounts(**sample), Throughput(**throughput)
+    pool = make_plan(counts, speed, 1, perturbed_docs=PAPER_POOL)
+    rows = [{"corpus": "paper's pool, 1M segments", **pool, "to_fit": needed_throughput(pool, H200_AIM_HOURS)}]
+    for name, share in shares.items():
+        plan = make_plan(counts, speed, 1, corpus_docs=WIKI40B_EN_TRAIN, kept_share=share)
+        rows.append({"corpus": f"Wiki-40B-en, 2.9M leads, pass share of {name}", **plan})
+    return rows
+
+
+def run_all(args, tmp: Path) -> dict:
+    enwiki = str(ENWIKI)
+    common = ["--preset", "paper", *KIT, "--perturbed-docs", str(PAPER_POOL), "--measure-seconds"]
+    common += [str(args.measure_seconds)]
+    paper = plan_run(
+        ["--input", enwiki, "--sample", str(args.sample), *common, "--lm-context", "1024", "--measure", "paper-sized"],
+        tmp / "paper.json",
+    )
+    kit = plan_run(["--input", enwiki, "--sample", str(args.sample), *common, "--measure"], tmp / "kit.json")
+    speed = paper["throughput"]
+    given = ["--mlm-tokens-per-s", str(speed["mlm_tokens_per_s"]), "--lm-tokens-per-s", str(speed["lm_tokens_per_s"])]
+    demo = plan_run(
+        ["--input", "demo", "--sample", str(args.demo_sample), "--preset", "paper", *KIT, "--lm-context", "1024"]
+        + ["--corpus-docs", str(WIKI40B_EN_TRAIN), *given],
+        tmp / "demo.json",
+    )
+    shares = {
+        f"the enwiki sample ({_share(paper)}; pre-filtered to 5+ regex sentences: an upper bound)": _kept(paper),
+        f"the demo corpus ({_share(demo)}; unfiltered Wikipedia summaries: a lower bound)": _kept(demo),
+    }
+    return {
+        "machine": machine(),
+        "runs": {"paper_sized": paper, "kit": kit, "demo_counts": demo},
+        "plans": {
+            "paper_sized_cpu_core": plans_for(paper["sample"], paper["throughput"], shares),
+            "kit_cpu_core": plans_for(kit["sample"], kit["throughput"], shares),
+        },
+    }
+
+
+def _kept(run: dict) -> float:
+    return run["sample"]["perturbed"] / run["sample"]["read"]
+
+
+def _share(run: dict) -> str:
+    return f"{run['sample']['perturbed']}/{run['sample']['read']} = {_kept(run):.1%}"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if not ENWIKI.is_file():
+        print(f"bench_plan: {ENWIKI} is absent; this benchmark needs the shared enwiki sample", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench_plan_") as tmp:
+        results = run_all(args, Path(tmp))
+    results["machine"]["load_average_at_end"] = os.getloadavg()[0]
+    results["wall_s"] = round(time.perf_counter() - started, 1)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bench_plan.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    (RESULTS / "bench_plan.md").write_text(markdown(results), encoding="utf-8")
+    print(markdown(results))
+    return 0
+
+
+def _throughput_rows(results: dict) -> list[str]:
+    rows = [
+        "| models | stage | dtype | tokens/s | token-forwards timed | forward calls | seconds | peak RSS (MiB) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for key in ("paper_sized", "kit"):
+        measured = results["runs"][key]["measured"]
+        for stage in ("replace", "rank"):
+            m = measured[stage]
+            rows.append(
+                f"| {m['model']} | {stage.upper()} | {m['dtype']} | {m['tokens_per_s']:,.0f} | "
+                f"{m['token_forwards']:,} | {m['forward_calls']} | {m['seconds']:.1f} | "
+                f"{m['process_peak_rss_mib']:,.0f} |"
+            )
+    paper, kit = results["runs"]["paper_sized"]["measured"], results["runs"]["kit"]["measured"]
+    ratios = {s: kit[s]["tokens_per_s"] / paper[s]["tokens_per_s"] for s in ("replace", "rank")}
+    rows.append("")
+    rows.append(
+        f"The offline kit is {ratios['replace']:.1f}x faster per token in REPLACE and {ratios['rank']:.1f}x in "
+        "RANK than the paper-sized models (peak RSS is the process's peak so far: the RANK row includes "
+        "REPLACE's model)."
+    )
+    return rows
+
+
+def _sample_rows(results: dict) -> list[str]:
+    rows = [
+        "| sample (settings) | read | perturbed | filtered out | spaCy words / read doc | MLM token-forwards / doc "
+        "(ideal = done) | MLM calls / doc | tokens per MLM call | GPT-2 tokens / doc | GPT-2 calls / doc |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    names = {"paper_sized": "enwiki, paper settings, context 1024", "kit": "enwiki, paper settings, kit context 256"}
+    names["demo_counts"] = "demo corpus, paper settings, context 1024"
+    for key, label in names.items():
+        s = results["runs"][key]["sample"]
+        n = max(s["perturbed"], 1)
+        per_call = s["mlm_token_forwards_done"] / max(s["mlm_forward_calls"], 1)
+        same = "=" if s["mlm_token_forwards_ideal"] == s["mlm_token_forwards_done"] else "!="
+        filtered = ", ".join(f"{k} {v}" for k, v in s["filtered"].items()) or "none"
+        rows.append(
+            f"| {label} | {s['read']} | {s['perturbed']} ({s['perturbed'] / s['read']:.1%}) | {filtered} | "
+            f"{s['spacy_words'] / s['read']:.0f} | {s['mlm_token_forwards_done'] / n:,.0f} ({same}) | "
+            f"{s['mlm_forward_calls'] / n:.1f} | {per_call:,.0f} | "
+            f"{s['lm_tokens'] / n:,.0f} | {s['lm_forward_calls'] / n:.2f} |"
+        )
+    return rows
+
+
+def _plan_rows(results: dict) -> list[str]:
+    rows = [
+        "| throughput | corpus | read | perturbed | candidates | REPLACE core-h | RANK core-h | total core-h | "
+        "REPLACE:RANK actors per 4 cores | MASK core-h |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key, label in (("paper_sized_cpu_core", "paper-sized"), ("kit_cpu_core", "offline kit")):
+        for p in results["plans"][key]:
+            b = p["balance"]
+            rows.append(
+                f"| {label} | {p['corpus']} | {p['documents_read']:,} | {p['documents_perturbed']:,} | "
+                f"{p['candidates']:,} | {p['replace_device_hours']:,.0f} | {p['rank_device_hours']:,.0f} | "
+                f"{p['device_hours']:,.0f} | {b['replace_actors_per_device']}:{b['rank_actors_per_device']} | "
+                f"{p['prepare_cpu_core_hours']:,.1f} |"
+            )
+    return rows
+
+
+def _aim_lines(results: dict) -> list[str]:
+    pool = results["plans"]["paper_sized_cpu_core"][0]
+    fit, work, speed = pool["to_fit"], pool["work"], results["runs"]["paper_sized"]["throughput"]
+    share = pool["balance"]["replace_share_of_work"]
+    return [
+        f"The paper's pool (1M segments x 20 candidates) is {work['mlm_token_forwards']:,} MLM token-forwards in "
+        f"{work['mlm_forward_calls']:,} forwards and {work['lm_token_forwards']:,} GPT-2 token-forwards in "
+        f"{work['lm_forward_calls']:,} forwards. REPLACE dominates ({share:.0%} of the model time at the "
+        "paper-sized CPU speeds).",
+        f"To fit {fit['device_hours']:g} H200-hours, one H200 must sustain {fit['mlm_tokens_per_s']:,} MLM tokens/s "
+        f"in REPLACE and {fit['lm_tokens_per_s']:,} GPT-2 tokens/s in RANK (with these shares of the time): "
+        f"{fit['mlm_tokens_per_s'] / speed['mlm_tokens_per_s']:,.0f}x and "
+        f"{fit['lm_tokens_per_s'] / speed['lm_tokens_per_s']:,.0f}x one CPU core's paper-sized figures here. "
+        "Not measured on a GPU: none was lent to this session.",
+    ]
+
+
+def markdown(results: dict) -> str:
+    m = results["machine"]
+    lines = [
+        "# Capacity planner benchmark (`hades-ray plan`), CPU only",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores shared with up to 4 other engineers' jobs (load average "
+        f"{m['load_average_at_start']:.1f} at the start, {m['load_average_at_end']:.1f} at the end), torch "
+        f"{m['torch']}, native bf16: {m['cpu_bf16_native']}. GPU: {m['gpu']}. Throughput is one actor with one torch "
+        "thread (one core), so hours are CPU core-hours; busy neighbours make these figures low, not high.",
+        "",
+        "## Throughput per CPU core (REPLACE: `fill_masks` on the sample's masked sequences; RANK: `perplexities`)",
+        "",
+        *_throughput_rows(results),
+        "",
+        "## The samples' counts (the job's own batching; MASK ran, the models did not)",
+        "",
+        *_sample_rows(results),
+        "",
+        "The enwiki file holds leads already kept by a regex for 5+ sentences, so its pass share (spaCy's "
+        "sentences, the job's filter) is an upper bound for raw Wikipedia; the demo corpus holds unfiltered, "
+        "shorter Wikipedia summaries, a lower bound. Counts use the offline kit's tokenizers (MLM: a 30,522 "
+        "WordPiece vocabulary like bert-base's; GPT-2 side: a 4,096 BPE, so more tokens per text than GPT-2's "
+        "50,257) and count each RANK candidate at its original text's length.",
+        "",
+        "## Plans (CPU core-hours; wall time is hours / cores)",
+        "",
+        *_plan_rows(results),
+        "",
+        "## The aim: at most 5 H200-hours for a 1M-segment pool",
+        "",
+        *_aim_lines(results),
+        "",
+        "## Commands",
+        "",
+        *[f"- `{run['command']}` ({run['wall_s']} s)" for run in results["runs"].values()],
+        f"- whole benchmark: `python jobs/bench_plan.py` ({results['wall_s']} s)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
