@@ -1,0 +1,59 @@
+"""The guard's judge: an online detector that gives p(H) of a word from its left context only."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hades_ray.errors import UserError
+from hades_ray.guard.words import chunk_items
+
+DEFAULT_THRESHOLD = 0.5
+
+
+def stored_threshold(model_dir: str) -> float:
+    """The threshold the detector chose on validation data when it was trained (0.5 for detectors
+    older than stored thresholds)."""
+    try:
+        from hades_ray.detect.threshold import detector_threshold
+    except ImportError:
+        return DEFAULT_THRESHOLD
+    return float(detector_threshold(model_dir))
+
+
+class OnlineJudge:
+    """p(H) of each chunk's judged words, batched across prompts: one forward pass group per call."""
+
+    def __init__(self, model_dir: str, threshold: float | None, words: str = "content", device: str = "cpu"):
+        from hades_ray.detect.model import load_detector
+
+        self.tokenizer, self.model, self.settings = load_detector(model_dir, device=device)
+        if self.settings.get("mode") != "online":
+            raise UserError(
+                f"{model_dir}: the guard needs an online detector (it sees only the text before each word), "
+                f"but this one was trained with mode={self.settings.get('mode')!r}; train one with --mode online"
+            )
+        self.threshold = stored_threshold(model_dir) if threshold is None else float(threshold)
+        self.words = words
+        self.batch_size = 32
+
+    def score_chunks(self, requests: list[tuple[str, str]]) -> list[list[dict]]:
+        """For each ``(prefix, chunk)``: its judged words as ``{"start", "end", "word", "p"}`` (characters
+        in the chunk), scored in one batched call; an empty list where it has none (punctuation, stop words)."""
+        from hades_ray.detect.scoring import score_items
+
+        items, owner = [], []
+        for k, (prefix, chunk) in enumerate(requests):
+            for item in chunk_items(prefix, chunk, self.words):
+                items.append(item)
+                owner.append(k)
+        p = score_items(self.model, self.tokenizer, items, "online", self.settings["window"], self.batch_size)
+        scored: list[list[dict]] = [[] for _ in requests]
+        for k, item, value in zip(owner, items, np.asarray(p, dtype=float)):
+            start, end = item["span"]
+            scored[k].append({"start": start, "end": end, "word": requests[k][1][start:end], "p": float(value)})
+        return scored
+
+
+def chunk_p(scored: list[dict]) -> float | None:
+    """A chunk's p(H): its most suspicious judged word's (``None`` when nothing in it was judged)."""
+    return max((w["p"] for w in scored), default=None)

@@ -1,0 +1,109 @@
+"""Guarded sampling: every prompt of a batch advances one token per step, as in ``model.generate``;
+when a row's word (hades_ray/guard/words.py) ends, the online judge scores it, and a word at or above
+the threshold is taken back and drawn again from the same distribution without the first tokens
+already rejected there, up to ``max_retries`` times per position (hades_ray/guard/rows.py).
+
+Taking a word back keeps the batch in step: its columns stay in the key/value cache but leave the
+attention mask (as padding does), the row feeds a masked pad while it waits, and its next token is
+drawn from the distribution stored when the word began. Position ids skip those holes, so the text
+after a replacement sits where it would without the rejected word. With nothing flagged every
+forward pass, processor and ``torch.multinomial`` call is the one ``generate`` makes, so the tokens
+are the same (tests/test_guard.py checks this).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import torch
+
+from hades_ray.guard.rows import Row
+from hades_ray.guard.sampling import Sampling, encode_prompts, end_token_ids, generation_config, logits_processors
+from hades_ray.guard.text import TokenText
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    threshold: float
+    max_retries: int = 3
+
+
+def _step_bound(budget: int, retries: int) -> int:
+    """Steps no run can need: each word position takes at most ``retries`` rejections, each of at most
+    ``budget`` tokens, and a rollback never reaches behind an accepted word."""
+    return budget * (1 + retries * (budget + 2)) + 2
+
+
+def _takes_positions(model) -> bool:
+    return "position_ids" in inspect.signature(model.forward).parameters
+
+
+def _prompt_positions(model, mask: torch.Tensor) -> dict:
+    """Position ids as ``generate`` makes them when the model takes them: counted from each prompt's
+    first real token (``GenerationMixin._prepare_position_ids_for_generation``)."""
+    if not _takes_positions(model):
+        return {}
+    return {"position_ids": (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)}
+
+
+def _cache(out):
+    return out.cache if hasattr(out, "cache") else out.past_key_values
+
+
+@torch.no_grad()
+def guarded_generate(
+    model, tokenizer, prompts: list[str], sampling: Sampling, judge, guard: GuardSettings, seed: int
+) -> list[dict]:
+    """Generate for every prompt at once, checking each word; ``judge.score_chunks`` is called once
+    per step with every row's finished word. Returns per prompt: new tokens, text, scores, interventions."""
+    config = generation_config(model, tokenizer, sampling)
+    device = next(model.parameters()).device
+    enc = encode_prompts(tokenizer, prompts, device)
+    ids, mask = enc["input_ids"], enc["attention_mask"]
+    processors = logits_processors(model, config, ids)
+    ends, pad = end_token_ids(config), int(config.pad_token_id)
+    lengths = mask.sum(dim=1).tolist()
+    rows = [Row(TokenText(tokenizer, r[m.bool()].tolist()), ends, sampling.max_new_tokens) for r, m in zip(ids, mask)]
+    torch.manual_seed(seed)
+    out = model(input_ids=ids, attention_mask=mask, use_cache=True, **_prompt_positions(model, mask))
+    steps = 0
+    while not all(r.done for r in rows):
+        if steps > _step_bound(sampling.max_new_tokens, guard.max_retries):
+            raise RuntimeError("guarded generation did not finish: a bug, please report it")
+        raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
+        for i, row in enumerate(rows):
+            if row.resampling:
+                raw[i] = row.start_logits
+                raw[i, row.bans] = float("-inf")
+        tokens = torch.multinomial(torch.softmax(processors(ids, raw), dim=-1), num_samples=1).squeeze(1)
+        waiting = [i for i, row in enumerate(rows) if row.take(int(tokens[i]), raw[i])]
+        if waiting:
+            verdicts = judge.score_chunks([rows[i].current_word() for i in waiting])
+            for i, scored in zip(waiting, verdicts):
+                rows[i].decide(scored, guard.threshold, guard.max_retries)
+        column = ids.shape[1]
+        for i, row in enumerate(rows):
+            mask[i, row.dropped] = 0
+            if row.feed is not None:
+                row.columns.append(column)
+        feed = torch.tensor([[pad if r.feed is None else r.feed] for r in rows], device=device)
+        keep = torch.tensor([[int(r.feed is not None)] for r in rows], device=device, dtype=mask.dtype)
+        ids, mask = torch.cat([ids, feed], dim=1), torch.cat([mask, keep], dim=1)
+        positions = {}
+        if _takes_positions(model):  # a token's position counts the text before it: no pads, no holes
+            at = [[n + max(len(r.kept) - 1, 0)] for n, r in zip(lengths, rows)]
+            positions = {"position_ids": torch.tensor(at, device=device)}
+        out = model(input_ids=feed, attention_mask=mask, cache=_cache(out), use_cache=True, **positions)
+        steps += 1
+    return [_result(row) for row in rows]
+
+
+def _result(row: Row) -> dict:
+    return {
+        "tokens": list(row.kept),
+        "generation": row.text.generated(row.kept),
+        "scores": row.scores,
+        "interventions": row.interventions,
+        "emitted_flagged": row.emitted_flagged,
+    }

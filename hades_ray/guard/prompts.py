@@ -1,0 +1,104 @@
+"""Prompts files: planning shards over JSONL lines and reading one shard on a worker.
+
+Each line is ``{"prompt": "...", "id": "..."}`` (``id`` optional: ``FILE:LINE`` stands in). Every
+line of a shard comes out exactly once, as a prompt or with a ``reject`` reason for the quarantine
+file (invalid UTF-8 or JSON, not an object, no prompt, a prompt that is no string, empty, or longer
+than ``MAX_PROMPT_CHARS``), so nothing is dropped silently. Line numbers in quarantine entries are exact.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from hades_ray.io.readers import InputError, index_jsonl
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.shards import Shard
+
+try:
+    from hades_ray.io.readers import bounded_lines
+except ImportError:  # before readers.py named it public
+    from hades_ray.io.readers import _bounded_lines as bounded_lines
+
+MAX_PROMPT_CHARS = 20_000  # far past any model's context; a longer one is quarantined, never truncated
+PROMPT_SCHEMA = pa.schema(
+    [
+        ("shard", pa.int32()),
+        ("row", pa.int64()),
+        ("id", pa.string()),
+        ("prompt", pa.string()),
+        ("source", pa.string()),
+        ("reject", pa.string()),
+        ("shard_rows", pa.int64()),
+    ]
+)
+
+
+def plan_prompt_shards(path: str, shard_size: int, mapper=None) -> list[Shard]:
+    """Row-range shards of ``shard_size`` lines over one JSONL prompts file (indexed once)."""
+    try:
+        info = storage.file_info(path)
+    except OSError as error:
+        raise InputError(f"prompts {path}: cannot be read ({error})") from None
+    if info.type != pafs.FileType.File:
+        raise InputError(f'prompts file not found: {path} (give a JSONL file with one {{"prompt": ...}} per line)')
+    index = mapper(lambda p: index_jsonl(p, shard_size), [path])[0] if mapper else index_jsonl(path, shard_size)
+    lines, offsets = index
+    identity = f"{info.size}:{info.mtime_ns or 0}"
+    return [
+        Shard(k, str(path), "jsonl", first, min(first + shard_size, lines), offsets[k], first, identity)
+        for k, first in enumerate(range(0, lines, shard_size))
+    ]
+
+
+def prompt_row(raw: bytes | None, row: int, name: str, source: str) -> dict:
+    """One line as a prompt row, or the reason it is set aside."""
+    fallback = f"{name}:{row + 1}"
+    out = {"row": row, "id": fallback, "prompt": "", "source": f"{source}:{row + 1}", "reject": ""}
+    if raw is None:
+        return out | {"reject": "line_too_long"}
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return out | {"reject": "invalid_utf8"}
+    except RecursionError:
+        return out | {"reject": "nested_too_deep"}
+    except ValueError:
+        return out | {"reject": "invalid_json"}
+    if not isinstance(record, dict):
+        return out | {"reject": "not_an_object"}
+    given = record.get("id")
+    if isinstance(given, (str, int)) and not isinstance(given, bool) and str(given) != "":
+        out["id"] = str(given)
+    prompt = record.get("prompt")
+    reason = (
+        "missing_prompt"
+        if prompt is None
+        else "prompt_not_a_string"
+        if not isinstance(prompt, str)
+        else "empty_prompt"
+        if not prompt.strip()
+        else "prompt_too_long"
+        if len(prompt) > MAX_PROMPT_CHARS
+        else ""
+    )
+    return out | {"prompt": prompt if isinstance(prompt, str) and not reason else "", "reject": reason}
+
+
+def read_prompt_shard(shard: Shard) -> pa.Table:
+    """The shard's lines as rows (blank lines skipped), sorted by prompt length so batches pad little."""
+    fs, inner = storage.resolve(shard.source)
+    name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    rows = []
+    with fs.open_input_file(inner) as handle:
+        handle.seek(shard.byte_start)
+        for row, raw in enumerate(bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
+            if row < shard.first_row or (raw is not None and not raw.strip()):
+                continue
+            rows.append(prompt_row(raw, row, name, shard.source))
+    rows.sort(key=lambda r: (len(r["prompt"]), r["row"]))
+    for r in rows:
+        r.update(shard=shard.index, shard_rows=len(rows))
+    return pa.Table.from_pylist(rows, schema=PROMPT_SCHEMA)

@@ -1,0 +1,140 @@
+"""The generation job's driver: plans shards over the prompts file, refuses stale or concurrent runs,
+streams the shards through the generation stage (Ray Data actor pool, or in-process), and merges the
+workers' markers and part files into ``generations.jsonl``, ``interventions.jsonl``,
+``quarantine.jsonl``, ``summary.json`` and, on request, ``report.html``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+
+from hades_ray.errors import UserError
+from hades_ray.guard.prompts import PROMPT_SCHEMA, plan_prompt_shards, read_prompt_shard
+from hades_ray.guard.stages import GenerateJob, GenerateStage
+from hades_ray.guard.writer import EMPTY_SHARD_ROW, write_generation_shards
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.executor import run_in_process, run_on_ray
+from hades_ray.pipeline.lock import OutputLock
+from hades_ray.pipeline.shards import Shard, part_name, read_markers
+from hades_ray.pipeline.stage import Resources
+
+log = logging.getLogger(__name__)
+VIEWS = ("generations", "interventions", "quarantine")
+TOTALS = ("read", "generated", "quarantined", "new_tokens", "interventions", "judged_words", "flagged_words")
+TOTALS += ("emitted_flagged",)
+
+
+def job_digest(job: GenerateJob) -> str:
+    return hashlib.sha256(json.dumps(job.to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+def read_with_fingerprint(digest: str, shard: Shard) -> pa.Table:
+    """The shard's rows with its fingerprint (a placeholder row when it has none, so its marker is written)."""
+    table = read_prompt_shard(shard)
+    if table.num_rows == 0:
+        placeholder = {"shard": shard.index, "row": EMPTY_SHARD_ROW, "id": "", "prompt": "", "source": ""}
+        table = pa.Table.from_pylist([placeholder | {"reject": "empty_shard", "shard_rows": 0}], schema=PROMPT_SCHEMA)
+    return table.append_column("fingerprint", pa.array([shard.fingerprint(digest)] * table.num_rows, pa.string()))
+
+
+def run_generate(
+    job: GenerateJob,
+    prompts: str,
+    output: str,
+    resources: Resources,
+    executor: str = "ray",
+    shard_size: int = 1000,
+    force: bool = False,
+    html: bool = False,
+    ray_address: str = "",
+) -> dict:
+    """Generate for every prompt of ``prompts`` into ``output``; returns the summary."""
+    from hades_ray.models.registry import resolve_model
+    from hades_ray.perturb.runner import plan_work
+
+    started = time.perf_counter()
+    output, digest = str(output), job_digest(job)
+    resolve_model(job.generator)  # a missing model is a user error here, not an actor failing on a worker
+    with OutputLock(output):
+        mapper = _ray_mapper(ray_address) if executor == "ray" else None
+        shards = plan_prompt_shards(str(prompts), shard_size, mapper)
+        todo, skipped = plan_work(shards, read_markers(output), digest, force)
+        settings = {"job": job.to_dict(), "resources": resources.__dict__, "prompts": str(prompts)}
+        storage.write_text(storage.join(output, "settings.resolved.json"), json.dumps(settings, indent=2))
+        log.info("%d shards planned: %d to run, %d already finished", len(shards), len(todo), skipped)
+        stages = [GenerateStage(resources, job)]
+        read = functools.partial(read_with_fingerprint, digest)
+        write = functools.partial(write_generation_shards, output=output, config_digest=digest, threshold=job.threshold)
+        stream = (
+            run_on_ray(todo, read, stages, write) if executor == "ray" else run_in_process(todo, read, stages, write)
+        )
+        for done, stats in enumerate(stream, start=1):
+            counts = json.loads(stats["marker"])["counts"]
+            log.info("shard %s written (%d/%d): %s", part_name(stats["shard"]), done, len(todo), counts)
+        summary = write_summary(output, job, len(todo), skipped, time.perf_counter() - started)
+        if html:
+            summary["report"] = write_html(output, job)
+        return summary
+
+
+def _ray_mapper(address: str):
+    from hades_ray.ray_runtime import init_ray
+
+    ray = init_ray(address)
+
+    def mapper(fn, items):
+        remote = ray.remote(num_cpus=0.25)(fn)
+        return ray.get([remote.remote(item) for item in items])
+
+    return mapper
+
+
+def write_summary(output: str, job: GenerateJob, processed: int, skipped: int, seconds: float) -> dict:
+    """Merge the finished shards' markers into ``summary.json`` and their parts into the JSONL views."""
+    markers = read_markers(output)
+    for view in VIEWS:
+        parts = [storage.join(output, view, f"{part_name(i)}.jsonl") for i in sorted(markers)]
+        storage.concatenate(parts, storage.join(output, f"{view}.jsonl"))
+    counts: Counter = Counter()
+    busy = 0.0
+    for marker in markers.values():
+        counts.update(marker["counts"])
+        busy += marker.get("generate_seconds", 0.0)
+    summary = {k: counts[k] for k in TOTALS}
+    summary["quarantined_by_reason"] = {k: v for k, v in sorted(counts.items()) if k not in TOTALS}
+    summary["guard"] = {"detector": job.detector, "threshold": job.threshold, "max_retries": job.max_retries}
+    summary["guard"]["words"] = job.words
+    summary["shards"] = {"total": len(markers), "processed_now": processed, "skipped_finished": skipped}
+    summary["timings"] = {"wall_seconds": round(seconds, 3), "generate_busy_seconds": round(busy, 3)}
+    summary["timings"]["new_tokens_per_busy_second"] = round(counts["new_tokens"] / busy, 2) if busy else None
+    storage.write_text(storage.join(output, "summary.json"), json.dumps(summary, indent=2))
+    return summary
+
+
+def write_html(output: str, job: GenerateJob) -> str:
+    """``report.html``: each generation shaded by the guard's p(H), with its interventions."""
+    try:
+        from hades_ray.score.html import write_report
+    except ImportError:
+        raise UserError("--html needs hades_ray.score.html, which this build lacks; drop --html") from None
+    if not storage.is_local(output):
+        raise UserError(f"--html writes a local file; {output} is not a local folder")
+    interventions: dict[str, list] = {}
+    for line in storage.read_text(storage.join(output, "interventions.jsonl")).splitlines():
+        event = json.loads(line)
+        interventions.setdefault(event["id"], []).append(event)
+    records = []
+    for line in storage.read_text(storage.join(output, "generations.jsonl")).splitlines():
+        record = json.loads(line)
+        record["interventions"] = interventions.get(record["id"], [])
+        records.append(record)
+    title = f"hades-ray generate: {len(records)} generations, guard {'on' if job.detector else 'off'}"
+    return str(write_report(records, Path(output) / "report.html", title))

@@ -1,0 +1,36 @@
+"""Generated tokens as text: what each new token adds, and where a word starts, as the tokenizer decodes.
+
+Decoding with the prompt's tokens in front makes the answer the same for every tokenizer family:
+byte-level BPE marks a word's start with a space inside the token, WordPiece by the absence of
+``##``, and both show as a space in the decoded text.
+"""
+
+from __future__ import annotations
+
+
+class TokenText:
+    """Decodes one prompt's continuation; ``kept`` is the list of generated token ids so far."""
+
+    def __init__(self, tokenizer, prompt_ids: list[int]):
+        self.tokenizer, self.prompt_ids = tokenizer, list(prompt_ids)
+        self.prompt = self._decode(self.prompt_ids)
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def generated(self, kept: list[int]) -> str:
+        """The continuation's text (the prompt's decoded text is its prefix)."""
+        full = self._decode(self.prompt_ids + list(kept))
+        return full[len(self.prompt) :] if full.startswith(self.prompt) else self._decode(list(kept))
+
+    def piece(self, kept: list[int], token: int) -> str:
+        """The text ``token`` adds after ``kept``."""
+        before, after = self.generated(kept), self.generated([*kept, token])
+        return after[len(before) :] if after.startswith(before) else self._decode([token])
+
+    def split(self, kept: list[int], start: int) -> tuple[str, str, int]:
+        """(prompt and text before ``kept[start]``, the text of ``kept[start:]``, where that text starts
+        in the continuation)."""
+        before, whole = self.generated(kept[:start]), self.generated(kept)
+        chunk = whole[len(before) :] if whole.startswith(before) else self._decode(list(kept[start:]))
+        return self.prompt + before, chunk, len(before)
