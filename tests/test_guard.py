@@ -241,3 +241,21 @@ def test_offline_detector_is_refused(micro_home, tmp_path, capsys):
     argv = ["generate", "--prompts", str(_prompts_file(tmp_path, bad=False)), "--output", str(tmp_path / "o")]
     assert main([*argv, "--executor", "local", "--guard", str(folder)]) == 2
     assert "needs an online detector" in capsys.readouterr().err
+
+
+def test_ray_executor_writes_what_the_local_one_does(detector, ray_local, tmp_path):
+    """Two shards through a Ray Data actor pool: the same records as in-process, and a rerun skips them."""
+    prompts = _prompts_file(tmp_path)
+    runs = {}
+    for executor in ("local", "ray"):
+        out = tmp_path / executor
+        argv = ["generate", "--prompts", str(prompts), "--output", str(out), "--executor", executor]
+        argv += ["--guard", str(detector), "--threshold", "0.5", "--shard-size", "6", "--max-new-tokens", "8"]
+        assert main(argv) == 0
+        runs[executor] = [
+            (out / f).read_text() for f in ("generations.jsonl", "interventions.jsonl", "quarantine.jsonl")
+        ]
+        assert json.loads((out / "summary.json").read_text())["shards"]["total"] == 2
+    assert runs["ray"] == runs["local"]
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "ray" / "summary.json").read_text())["shards"]["skipped_finished"] == 2
