@@ -130,17 +130,29 @@ def train_detector(
     else:
         metrics = _train_linear(config, detector, train, valid, out)
     write_metrics(metrics, out, name=f"{detector} ({mode})")
+    threshold = _store_validation_threshold(out, valid, config)
     summary = {
         "detector": detector,
         "mode": mode,
         "workers": workers,
         "train": len(train),
         "valid": len(valid),
+        "threshold": threshold,
         **report.summary(),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     log.info("detector saved to %s: %s", out, summary)
     return out
+
+
+def _store_validation_threshold(model_dir: Path, valid: list[Instance], config: HadesConfig) -> dict:
+    """Score the validation set with the exported detector and store the threshold ``score`` flags at."""
+    from hades_ray.detect.threshold import choose_threshold, store_threshold
+
+    p, _ = _score(model_dir, valid, config)
+    choice = choose_threshold([i.label for i in valid], p)
+    store_threshold(model_dir, choice)
+    return choice
 
 
 def detector_stages(model_dir, config: HadesConfig, num_gpus: float = 0.0) -> list:

@@ -64,13 +64,10 @@ class SpanClassifier(nn.Module):
         self.head = build_head(int(backbone.config.hidden_size), mlp_layers)
 
     def forward(self, input_ids, attention_mask, span_mask):
+        from hades_ray.detect.stable import pool_span
+
         states = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        mask = span_mask.unsqueeze(-1)
-        if self.pooling == "mean":
-            pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1)
-        else:
-            pooled = states.masked_fill(~mask, torch.finfo(states.dtype).min).max(1).values
-        return self.head(pooled)
+        return self.head(pool_span(states, span_mask, self.pooling))
 
 
 def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:

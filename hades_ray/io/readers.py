@@ -211,7 +211,7 @@ def record_row(record: object, row: int, source: str, fallback_id: str) -> dict:
     return _row(row, doc_id, source, title, first_paragraph(text))
 
 
-def _bounded_lines(handle, budget: int) -> Iterator[bytes | None]:
+def bounded_lines(handle, budget: int) -> Iterator[bytes | None]:
     """Lines (without the newline) from a stream; None for a line over ``MAX_LINE_BYTES``, which is
     skipped without being held in memory. Stops after ``budget`` lines."""
     buffer, too_long = b"", False
@@ -234,7 +234,7 @@ def _jsonl_records(shard: Shard) -> Iterator[dict]:
     name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     with fs.open_input_file(inner) as handle:
         handle.seek(shard.byte_start)
-        for row, raw in enumerate(_bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
+        for row, raw in enumerate(bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
             if row < shard.first_row or (raw is not None and not raw.strip()):
                 continue  # lines before the shard (skipped to from the index), and blank lines
             source, fallback = f"{shard.source}:{row + 1}", f"{name}:{row + 1}"

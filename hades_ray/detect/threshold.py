@@ -1,0 +1,63 @@
+"""The decision threshold a detector flags words at, chosen on validation data when it is trained.
+
+The paper reports its metrics at the classifier's argmax (p >= 0.5), and ``evaluate``/``predict`` keep
+that so their numbers stay comparable with its tables. A class-weighted detector's probabilities are
+not calibrated, though, so ``hades-ray score`` and the guard flag at the threshold that maximises the
+G-Mean (the paper's balanced metric) on the validation set, stored in ``detector.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_THRESHOLD = 0.5  # detectors trained before thresholds were stored: the argmax
+
+
+def choose_threshold(labels, p) -> dict:
+    """The threshold with the highest G-Mean on ``labels`` (0/1) and ``p`` (p(H)), and that G-Mean.
+    A validation set with one class cannot choose: the default, said in ``chosen_by``."""
+    from sklearn.metrics import roc_curve
+
+    labels, p = np.asarray(labels, dtype=int), np.asarray(p, dtype=float)
+    if len(set(labels.tolist())) < 2:
+        return {"threshold": DEFAULT_THRESHOLD, "chosen_by": "default (validation set has one class)"}
+    fpr, tpr, thresholds = roc_curve(labels, p)
+    gmean = np.sqrt(tpr * (1.0 - fpr))
+    finite = np.isfinite(thresholds)
+    best = int(np.argmax(np.where(finite, gmean, -1.0)))
+    return {
+        "threshold": float(min(1.0, thresholds[best])),
+        "chosen_by": "max G-Mean on validation",
+        "valid_gmean": float(gmean[best]),
+        "valid_n": int(labels.size),
+    }
+
+
+def store_threshold(model_dir: str | Path, choice: dict) -> None:
+    """Add the choice to ``detector.json`` (written to a temp file, then renamed over it)."""
+    path = Path(model_dir) / "detector.json"
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta["threshold"] = choice
+    handle, temp = tempfile.mkstemp(prefix=".detector-", dir=path.parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(json.dumps(meta, indent=2) + "\n")
+    os.replace(temp, path)
+
+
+def detector_threshold(model_dir: str | Path) -> float:
+    """The stored threshold of a detector folder; 0.5 for one trained before thresholds were stored."""
+    path = Path(model_dir) / "detector.json"
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8")).get("threshold")
+    except (OSError, ValueError, AttributeError):
+        return DEFAULT_THRESHOLD
+    value = stored.get("threshold") if isinstance(stored, dict) else None
+    if isinstance(value, (int, float)) and math.isfinite(value) and 0.0 <= value <= 1.0:
+        return float(value)
+    return DEFAULT_THRESHOLD

@@ -1,0 +1,105 @@
+"""Online scoring with a causal backbone: one forward scores every word of a window.
+
+A causal model's hidden state at a token sees only the tokens before it, so the states of a forward
+over a whole text are, at each word, the states a per-word online forward (the text up to the word,
+as ``hades_ray/detect/spans.py`` builds it) would compute: one forward replaces one per word. The
+words are joined by single spaces, and a byte-level BPE cuts a text at a word's end exactly as it cuts
+the longer text there, so the tokens agree too.
+
+A text longer than the detector's window is cut into windows of ``window`` tokens starting every
+``stride`` tokens, each starting at a word boundary, and each target is scored in the first window
+that holds it whole: the one giving it the most left context, between ``window - stride`` and
+``window`` tokens (the per-word view gives exactly ``window``). A target longer than the stride
+falls back to its own per-word view.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hades_ray.detect.spans import _special_count, _token_words, _word_range
+from hades_ray.detect.stable import backbone_states, head_probabilities, pool_span
+
+
+def is_causal(model) -> bool:
+    """Whether the span classifier's backbone is a decoder (GPT-2 and its kin)."""
+    config = model.backbone.config
+    return bool(getattr(config, "is_decoder", False)) or any(
+        a.endswith("ForCausalLM") or a.endswith("LMHeadModel") for a in (config.architectures or [])
+    ) or config.model_type in {"gpt2", "gpt_neo", "gptj", "gpt_neox", "llama", "mistral", "qwen2", "opt", "bloom"}
+
+
+def text_windows(tokenizer, words: list[str], window: int, stride: int) -> list[tuple[int, int]]:
+    """Word ranges ``[lo, hi)`` of the windows a text is scored in (one when it fits)."""
+    budget = max(1, window - _special_count(tokenizer))
+    if not words:
+        return []
+    tok_words = _token_words(tokenizer, words)
+    n = len(tok_words)
+    if n <= budget:
+        return [(0, len(words))]
+    ranges, lo = [], 0
+    while True:
+        hi = min(n, lo + budget)
+        ranges.append(_word_range(tok_words, lo, hi, len(words)))
+        if hi >= n:
+            return ranges
+        lo += stride
+        while lo < n and lo > 0 and tok_words[lo - 1] == tok_words[lo]:
+            lo += 1  # start at a word boundary
+
+
+def assign_targets(ranges: list[tuple[int, int]], first: list[int], last: list[int]) -> list[int]:
+    """For each target, the first window holding it whole; -1 for none (a target longer than a stride)."""
+    owners = []
+    for f, la in zip(first, last):
+        owners.append(next((k for k, (lo, hi) in enumerate(ranges) if lo <= f and la < hi), -1))
+    return owners
+
+
+def encode_window(tokenizer, words: list[str], lo: int, hi: int) -> tuple[list[int], np.ndarray]:
+    """Token ids of words ``lo..hi-1`` with the tokenizer's specials, and each token's word (-1: special)."""
+    pieces = words[lo:hi]
+    text = " ".join(pieces)
+    enc = tokenizer(text, return_offsets_mapping=True)
+    starts = np.cumsum([0] + [len(w) + 1 for w in pieces[:-1]])
+    owner = np.full(len(enc["input_ids"]), -1)
+    for t, (a, b) in enumerate(enc["offset_mapping"]):
+        # A token of spaces alone (BPE's lone "Ġ" before punctuation) overlaps no word, as in encode_spans.
+        if b > a and not text[a:b].isspace():
+            owner[t] = lo + int(np.searchsorted(starts, b - 1, side="right") - 1)
+    return list(enc["input_ids"]), owner
+
+
+@torch.no_grad()
+def score_windows(model, jobs: list[dict], forward_batch: int) -> list[np.ndarray]:
+    """p(H) of the targets of each job ``{"ids", "owner", "first", "last"}`` (one window each); windows of
+    equal token length share a forward, with enough rows that the result does not depend on them."""
+    device = next(model.parameters()).device
+    results = [np.zeros(len(j["first"])) for j in jobs]
+    by_length: dict[int, list[int]] = {}
+    for k, job in enumerate(jobs):
+        by_length.setdefault(len(job["ids"]), []).append(k)
+    for length, members in sorted(by_length.items()):
+        for lo in range(0, len(members), forward_batch):
+            chunk = members[lo : lo + forward_batch]
+            ids = torch.tensor([jobs[k]["ids"] for k in chunk], device=device)
+            states = backbone_states(model.backbone, ids, torch.ones_like(ids))
+            rows, masks = [], []
+            for r, k in enumerate(chunk):
+                owner = torch.as_tensor(jobs[k]["owner"], device=device)
+                for f, la in zip(jobs[k]["first"], jobs[k]["last"]):
+                    rows.append(r)
+                    masks.append((owner >= f) & (owner <= la))
+            if not rows:
+                continue
+            span_mask = torch.stack(masks)
+            pooled = pool_span(states[torch.as_tensor(rows, device=device)], span_mask, model.pooling)
+            p = head_probabilities(model.head, pooled).cpu().numpy()
+            cursor = 0
+            for k in chunk:
+                count = len(jobs[k]["first"])
+                results[k] = p[cursor : cursor + count].astype(np.float64)
+                cursor += count
+    return results

@@ -1,0 +1,135 @@
+"""Texts to score: JSONL (``{"id", "text"}`` per line), plain text (one text per line), Parquet with a
+``text`` column, a folder of those, stdin, or one text given on the command line.
+
+Files are planned into shards as the perturbation job plans them (``hades_ray/io/readers.py``), and a
+worker reads its shard. Every row comes out exactly once: as a text, or with a ``reject`` reason that
+lands in the quarantine (invalid JSON or UTF-8, no or a non-string ``text``, an empty or over-long
+text). Unlike perturbation, the whole text is scored, not its first paragraph.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hades_ray.io.readers import InputError, bounded_lines, plan_shards
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.shards import Shard
+
+EMPTY_SHARD_ROW = -1  # the placeholder of a shard with no rows, so that its marker is written too
+MAX_CHARS = 20_000  # the default over-long limit: about 4,000 words, pages of generated text
+TEXT_SCHEMA = pa.schema(
+    [
+        ("shard", pa.int32()),
+        ("row", pa.int64()),
+        ("id", pa.string()),
+        ("text", pa.string()),
+        ("source", pa.string()),
+        ("reject", pa.string()),
+    ]
+)
+
+
+def plan_inputs(path: str, shard_size: int, mapper=None) -> list[Shard]:
+    """Shards over ``path``; a ``.txt`` file is read line by line as plain text."""
+    if str(path) == "demo":
+        raise InputError("score reads your texts: give a .jsonl, .txt or .parquet file, a folder, or - for stdin")
+    shards = plan_shards(path, shard_size, mapper=mapper)
+    return [dataclasses.replace(s, fmt="txt") if s.source.endswith(".txt") else s for s in shards]
+
+
+def memory_table(texts: list[str], source: str) -> pa.Table:
+    """One in-memory shard of texts (stdin lines or ``--text``), checked like a file's rows."""
+    rows = [_text_row(text, row, f"{source}:{row + 1}", f"{source}:{row + 1}", None) for row, text in enumerate(texts)]
+    return _as_table(rows, 0)
+
+
+def read_texts(shard: Shard, max_chars: int = MAX_CHARS) -> pa.Table:
+    """The shard's rows in input order, each a text or a reject reason."""
+    if shard.fmt == "parquet":
+        rows = list(_parquet_rows(shard, max_chars))
+    else:
+        rows = list(_line_rows(shard, max_chars))
+    return _as_table(rows, shard.index)
+
+
+def _as_table(rows: list[dict], shard: int) -> pa.Table:
+    if not rows:
+        rows = [{"row": EMPTY_SHARD_ROW, "id": "", "text": "", "source": "", "reject": ""}]
+    for r in rows:
+        r["shard"] = shard
+    return pa.Table.from_pylist(rows, schema=TEXT_SCHEMA)
+
+
+def _row(row: int, text_id: str, source: str, text: str = "", reject: str = "") -> dict:
+    return {"row": row, "id": text_id, "text": text, "source": source, "reject": reject}
+
+
+def _text_row(value: object, row: int, source: str, text_id: str, max_chars: int | None) -> dict:
+    if value is None:
+        return _row(row, text_id, source, reject="missing_text")
+    if not isinstance(value, str):
+        return _row(row, text_id, source, reject="text_not_a_string")
+    if not value.strip():
+        return _row(row, text_id, source, reject="empty_text")
+    if max_chars is not None and len(value) > max_chars:
+        return _row(row, text_id, source, reject=f"text_too_long (over {max_chars} characters)")
+    return _row(row, text_id, source, value)
+
+
+def _record_row(record: object, row: int, source: str, fallback: str, max_chars: int) -> dict:
+    if not isinstance(record, dict):
+        return _row(row, fallback, source, reject="not_an_object")
+    text_id = record.get("id", fallback)
+    text_id = str(text_id) if isinstance(text_id, (str, int)) and text_id != "" else fallback
+    return _text_row(record.get("text"), row, source, text_id, max_chars)
+
+
+def _line_rows(shard: Shard, max_chars: int):
+    fs, inner = storage.resolve(shard.source)
+    name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    with fs.open_input_file(inner) as handle:
+        handle.seek(shard.byte_start)
+        for row, raw in enumerate(bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
+            if row < shard.first_row or (raw is not None and not raw.strip()):
+                continue  # lines before the shard, and blank lines (separators, not texts)
+            source, fallback = f"{shard.source}:{row + 1}", f"{name}:{row + 1}"
+            yield _parse_line(raw, row, source, fallback, shard.fmt, max_chars)
+
+
+def _parse_line(raw: bytes | None, row: int, source: str, fallback: str, fmt: str, max_chars: int) -> dict:
+    if raw is None:
+        return _row(row, fallback, source, reject="line_too_long")
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _row(row, fallback, source, reject="invalid_utf8")
+    if fmt == "txt":
+        return _text_row(line.rstrip("\r"), row, source, fallback, max_chars)
+    try:
+        record = json.loads(line)
+    except RecursionError:
+        return _row(row, fallback, source, reject="nested_too_deep")
+    except ValueError:
+        return _row(row, fallback, source, reject="invalid_json")
+    return _record_row(record, row, source, fallback, max_chars)
+
+
+def _parquet_rows(shard: Shard, max_chars: int):
+    fs, inner = storage.resolve(shard.source)
+    name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    with fs.open_input_file(inner) as handle:
+        parquet = pq.ParquetFile(handle)
+        columns = [c for c in ("id", "text") if c in parquet.schema_arrow.names]
+        start = 0
+        for group in range(parquet.num_row_groups):
+            size = parquet.metadata.row_group(group).num_rows
+            lo, hi = max(shard.first_row, start), min(shard.end_row, start + size)
+            if lo < hi:
+                records = parquet.read_row_group(group, columns=columns).slice(lo - start, hi - lo).to_pylist()
+                for row, record in enumerate(records, start=lo):
+                    yield _record_row(record, row, f"{shard.source}:row {row + 1}", f"{name}:{row + 1}", max_chars)
+            start += size
