@@ -25,9 +25,11 @@ from hades_ray.detect.stable import backbone_states, head_probabilities, pool_sp
 def is_causal(model) -> bool:
     """Whether the span classifier's backbone is a decoder (GPT-2 and its kin)."""
     config = model.backbone.config
-    return bool(getattr(config, "is_decoder", False)) or any(
-        a.endswith("ForCausalLM") or a.endswith("LMHeadModel") for a in (config.architectures or [])
-    ) or config.model_type in {"gpt2", "gpt_neo", "gptj", "gpt_neox", "llama", "mistral", "qwen2", "opt", "bloom"}
+    return (
+        bool(getattr(config, "is_decoder", False))
+        or any(a.endswith("ForCausalLM") or a.endswith("LMHeadModel") for a in (config.architectures or []))
+        or config.model_type in {"gpt2", "gpt_neo", "gptj", "gpt_neox", "llama", "mistral", "qwen2", "opt", "bloom"}
+    )
 
 
 def text_windows(tokenizer, words: list[str], window: int, stride: int) -> list[tuple[int, int]]:
@@ -81,7 +83,7 @@ def score_windows(model, jobs: list[dict], forward_batch: int) -> list[np.ndarra
     by_length: dict[int, list[int]] = {}
     for k, job in enumerate(jobs):
         by_length.setdefault(len(job["ids"]), []).append(k)
-    for length, members in sorted(by_length.items()):
+    for _, members in sorted(by_length.items()):
         for lo in range(0, len(members), forward_batch):
             chunk = members[lo : lo + forward_batch]
             ids = torch.tensor([jobs[k]["ids"] for k in chunk], device=device)

@@ -96,7 +96,9 @@ def _suspicious_html(words: list[dict]) -> str:
 
 def render(records: list[dict], title: str, threshold: float, suspicious=None, total: int | None = None) -> str:
     suspicious = most_suspicious(records) if suspicious is None else suspicious
-    shown = f"{len(records)} of {total} texts" if total is not None and total > len(records) else f"{len(records)} texts"
+    shown = f"{len(records)} texts"
+    if total is not None and total > len(records):
+        shown = f"{len(records)} of {total} texts"
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>{escape(title)}</title>'

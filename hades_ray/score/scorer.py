@@ -104,7 +104,9 @@ class WordScorer:
         for (k, mine), p in zip(places, score_windows(self.model, jobs, self.forward_batch)):
             out[k][mine] = p
         if leftovers:  # targets longer than a stride: their own online view
-            items = [{"words": texts[k].words, "start": texts[k].first[j], "end": texts[k].last[j]} for k, j in leftovers]
+            items = [
+                {"words": texts[k].words, "start": texts[k].first[j], "end": texts[k].last[j]} for k, j in leftovers
+            ]
             for (k, j), p in zip(leftovers, self._score_items(items)):
                 out[k][j] = p
         return out
