@@ -30,7 +30,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--windows", default="32,64,128", help="context windows (subword tokens), comma-separated")
     parser.add_argument("--epochs", type=int, default=2, help="training epochs of each context-sweep trial")
     parser.add_argument("--max-instances", type=int, default=400, help="learnability instances for the context sweep")
-    parser.add_argument("--docs", type=int, default=80, help="demo input rows perturbed per decoding strategy")
+    parser.add_argument("--docs", type=int, default=100, help="demo input rows perturbed per decoding strategy")
     parser.add_argument("--candidates", type=int, default=4, help="candidates per document in the decoding runs")
     parser.add_argument("--feature-window", type=int, default=128, help="MLM tokens around a span (LR features)")
     parser.add_argument("--skip-context", action="store_true", help="leave the context-length sweep out")
@@ -68,11 +68,13 @@ def part(name: str, path: Path, force: bool, make) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from hades_ray.cli_common import setup_logging
     from hades_ray.config import load_config
     from hades_ray.ray_runtime import init_ray
     from hades_ray.report.context_sweep import print_trials, run_context_sweep, save
     from hades_ray.report.decoding_sweep import run_decoding_sweep
 
+    setup_logging()  # the jobs' own progress lines (shards written, detectors saved) between this job's
     began = time.perf_counter()
     output = Path(args.output)
     config = load_config("local", None, overrides(args))

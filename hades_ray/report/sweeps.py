@@ -79,7 +79,10 @@ def decoding_section(results: dict, path: Path) -> Section:
     fig, axes = plots.new_figure(len(DECODING_MEASURES), width=2.9, height=2.8)
     names = [s["decoding"] for s in strategies]
     for ax, (key, title) in zip(axes, DECODING_MEASURES):
-        ax.bar(names, [np.nan if s.get(key) is None else s[key] for s in strategies], color=plots.SERIES[: len(names)])
+        values = [np.nan if s.get(key) is None else s[key] for s in strategies]
+        bars = ax.bar(names, values, color=plots.SERIES[: len(names)])
+        ax.bar_label(bars, fmt="%.3g", fontsize=8)  # an all-zero measure (no artifacts) still shows its values
+        ax.set_ylim(0, max([v for v in values if v == v] + [0]) * 1.15 or 1)
         ax.set_title(title, fontsize=9)
     section.figures.append(
         Figure("decoding", "Greedy, top-k and top-p perturbations of the same documents", plots.to_png(fig))
