@@ -52,3 +52,15 @@ def cluster_cpus() -> float:
     import ray
 
     return float(ray.cluster_resources().get("CPU", 1))
+
+
+def task_mapper(address: str = "", num_cpus: int = 0):
+    """``mapper(fn, items)`` running ``fn`` on each item as a small Ray task (planning work such as
+    indexing the input files runs on workers, next to the data, not in the driver)."""
+    ray = init_ray(address, num_cpus)
+
+    def mapper(fn, items):
+        remote = ray.remote(num_cpus=0.25)(fn)
+        return ray.get([remote.remote(item) for item in items])
+
+    return mapper

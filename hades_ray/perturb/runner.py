@@ -27,6 +27,7 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import run_in_process, run_on_ray
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.shards import Shard, part_name, read_markers
+from hades_ray.ray_runtime import task_mapper
 
 log = logging.getLogger(__name__)
 TOTALS = ("read", "kept", "perturbed", "instances", "quarantined")
@@ -103,7 +104,7 @@ def run_perturb(
     digest = config_digest(config)
     _check_models(config)
     with OutputLock(output):
-        mapper = _ray_mapper(config) if executor == "ray" else None
+        mapper = task_mapper(config.ray.address, config.ray.num_cpus) if executor == "ray" else None
         shards = plan_shards(str(input_path), config.perturb.read.shard_size, limit, sample, config.seed, mapper)
         todo, skipped = plan_work(shards, read_markers(output), digest, force)
         storage.write_text(
@@ -131,18 +132,6 @@ def _check_models(config: HadesConfig) -> None:
 
     resolve_model(config.models.mlm)
     resolve_model(config.models.causal_lm)
-
-
-def _ray_mapper(config: HadesConfig):
-    from hades_ray.ray_runtime import init_ray
-
-    ray = init_ray(config.ray.address, config.ray.num_cpus)
-
-    def mapper(fn, items):
-        remote = ray.remote(num_cpus=0.25)(fn)
-        return ray.get([remote.remote(item) for item in items])
-
-    return mapper
 
 
 def write_summary(output: str, processed: int, skipped: int, seconds: float) -> dict:

@@ -41,9 +41,15 @@ def plan_inputs(path: str, shard_size: int, mapper=None) -> list[Shard]:
     return [dataclasses.replace(s, fmt="txt") if s.source.endswith(".txt") else s for s in shards]
 
 
-def memory_table(texts: list[str], source: str) -> pa.Table:
-    """One in-memory shard of texts (stdin lines or ``--text``), checked like a file's rows."""
-    rows = [_text_row(text, row, f"{source}:{row + 1}", f"{source}:{row + 1}", None) for row, text in enumerate(texts)]
+def memory_table(texts: list[str | bytes], source: str, max_chars: int = MAX_CHARS) -> pa.Table:
+    """One in-memory shard of texts (stdin lines as bytes, or ``--text``), checked like a file's rows."""
+    rows = []
+    for row, text in enumerate(texts):
+        where = f"{source}:{row + 1}"
+        if isinstance(text, bytes):
+            rows.append(_parse_line(text, row, where, where, "txt", max_chars))
+        else:
+            rows.append(_text_row(text, row, where, where, max_chars))
     return _as_table(rows, 0)
 
 

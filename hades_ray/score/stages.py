@@ -1,0 +1,87 @@
+"""The score job's stages: find each text's target words (CPU, spaCy), then score them (the detector).
+
+Rows are texts; the targets and their scores travel as list columns, so a text's words stay on its
+row from reader to writer. A rejected row (``reject`` set) passes through with empty lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pyarrow as pa
+
+from hades_ray.pipeline.stage import Resources, Stage, setup_torch
+from hades_ray.score.words import Targets, find_targets
+
+INT_LIST = pa.list_(pa.int32())
+TARGET_COLUMNS = {
+    "words": pa.list_(pa.string()),
+    "word_start": INT_LIST,
+    "word_end": INT_LIST,
+    "target_first": INT_LIST,
+    "target_last": INT_LIST,
+}
+
+
+def targets_of(batch: pa.Table) -> list[Targets]:
+    columns = [batch.column(c).to_pylist() for c in TARGET_COLUMNS]
+    return [Targets(*row) for row in zip(*columns)]
+
+
+class TargetsStage(Stage):
+    """CPU: the units of each text and its target spans (content words, entities whole; or all words)."""
+
+    name = "targets"
+    inputs = {"text": pa.string(), "reject": pa.string()}
+    outputs = TARGET_COLUMNS
+
+    def __init__(self, resources: Resources, words: str, spacy_model: str):
+        super().__init__(resources)
+        self.words, self.spacy_model = words, spacy_model
+
+    def setup(self) -> None:
+        self.nlp = None
+        if self.words == "content":
+            from hades_ray.perturb.annotate import load_spacy
+
+            self.nlp = load_spacy(self.spacy_model)
+
+    def process(self, batch: pa.Table) -> dict[str, list]:
+        empty = Targets([], [], [], [], [])
+        found = [
+            empty if reject else find_targets(text, self.words, self.nlp)
+            for text, reject in zip(batch.column("text").to_pylist(), batch.column("reject").to_pylist())
+        ]
+        fields = [f.name for f in dataclasses.fields(Targets)]
+        return {name: [getattr(t, field) for t in found] for name, field in zip(TARGET_COLUMNS, fields)}
+
+
+class WordScoreStage(Stage):
+    """Model: p(H) of every target of every text (the detector loaded once per actor)."""
+
+    name = "score"
+    inputs = TARGET_COLUMNS
+    outputs = {"p": pa.list_(pa.float64())}
+
+    def __init__(self, resources: Resources, model_dir: str, mode: str | None, forward_batch: int):
+        super().__init__(resources)
+        self.model_dir, self.mode, self.forward_batch = model_dir, mode, forward_batch
+
+    def setup(self) -> None:
+        from hades_ray.score.scorer import WordScorer
+
+        device = setup_torch(self.resources)
+        self.scorer = WordScorer(self.model_dir, self.mode, device, self.forward_batch)
+
+    def process(self, batch: pa.Table) -> dict[str, list]:
+        return {"p": [p.tolist() for p in self.scorer.score(targets_of(batch))]}
+
+
+def score_stages(model_dir: str, mode: str | None, words: str, config) -> list[Stage]:
+    """The two stages with the detect section's resources (``detect.actors``, ``detect.actor_cpus``)."""
+    d = config.detect
+    cpu = Resources(num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=256)
+    model = Resources(
+        num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=d.score_batch_size * 4, torch_threads=d.torch_threads
+    )
+    return [TargetsStage(cpu, words, config.spacy_model), WordScoreStage(model, model_dir, mode, d.score_batch_size)]
