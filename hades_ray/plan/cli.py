@@ -171,7 +171,9 @@ def _throughput(args, counts, measured: dict | None, device: str):
     lm = args.lm_tokens_per_s or measured["rank"]["tokens_per_s"]
     prepare = args.prepare_docs_per_s or counts.read / counts.prepare_seconds
     given = [flag for flag in ("mlm_tokens_per_s", "lm_tokens_per_s") if getattr(args, flag)]
-    source = f"measured: {measured['models']} models on {measured['device']}" if measured else ""
+    source = (
+        f"measured: {measured['models']} models on {measured['device']}, per {measured['basis']}" if measured else ""
+    )
     if given:
         source = "; ".join(filter(None, [source, "given: " + ", ".join("--" + g.replace("_", "-") for g in given)]))
     kind = "GPU" if device == "cuda" else ("CPU core" if args.threads == 1 else f"CPU ({args.threads} threads)")

@@ -43,7 +43,7 @@ class SampleCounts:
     lm_tokens: int = 0  # causal-LM tokens over all candidates (at the original text's length)
     lm_token_forwards_done: int = 0  # rows x width over RANK's forwards (padding included)
     lm_forward_calls: int = 0
-    prepare_seconds: float = 0.0  # MASK (spaCy + tokenizer) on this machine, one process
+    prepare_seconds: float = 0.0  # CPU seconds of MASK (spaCy + tokenizer) in this process, this machine
     mlm_shapes: list = field(default_factory=list, repr=False)  # (rows, width) of each forward
     lm_shapes: list = field(default_factory=list, repr=False)
     # With ``keep_groups``: each ``fill_masks`` call's sequences and each ``perplexities`` call's ids,
@@ -129,29 +129,45 @@ def original_rank_ids(rows: list[dict], tokenizer, max_length: int, num_candidat
         row["rank_ids"] = [ids] * num_candidates if row["status"] == "ok" else []
 
 
-def count_sample(
-    config: HadesConfig,
-    input_path: str,
-    tokenizers: Tokenizers,
-    limit: int | None = None,
-    sample: int | None = None,
-    keep_groups: bool = False,
+@dataclass
+class PreparedSample:
+    """The sample after MASK: each shard's rows in the job's order, and what spaCy cost."""
+
+    shards: list[list[dict]]
+    spacy_tokens: int
+    spacy_words: int
+    prepare_seconds: float
+
+
+def prepare_sample(
+    config: HadesConfig, input_path: str, tokenizers: Tokenizers, limit: int | None = None, sample: int | None = None
+) -> PreparedSample:
+    """Read ``input_path`` as the job does (at most ``limit`` rows, or a seeded ``sample`` of about N)
+    and run MASK on it."""
+    nlp = CountingNlp(load_spacy(config.spacy_model))
+    shards, seconds = [], 0.0
+    for shard in plan_shards(str(input_path), config.perturb.read.shard_size, limit, sample, config.seed):
+        rows = read_shard(shard).to_pylist()
+        started = time.process_time()  # CPU time: one core's own speed, whatever the neighbours do
+        for batch in batches(rows, config.perturb.resources.annotate.batch_size):
+            steps.prepare_rows(batch, nlp, tokenizers.mlm, config)
+        seconds += time.process_time() - started
+        shards.append(rows)
+    return PreparedSample(shards, nlp.tokens, nlp.words, seconds)
+
+
+def count_prepared(
+    prepared: PreparedSample, config: HadesConfig, tokenizers: Tokenizers, keep_groups: bool = False
 ) -> SampleCounts:
-    """Read ``input_path`` as the job does (at most ``limit`` rows, or a seeded ``sample`` of about N),
-    run MASK, and count the model work; ``keep_groups`` keeps the model calls' inputs for ``measure``."""
+    """REPLACE's and RANK's work on a prepared sample, batched by the config's batch sizes;
+    ``keep_groups`` keeps the model calls' inputs for ``measure``."""
     from hades_ray.perturb.replace import vocabulary_bans
 
     perturb = config.perturb
     stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
     bans = vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
-    nlp = CountingNlp(load_spacy(config.spacy_model))
     counts, statuses = SampleCounts(), Counter()
-    for shard in plan_shards(str(input_path), perturb.read.shard_size, limit, sample, config.seed):
-        rows = read_shard(shard).to_pylist()
-        started = time.perf_counter()
-        for batch in batches(rows, perturb.resources.annotate.batch_size):
-            steps.prepare_rows(batch, nlp, tokenizers.mlm, config)
-        counts.prepare_seconds += time.perf_counter() - started
+    for rows in prepared.shards:
         statuses.update(row["status"] for row in rows)
         for batch in batches(rows, perturb.resources.replace.batch_size):
             count_replace(batch, tokenizers.mlm, bans, config.seed, counts, keep_groups)
@@ -161,9 +177,23 @@ def count_sample(
     counts.read = sum(statuses.values())
     counts.perturbed = statuses.pop("ok", 0)
     counts.filtered = dict(sorted(statuses.items()))
-    counts.spacy_tokens, counts.spacy_words = nlp.tokens, nlp.words
+    counts.spacy_tokens, counts.spacy_words = prepared.spacy_tokens, prepared.spacy_words
+    counts.prepare_seconds = prepared.prepare_seconds
     counts.mlm_forward_calls = len(counts.mlm_shapes)
     counts.mlm_token_forwards_done = sum(rows * width for rows, width in counts.mlm_shapes)
     counts.lm_forward_calls = len(counts.lm_shapes)
     counts.lm_token_forwards_done = sum(rows * width for rows, width in counts.lm_shapes)
     return counts
+
+
+def count_sample(
+    config: HadesConfig,
+    input_path: str,
+    tokenizers: Tokenizers,
+    limit: int | None = None,
+    sample: int | None = None,
+    keep_groups: bool = False,
+) -> SampleCounts:
+    """Read ``input_path`` as the job does, run MASK, and count the model work."""
+    prepared = prepare_sample(config, input_path, tokenizers, limit, sample)
+    return count_prepared(prepared, config, tokenizers, keep_groups)

@@ -18,7 +18,7 @@ def _sample_lines(result: dict) -> list[str]:
         f"  documents read {s['read']}, perturbed {s['perturbed']} ({s['perturbed'] / s['read']:.1%}), "
         f"filtered out: {filtered}",
         f"  spaCy: {_n(s['spacy_tokens'])} tokens, {_n(s['spacy_words'])} words; "
-        f"MASK took {s['prepare_seconds']:.1f} s here",
+        f"MASK took {s['prepare_seconds']:.1f} CPU-s here",
         f"  REPLACE: {_n(s['candidates'])} candidates, {_n(s['masked_positions'])} masked positions, "
         f"{_n(s['mlm_steps'])} model steps",
         f"  MLM token-forwards: ideal {_n(s['mlm_token_forwards_ideal'])}, done {_n(s['mlm_token_forwards_done'])} "
@@ -44,7 +44,7 @@ def _throughput_lines(result: dict) -> list[str]:
             )
             lines.append(
                 f"  {stage.upper()} measured: {m['model']} ({m['dtype']}), {_n(m['token_forwards'])} token-forwards "
-                f"in {m['forward_calls']} calls, {m['seconds']:.1f} s; {memory}"
+                f"in {m['forward_calls']} calls, {m['wall_seconds']:.1f} s wall, {m['cpu_seconds']:.1f} s CPU; {memory}"
             )
     return lines
 
