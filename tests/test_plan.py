@@ -184,6 +184,8 @@ def test_measure_reports_throughput_and_memory(micro_home, sample, tmp_path):
     [
         ([], "give --measure, or both --mlm-tokens-per-s and --lm-tokens-per-s"),
         (["--mlm-tokens-per-s", "5", "--lm-tokens-per-s", "5", "--actors-per-device", "1"], "at least 2"),
+        # the paper's hub models are not on this offline machine: the error says what to plan with
+        (["--preset", "paper", "--mlm-tokens-per-s", "5", "--lm-tokens-per-s", "5"], "--set models.mlm=local:mlm"),
     ],
 )
 def test_bad_requests_are_one_line_errors(micro_home, sample, capsys, extra, message):

@@ -169,15 +169,15 @@ def _throughput(args, counts, measured: dict | None, device: str):
 
     mlm = args.mlm_tokens_per_s or measured["replace"]["tokens_per_s"]
     lm = args.lm_tokens_per_s or measured["rank"]["tokens_per_s"]
-    prepare = args.prepare_docs_per_s or counts.read / counts.prepare_seconds
+    prepare = args.prepare_docs_per_s or counts.read / max(counts.prepare_seconds, 1e-6)
     given = [flag for flag in ("mlm_tokens_per_s", "lm_tokens_per_s") if getattr(args, flag)]
     source = (
         f"measured: {measured['models']} models on {measured['device']}, per {measured['basis']}" if measured else ""
     )
     if given:
         source = "; ".join(filter(None, [source, "given: " + ", ".join("--" + g.replace("_", "-") for g in given)]))
-    kind = "GPU" if device == "cuda" else ("CPU core" if args.threads == 1 else f"CPU ({args.threads} threads)")
-    return Throughput(mlm, lm, prepare, source, kind)
+    # On a CPU the figures are per CPU-second, so per core whatever --threads was.
+    return Throughput(mlm, lm, prepare, source, "GPU" if device == "cuda" else "CPU core")
 
 
 def _reasons(filtered: dict) -> str:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 from hades_ray.config import HadesConfig
 from hades_ray.io.readers import plan_shards, read_shard
+from hades_ray.models.registry import load_tokenizer
 from hades_ray.perturb import rank, replace, steps
 from hades_ray.perturb.annotate import load_spacy, stop_words
 from hades_ray.perturb.rank import encode_for_perplexity
@@ -83,15 +84,25 @@ class Tokenizers:
 
 def load_tokenizers(config: HadesConfig, lm_context: int | None = None) -> Tokenizers:
     """The configured models' tokenizers and sizes, read from their folders (no weights loaded)."""
-    from transformers import AutoConfig
-
-    from hades_ray.models.registry import load_tokenizer, model_revision, resolve_model
-
     models = config.models
-    mlm_config = AutoConfig.from_pretrained(resolve_model(models.mlm), revision=model_revision(models.mlm))
-    lm_config = AutoConfig.from_pretrained(resolve_model(models.causal_lm), revision=model_revision(models.causal_lm))
+    mlm_config, lm_config = _model_config(models.mlm), _model_config(models.causal_lm)
     context = lm_context or steps.context_limit(lm_config, config.perturb.rank.max_length)
     return Tokenizers(load_tokenizer(models.mlm), load_tokenizer(models.causal_lm), mlm_config.vocab_size, context)
+
+
+def _model_config(reference: str):
+    from transformers import AutoConfig
+
+    from hades_ray.models.registry import ModelNotFoundError, model_revision, resolve_model
+
+    try:
+        return AutoConfig.from_pretrained(resolve_model(reference), revision=model_revision(reference))
+    except (OSError, ValueError) as error:
+        raise ModelNotFoundError(
+            f"cannot read the config of model {reference!r} ({' '.join(str(error).split())[:200]}); a plan needs "
+            "the models' tokenizers and configs on disk, e.g. --set models.mlm=local:mlm "
+            "--set models.causal_lm=local:gpt2 (the offline kit) --lm-context 1024"
+        ) from None
 
 
 def batches(rows: list[dict], size: int) -> list[list[dict]]:
