@@ -17,6 +17,20 @@ def _probability(value: str) -> float:
     return number
 
 
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return number
+
+
+def _gpus(value: str) -> float:
+    number = float(value)
+    if not 0.0 <= number <= 64:
+        raise argparse.ArgumentTypeError(f"{value} is not a GPU count in [0, 64]")
+    return number
+
+
 def _score(args: argparse.Namespace) -> int:
     from hades_ray.errors import UserError
     from hades_ray.score.runner import ScoreRequest, run_score
@@ -35,6 +49,7 @@ def _score(args: argparse.Namespace) -> int:
         executor=args.executor,
         max_chars=args.max_chars,
         shard_size=args.shard_size,
+        num_gpus=args.num_gpus,
     )
     summary = run_score(request, config_from_args(args))
     keys = ("scored_texts", "quarantined", "scored_words", "flagged", "flagged_share", "mean_p", "threshold")
@@ -79,9 +94,14 @@ def register(subparsers) -> None:
         default="auto",
         help="auto: Ray Data for files, in-process for --text and stdin",
     )
-    score.add_argument("--max-chars", type=int, default=MAX_CHARS, help="longer texts are quarantined as text_too_long")
     score.add_argument(
-        "--shard-size", type=int, default=256, help="texts per shard (the unit a worker reads, scores and writes)"
+        "--max-chars", type=_positive, default=MAX_CHARS, help="longer texts are quarantined as text_too_long"
+    )
+    score.add_argument(
+        "--shard-size", type=_positive, default=256, help="texts per shard (the unit a worker reads, scores and writes)"
+    )
+    score.add_argument(
+        "--num-gpus", type=_gpus, default=0.0, help="GPUs per scoring actor on a cluster (0: CPU; 0.5 packs two)"
     )
     add_config_args(score)
     score.set_defaults(func=_score)

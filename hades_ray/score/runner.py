@@ -48,6 +48,7 @@ class ScoreRequest:
     executor: str = "auto"  # auto: in-process for --text and stdin, Ray Data for files
     max_chars: int = MAX_CHARS
     shard_size: int = 256
+    num_gpus: float = 0.0  # per scoring actor
 
 
 def settings_digest(request: ScoreRequest, threshold: float) -> str:
@@ -79,6 +80,8 @@ def _read_file(max_chars: int, digest: str, shard: Shard) -> pa.Table:
 def run_score(request: ScoreRequest, config: HadesConfig) -> dict:
     """Score the request's texts into ``request.output``; returns the summary."""
     started = time.perf_counter()
+    if not (Path(request.model) / "detector.json").is_file():
+        raise FileNotFoundError(f"--model {request.model}: not a detector folder (no detector.json); train one first")
     threshold = request.threshold if request.threshold is not None else detector_threshold(request.model)
     digest = settings_digest(request, threshold)
     in_memory = request.text is not None or request.input == "-"
@@ -125,7 +128,7 @@ def _mode(request: ScoreRequest) -> str:
 
 
 def _run(todo, read, request: ScoreRequest, config, executor: str, threshold: float, fingerprints) -> None:
-    stages = score_stages(request.model, request.mode, request.words, config)
+    stages = score_stages(request.model, request.mode, request.words, config, request.num_gpus)
     write = functools.partial(
         write_score_shards, output=str(request.output), threshold=threshold, fingerprints=fingerprints
     )

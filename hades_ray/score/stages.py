@@ -77,11 +77,16 @@ class WordScoreStage(Stage):
         return {"p": [p.tolist() for p in self.scorer.score(targets_of(batch))]}
 
 
-def score_stages(model_dir: str, mode: str | None, words: str, config) -> list[Stage]:
-    """The two stages with the detect section's resources (``detect.actors``, ``detect.actor_cpus``)."""
+def score_stages(model_dir: str, mode: str | None, words: str, config, num_gpus: float = 0.0) -> list[Stage]:
+    """The two stages with the detect section's resources (``detect.actors``, ``detect.actor_cpus``);
+    ``num_gpus`` per scoring actor (0: CPU)."""
     d = config.detect
     cpu = Resources(num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=256)
     model = Resources(
-        num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=d.score_batch_size * 4, torch_threads=d.torch_threads
+        num_cpus=d.actor_cpus,
+        num_gpus=num_gpus,
+        max_actors=d.actors,
+        batch_size=d.score_batch_size * 4,
+        torch_threads=d.torch_threads,
     )
     return [TargetsStage(cpu, words, config.spacy_model), WordScoreStage(model, model_dir, mode, d.score_batch_size)]
