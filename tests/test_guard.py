@@ -259,3 +259,33 @@ def test_ray_executor_writes_what_the_local_one_does(detector, ray_local, tmp_pa
     assert runs["ray"] == runs["local"]
     assert main(argv) == 0
     assert json.loads((tmp_path / "ray" / "summary.json").read_text())["shards"]["skipped_finished"] == 2
+
+
+def test_html_report_shows_prompts_and_generations_as_inert_text(detector, tmp_path):
+    from html.parser import HTMLParser
+
+    pytest.importorskip("hades_ray.score.html")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"id": "<marquee>x</marquee>", "prompt": "<script>alert(1)</script> the city of"}) + "\n")
+    out = tmp_path / "out"
+    argv = ["generate", "--prompts", str(prompts), "--output", str(out), "--executor", "local", "--html"]
+    assert main([*argv, "--guard", str(detector), "--max-new-tokens", "10"]) == 0
+    page = (out / "report.html").read_text()
+
+    class Tags(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tags, self.text = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    parser = Tags()
+    parser.feed(page)
+    assert "script" not in parser.tags and "marquee" not in parser.tags
+    assert "<script>alert(1)</script> the city of" in "".join(parser.text)
+    generation = _read(out / "generations.jsonl")[0]["generation"]
+    assert generation.strip().split()[0] in "".join(parser.text)

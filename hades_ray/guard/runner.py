@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 VIEWS = ("generations", "interventions", "quarantine")
 TOTALS = ("read", "generated", "quarantined", "new_tokens", "interventions", "judged_words", "flagged_words")
 TOTALS += ("emitted_flagged",)
+HTML_SHOWN = 200  # generations drawn in full on the page; the rest count in its header
 
 
 def job_digest(job: GenerateJob) -> str:
@@ -120,9 +121,10 @@ def write_summary(output: str, job: GenerateJob, processed: int, skipped: int, s
 
 
 def write_html(output: str, job: GenerateJob) -> str:
-    """``report.html``: each generation shaded by the guard's p(H), with its interventions."""
+    """``report.html``: each prompt, then its generation shaded by the guard's p(H), and its interventions
+    (the first ``HTML_SHOWN`` in full; the most suspicious words are drawn from all)."""
     try:
-        from hades_ray.score.html import write_report
+        from hades_ray.score.html import most_suspicious, write_report
     except ImportError:
         raise UserError("--html needs hades_ray.score.html, which this build lacks; drop --html") from None
     if not storage.is_local(output):
@@ -131,10 +133,24 @@ def write_html(output: str, job: GenerateJob) -> str:
     for line in storage.read_text(storage.join(output, "interventions.jsonl")).splitlines():
         event = json.loads(line)
         interventions.setdefault(event["id"], []).append(event)
-    records = []
-    for line in storage.read_text(storage.join(output, "generations.jsonl")).splitlines():
-        record = json.loads(line)
-        record["interventions"] = interventions.get(record["id"], [])
-        records.append(record)
-    title = f"hades-ray generate: {len(records)} generations, guard {'on' if job.detector else 'off'}"
-    return str(write_report(records, Path(output) / "report.html", title))
+    records = [
+        report_record(json.loads(line), interventions)
+        for line in storage.read_text(storage.join(output, "generations.jsonl")).splitlines()
+    ]
+    title = f"hades-ray generate: guard {'on' if job.detector else 'off'}, threshold {job.threshold}"
+    path = Path(output) / "report.html"
+    return str(write_report(records[:HTML_SHOWN], path, title, most_suspicious(records), len(records)))
+
+
+def report_record(record: dict, interventions: dict[str, list]) -> dict:
+    """The report shows the prompt apart, so the shaded text is the generation (offsets moved onto it)."""
+    shift = len(record["prompt"])
+    words = [w | {"start": w["start"] - shift, "end": w["end"] - shift} for w in record["words"] if w["start"] >= shift]
+    return {
+        "id": record["id"],
+        "prompt": record["prompt"],
+        "text": record["generation"],
+        "words": words,
+        "threshold": record["threshold"],
+        "interventions": interventions.get(record["id"], []),
+    }
