@@ -33,8 +33,10 @@ TOTALS += ("emitted_flagged",)
 HTML_SHOWN = 200  # generations drawn in full on the page; the rest count in its header
 
 
-def job_digest(job: GenerateJob) -> str:
-    return hashlib.sha256(json.dumps(job.to_dict(), sort_keys=True).encode()).hexdigest()
+def job_digest(job: GenerateJob, batch_size: int) -> str:
+    """What the text depends on: the job, and the batch size (a batch shares one seed)."""
+    text = json.dumps({"job": job.to_dict(), "batch_size": batch_size}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def read_with_fingerprint(digest: str, shard: Shard) -> pa.Table:
@@ -62,7 +64,7 @@ def run_generate(
     from hades_ray.perturb.runner import plan_work
 
     started = time.perf_counter()
-    output, digest = str(output), job_digest(job)
+    output, digest = str(output), job_digest(job, resources.batch_size)
     resolve_model(job.generator)  # a missing model is a user error here, not an actor failing on a worker
     with OutputLock(output):
         mapper = _ray_mapper(ray_address) if executor == "ray" else None
