@@ -107,7 +107,8 @@ def make_analyses(path: Path) -> Path:
               for m in ("offline", "online") for w in (32, 64)]  # fmt: skip
     strategies = [{"decoding": d, "settings": "", "kept_ppl_median": 100.0 + k, "replacements": 30,
                    "distinct_replacements": 10 + k, "distinct_share": (10 + k) / 30, "artifact_rate": 0.01 * k,
-                   "auc": 0.7 - 0.05 * k} for k, d in enumerate(("greedy", "top_k", "top_p"))]  # fmt: skip
+                   "auc": 0.7 - 0.05 * k, "auc_ci_low": 0.6 - 0.05 * k, "auc_ci_high": 0.8 - 0.05 * k, "test": 30}
+                  for k, d in enumerate(("greedy", "top_k", "top_p"))]  # fmt: skip
     data = {"context_length": {"labels": "learnability", "epochs": 1, "train": 70, "test": 30, "trials": trials},
             "decoding": {"documents": 5, "candidates": 2, "detector": "LR", "labels": "learnability",
                          "strategies": strategies}}  # fmt: skip

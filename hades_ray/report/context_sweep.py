@@ -31,6 +31,22 @@ def sweep_data(pool: Path, folder: Path, seed: int, max_instances: int) -> dict[
     return {"train": len(train), "test": len(test)}
 
 
+def progress_callback():
+    """One line per trial epoch (Tune's own table is off: it is a screenful per update on a terminal)."""
+    from ray.tune import Callback
+
+    class EpochLines(Callback):
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            mode, window = trial.config["detect.mode"], trial.config["detect.window"]
+            gmean, auc = result.get("gmean") or float("nan"), result.get("auc") or float("nan")
+            print(f"  {mode} window {window}: epoch {result.get('epoch')} G-Mean {gmean:.3f} AUC {auc:.3f}", flush=True)
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            print(f"  trial {trial.config} failed (its error is in analyses.json)", flush=True)
+
+    return EpochLines()
+
+
 def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_instances: int) -> dict:
     """Grid over ``detect.mode`` x ``detect.window``; returns the results analyses.json holds."""
     from ray import tune
@@ -59,7 +75,9 @@ def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_
             "detect.window": tune.grid_search(windows),
         },
         tune_config=tune.TuneConfig(max_concurrent_trials=concurrent_trials(config)),
-        run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(folder), verbose=0),
+        run_config=tune.RunConfig(
+            name=EXPERIMENT, storage_path=str(folder), verbose=0, callbacks=[progress_callback()]
+        ),
     )
     trials = []
     for result in tuner.fit():

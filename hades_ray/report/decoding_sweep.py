@@ -53,8 +53,27 @@ def detector_auc(config, pool: Path, folder: Path) -> dict:
     model = train_detector(config, paths["train"], paths["valid"], folder / "lr", detector="lr")
     test = parts[2]
     p, pred = predict_records(model, [i.to_json() for i in test])
-    metrics = binary_metrics([i.label for i in test], pred, p)
-    return {"auc": metrics["auc"], "gmean": metrics["gmean"], "train": len(parts[0]), "test": len(test)}
+    labels = np.array([i.label for i in test])
+    metrics = binary_metrics(labels, pred, p)
+    low, high = auc_interval(labels, np.asarray(p), config.seed)
+    return {"auc": metrics["auc"], "auc_ci_low": low, "auc_ci_high": high, "gmean": metrics["gmean"],
+            "train": len(parts[0]), "test": len(test)}  # fmt: skip
+
+
+def auc_interval(labels: np.ndarray, p: np.ndarray, seed: int) -> tuple[float | None, float | None]:
+    """95% bootstrap interval of the AUC (scipy; resampled pairs), None when a class is missing."""
+    from scipy import stats
+    from sklearn.metrics import roc_auc_score
+
+    if len(np.unique(labels)) < 2:
+        return None, None
+
+    def auc(y, score):
+        return roc_auc_score(y, score) if len(np.unique(y)) == 2 else 0.5
+
+    boot = stats.bootstrap((labels, p), auc, paired=True, vectorized=False, n_resamples=1000,
+                           method="percentile", random_state=seed)  # fmt: skip
+    return float(boot.confidence_interval.low), float(boot.confidence_interval.high)
 
 
 def run_decoding_sweep(overrides: list[str], folder: Path, docs: int, candidates: int) -> dict:
@@ -74,7 +93,8 @@ def run_decoding_sweep(overrides: list[str], folder: Path, docs: int, candidates
         row |= detector_auc(config, pool, folder / f"{decoding}-detector")
         print(
             f"  {decoding}: kept ppl median {row['kept_ppl_median']:.1f}, distinct {row['distinct_replacements']}"
-            f"/{row['replacements']}, artifact rate {row['artifact_rate']}, LR AUC {row['auc']}",
+            f"/{row['replacements']}, artifact rate {row['artifact_rate']}, LR AUC {row['auc']:.3f} "
+            f"[{row['auc_ci_low']:.3f}, {row['auc_ci_high']:.3f}]",
             flush=True,
         )
         strategies.append(row)

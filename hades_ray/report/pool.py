@@ -12,6 +12,14 @@ from hades_ray.report import plots
 from hades_ray.report.inputs import read_json, read_pool_rows
 from hades_ray.report.model import Figure, Section, Table, fmt
 
+LABELS = {
+    "spans_per_document": "spans per document",
+    "words_per_span": "words per original span",
+    "replacement_words": "words per replacement",
+    "kept_ppl": "perplexity of the kept candidate",
+    "other_candidates_ppl": "perplexity of the other candidates",
+    "kept_over_median_other": "kept / median of its document's others",
+}
 COLUMNS = ["doc_id", "title", "perturbed", "ppl", "candidate", "candidate_ppls", "spans"]
 
 
@@ -108,7 +116,7 @@ def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> 
         Table(
             "Sizes, perplexity and artifacts",
             ["measure", "n", "mean", "median"],
-            [[name.replace("_", " "), *(fmt(section.numbers[name].get(k)) for k in ("n", "mean", "median"))]
+            [[LABELS[name], *(fmt(section.numbers[name].get(k)) for k in ("n", "mean", "median"))]
              for name in (*sizes, "kept_ppl", "other_candidates_ppl", "kept_over_median_other")]
             + [["artifact rate", artifacts.get("replacements"), fmt(rate, 4), ""]],
         )

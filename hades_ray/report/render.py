@@ -58,6 +58,8 @@ def section_html(section: Section) -> str:
             f'<figure><img id="fig-{escape(figure.name, quote=True)}" alt="{escape(figure.title, quote=True)}" '
             f'src="{data_uri(figure.png)}"><figcaption>{escape(figure.title)}</figcaption></figure>'
         )
+    if section.examples:
+        parts.append("<h3>Examples: the replacements marked (hover for the original)</h3>")
     for example in section.examples:
         parts.append(
             f'<div class="example"><b>{escape(str(example["doc_id"]))}</b> ({escape(str(example["title"] or ""))})'

@@ -72,17 +72,24 @@ def decoding_section(results: dict, path: Path) -> Section:
         f"{results.get('labels')}. A lower AUC means the strategy makes data that is harder to detect."
     )
     section.tables.append(
-        Table("Per strategy", ["decoding", "settings", "replacements", "distinct", *(t for _, t in DECODING_MEASURES)],
+        Table("Per strategy", ["decoding", "settings", "replacements", "distinct", *(t for _, t in DECODING_MEASURES),
+                               "AUC 95% CI", "test instances"],
               [[s["decoding"], s.get("settings", ""), s.get("replacements"), s.get("distinct_replacements"),
-                *(fmt(s.get(k)) for k, _ in DECODING_MEASURES)] for s in strategies])
+                *(fmt(s.get(k)) for k, _ in DECODING_MEASURES),
+                f"[{fmt(s.get('auc_ci_low'))}, {fmt(s.get('auc_ci_high'))}]", s.get("test")] for s in strategies])
     )  # fmt: skip
     fig, axes = plots.new_figure(len(DECODING_MEASURES), width=2.9, height=2.8)
     names = [s["decoding"] for s in strategies]
     for ax, (key, title) in zip(axes, DECODING_MEASURES):
         values = [np.nan if s.get(key) is None else s[key] for s in strategies]
         bars = ax.bar(names, values, color=plots.SERIES[: len(names)])
+        if key == "auc" and all(s.get("auc_ci_low") is not None for s in strategies):
+            below = [v - s["auc_ci_low"] for v, s in zip(values, strategies)]
+            above = [s["auc_ci_high"] - v for v, s in zip(values, strategies)]
+            ax.errorbar(names, values, yerr=[below, above], fmt="none", ecolor="black", capsize=4)
         ax.bar_label(bars, fmt="%.3g", fontsize=8)  # an all-zero measure (no artifacts) still shows its values
-        ax.set_ylim(0, max([v for v in values if v == v] + [0]) * 1.15 or 1)
+        top = [v for v in values if v == v] + [s.get("auc_ci_high") or 0 for s in strategies if key == "auc"]
+        ax.set_ylim(0, max(top + [0]) * 1.15 or 1)
         ax.set_title(title, fontsize=9)
     section.figures.append(
         Figure("decoding", "Greedy, top-k and top-p perturbations of the same documents", plots.to_png(fig))
