@@ -66,6 +66,33 @@ def part(name: str, path: Path, force: bool, make) -> dict:
     return results
 
 
+def results_markdown(results: dict) -> str:
+    """jobs/results/analyses.md: the measured figures, as the report shows them."""
+    from hades_ray.report.model import fmt
+
+    lines = ["# Analyses (jobs/analyses.py)", "", f"Command: `{' '.join(['python', *sys.argv])}`", ""]
+    lines.append(f"Wall time {results['seconds_total']:.0f} s on 2 cores shared with other jobs.")
+    if "decoding" in results:
+        d = results["decoding"]
+        title = (
+            f"## Decoding strategies ({d['documents']} documents, {d['candidates']} candidates, {d['seconds']:.0f} s)"
+        )
+        header = "| decoding | kept ppl (median) | distinct / replacements | artifact rate | LR AUC [95% CI] | test |"
+        lines += ["", title, "", header, "|---|---|---|---|---|---|"]
+        for s in d["strategies"]:
+            lines.append(
+                f"| {s['decoding']} ({s['settings']}) | {s['kept_ppl_median']:.1f} | {s['distinct_replacements']}"
+                f" / {s['replacements']} | {s['artifact_rate']} | {fmt(s['auc'])} [{fmt(s.get('auc_ci_low'))}, "
+                f"{fmt(s.get('auc_ci_high'))}] | {s['test']} |"
+            )
+    if "context_length" in results:
+        c = results["context_length"]
+        lines += ["", f"## Context length ({c['train']} train / {c['test']} test instances, {c['epochs']} epochs, "
+                  f"{c['seconds']:.0f} s)", "", "| mode | window | G-Mean | AUC |", "|---|---|---|---|"]  # fmt: skip
+        lines += [f"| {t['mode']} | {t['window']} | {fmt(t['gmean'])} | {fmt(t['auc'])} |" for t in c["trials"]]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     from hades_ray.cli_common import setup_logging
@@ -103,7 +130,9 @@ def main(argv=None) -> int:
     results["seconds_total"] = round(time.perf_counter() - began, 1)
     save(results, output / "analyses.json")
     if args.record:
-        save(results, Path(__file__).resolve().parent / "results" / "analyses.json")
+        folder = Path(__file__).resolve().parent / "results"
+        save(results | {"command": " ".join(["python", *sys.argv])}, folder / "analyses.json")
+        (folder / "analyses.md").write_text(results_markdown(results), encoding="utf-8")
     print(f"analyses written to {output / 'analyses.json'} in {results['seconds_total']:.0f} s", flush=True)
     return 0
 
