@@ -46,7 +46,7 @@ demo-loop: models
 report: demo demo-loop
 	$(PY) jobs/analyses.py --pool $(DEMO_OUT) --output out/analyses
 	$(VENV)/bin/hades-ray report --pool $(DEMO_OUT) --workdir out/demo-loop --dataset out/demo-loop/dataset \
-		$(foreach k,1 2,$(if $(wildcard out/demo-loop/round-00$(k)/detector/model),--detector round$(k)=out/demo-loop/round-00$(k)/detector/model)) \
+		$$(for k in 1 2; do m=out/demo-loop/round-00$$k/detector/model; test -d $$m && echo --detector round$$k=$$m; done) \
 		--split all --min-round 2 --analyses out/analyses/analyses.json --output out/report
 
 test: install
