@@ -1,0 +1,502 @@
+"""Is the online guard worth it? Generations with and without it, side by side (issue 10, part 3).
+
+1. Detectors, trained here in a few minutes: the perturbation job on the first ``--train-docs`` leads
+   of ../shared/data/enwiki2015_first_paragraphs.jsonl (replaced spans label 1, untouched content
+   words label 0, as jobs/bench_detect.py does), then an ONLINE MiniLM span classifier (the guard's
+   judge) and an LR detector on features (the independent second opinion) on the same instances.
+2. Held-out prompts: the first two sentences of ``--prompts`` leads from further down the file that
+   no detector trained on (and that the offline kit's held-out split kept out of the generator).
+3. Three arms with the same seeds and sampling: plain ``model.generate``; the guarded loop with
+   ``max_retries=0`` (scores every word, changes none: its tokens must equal plain's); the guard.
+4. Per arm: mean and 90th percentile online p(H) of the generated content words, the share flagged,
+   the generator's perplexity of its generations, distinct-1/2, tokens/s, peak memory; and on the
+   first ``--agreement-outputs`` outputs the LR detector's p(H) and its agreement with the judge.
+
+Writes jobs/results/bench_guard.{json,md}. Skips (exit 0) when ../shared/data is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "jobs" / "results"
+ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+ARMS = ("plain", "scored", "guarded")
+
+
+def rss_mib() -> float:
+    """This process's resident memory now (Linux /proc; elsewhere its peak so far)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class PeakRss:
+    """The highest resident memory while a block runs, sampled every 20 ms: the training before the
+    arms would hide an arm's own peak in the process-wide maximum."""
+
+    def __enter__(self) -> PeakRss:
+        self.start = self.peak = rss_mib()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, rss_mib())
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_mib())
+
+
+def held_out_prompts(nlp, skip: int, count: int) -> list[dict]:
+    """First two sentences of ``count`` leads after line ``skip``, in the kit's held-out split."""
+    from hades_ray.models.kit_data import is_heldout
+
+    prompts = []
+    with ENWIKI.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle):
+            record = json.loads(line)
+            if number < skip or not is_heldout(str(record["id"])):
+                continue
+            sentences = [s.text.strip() for s in nlp(record["text"][:2000]).sents]
+            if len(sentences) >= 3:  # a lead with more to say than the prompt
+                prompts.append({"id": record["id"], "prompt": " ".join(sentences[:2])})
+            if len(prompts) == count:
+                break
+    return prompts
+
+
+def train_detectors(config, work: Path, docs: int) -> dict:
+    """Perturb ``docs`` leads, label them, train the online judge and the LR detector."""
+    from hades_ray.detect.api import train_detector
+    from hades_ray.detect.learnability import pool_instances, split_by_doc
+    from hades_ray.io.hades_format import write_instances
+    from hades_ray.perturb.runner import run_perturb
+
+    began = time.perf_counter()
+    run_perturb(config, ENWIKI, work / "perturb", limit=docs, force=True)
+    out: dict = {"perturb_seconds": time.perf_counter() - began}
+    instances = pool_instances(work / "perturb" / "pool", seed=config.seed)
+    parts = split_by_doc(instances, (0.8, 0.2), seed=config.seed)
+    paths = [write_instances(p, work / f"{name}.jsonl") for p, name in zip(parts, ("train", "valid"))]
+    out["instances"] = {"train": len(parts[0]), "valid": len(parts[1])}
+    for name, kind, mode in (("online", "transformer", "online"), ("lr", "lr", "offline")):
+        began = time.perf_counter()
+        folder = train_detector(config, paths[0], paths[1], work / name, kind, mode, 1)
+        out[name] = {"dir": str(folder), "seconds": time.perf_counter() - began}
+        out[name]["valid"] = json.loads((folder / "metrics.json").read_text())
+    return out
+
+
+def run_arms(model, tokenizer, judge, prompts: list[str], sampling, retries: int, seed: int, batch: int) -> dict:
+    """The three arms over the same batches and seeds; texts, token ids, interventions, timings."""
+    from hades_ray.guard.loop import GuardSettings, guarded_generate
+    from hades_ray.guard.sampling import plain_generate
+    from hades_ray.guard.stages import batch_seed
+
+    arms: dict = {}
+    for arm in ARMS:
+        results = []
+        with PeakRss() as memory:
+            began = time.perf_counter()
+            for lo in range(0, len(prompts), batch):
+                chunk, seed_k = prompts[lo : lo + batch], batch_seed(seed, lo)
+                if arm == "plain":
+                    tokens = plain_generate(model, tokenizer, chunk, sampling, seed_k)
+                    results += [{"tokens": t, "interventions": [], "scores": []} for t in tokens]
+                else:
+                    guard = GuardSettings(judge.threshold, 0 if arm == "scored" else retries)
+                    results += guarded_generate(model, tokenizer, chunk, sampling, judge, guard, seed_k)
+            seconds = time.perf_counter() - began
+        arms[arm] = {
+            "results": results,
+            "seconds": seconds,
+            "rss_before_mib": memory.start,
+            "peak_rss_mib": memory.peak,
+        }
+    return arms
+
+
+def generated_words(prompt: str, generation: str) -> tuple[list[str], list[int]]:
+    """Detector words of prompt + generation, and the indices of the generated content words."""
+    from hades_ray.guard.words import DETECTOR_WORDS, is_judged
+
+    text = prompt + generation
+    found = list(DETECTOR_WORDS.finditer(text))
+    picked = [k for k, m in enumerate(found) if m.start() >= len(prompt) and is_judged(m.group(), "content")]
+    return [m.group() for m in found], picked
+
+
+def online_p(judge, texts: list[tuple[str, str]]) -> list[np.ndarray]:
+    """Online p(H) of every generated content word, each from its left context only (one batched call)."""
+    from hades_ray.detect.scoring import score_items
+
+    items, owners = [], []
+    for k, (prompt, generation) in enumerate(texts):
+        words, picked = generated_words(prompt, generation)
+        items += [{"words": words, "start": i, "end": i} for i in picked]
+        owners += [k] * len(picked)
+    p = score_items(judge.model, judge.tokenizer, items, "online", judge.settings["window"], 64)
+    return [p[np.array(owners) == k] for k in range(len(texts))]
+
+
+def lr_p(lr_dir: str, config, texts: list[tuple[str, str]]) -> list[np.ndarray]:
+    """The LR detector's p(H) of the same words (offline: it sees both sides, as it was trained)."""
+    from hades_ray.detect.api import detector_stages
+    from hades_ray.detect.scoring import score_instances
+    from hades_ray.io.hades_format import Instance
+
+    instances, owners = [], []
+    for k, (prompt, generation) in enumerate(texts):
+        words, picked = generated_words(prompt, generation)
+        instances += [Instance(words, i, i, -1, {"id": f"{k}#{i}", "doc_id": str(k)}) for i in picked]
+        owners += [k] * len(picked)
+    p, _ = score_instances(detector_stages(lr_dir, config), instances, "local", check=False)
+    return [p[np.array(owners) == k] for k in range(len(texts))]
+
+
+def perplexity(model, tokenizer, prompts: list[str], token_lists: list[list[int]]) -> float:
+    """exp(mean negative log-likelihood) of all generated tokens given their prompts (token-weighted)."""
+    import torch
+
+    nll, count = 0.0, 0
+    for prompt, tokens in zip(prompts, token_lists):
+        prompt_ids = tokenizer(prompt)["input_ids"]
+        ids = torch.tensor([prompt_ids + tokens])
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, :-1].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        targets = ids[0, 1:]
+        picked = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)[len(prompt_ids) - 1 :]
+        nll -= float(picked.sum())
+        count += len(tokens)
+    return math.exp(nll / max(count, 1))
+
+
+def distinct_n(texts: list[str], n: int) -> float:
+    """Unique word n-grams over all n-grams of the generations (lower-cased whitespace words)."""
+    grams = [tuple(ws[i : i + n]) for t in texts for ws in [t.lower().split()] for i in range(len(ws) - n + 1)]
+    return len(set(grams)) / max(len(grams), 1)
+
+
+def arm_figures(arm: dict, texts: list[tuple[str, str]], p_online: list, threshold: float, ppl: float) -> dict:
+    words = np.concatenate(p_online) if p_online else np.zeros(0)
+    tokens = sum(len(r["tokens"]) for r in arm["results"])
+    events = [e for r in arm["results"] for e in r["interventions"]]
+    return {
+        "generated_content_words": int(words.size),
+        "mean_p": float(words.mean()) if words.size else None,
+        "p90_p": float(np.percentile(words, 90)) if words.size else None,
+        "share_flagged": float((words >= threshold).mean()) if words.size else None,
+        "perplexity": ppl,
+        "distinct_1": distinct_n([g for _, g in texts], 1),
+        "distinct_2": distinct_n([g for _, g in texts], 2),
+        "new_tokens": tokens,
+        "seconds": arm["seconds"],
+        "tokens_per_s": tokens / arm["seconds"],
+        "rss_before_mib": arm["rss_before_mib"],
+        "peak_rss_mib": arm["peak_rss_mib"],
+        "interventions": len(events),
+        "words_replaced": len(
+            {(k, e["token_position"]) for k, r in enumerate(arm["results"]) for e in r["interventions"]}
+        ),
+        "flagged_kept_after_retries": sum(r.get("emitted_flagged", 0) for r in arm["results"]),
+    }
+
+
+def agreement(p_online: list, p_lr: list, t_online: float, t_lr: float) -> dict:
+    """Outputs whose flagged words the two detectors agree on exactly (both flag the same set, empty
+    sets included), and word-level figures behind it."""
+    from sklearn.metrics import cohen_kappa_score
+
+    same = [set(np.flatnonzero(a >= t_online)) == set(np.flatnonzero(b >= t_lr)) for a, b in zip(p_online, p_lr)]
+    a, b = np.concatenate(p_online) >= t_online, np.concatenate(p_lr) >= t_lr
+    flagged_any = [bool((x >= t_online).any()) for x in p_online]
+    return {
+        "outputs": len(same),
+        "share_outputs_agreeing": float(np.mean(same)) if same else None,
+        "share_agreeing_among_outputs_the_judge_flags": (
+            float(np.mean([s for s, f in zip(same, flagged_any) if f])) if any(flagged_any) else None
+        ),
+        "words": int(a.size),
+        "word_kappa": float(cohen_kappa_score(a, b)) if a.size and len(set(a) | set(b)) > 1 else None,
+        "lr_flags_where_judge_flags": float(b[a].mean()) if a.any() else None,
+        "lr_flags_where_judge_does_not": float(b[~a].mean()) if (~a).any() else None,
+        "lr_mean_p": float(np.concatenate(p_lr).mean()) if a.size else None,
+        "lr_share_flagged": float(b.mean()) if a.size else None,
+    }
+
+
+def _fmt(value, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def markdown(report: dict) -> str:
+    arms, det = report["arms"], report["detectors"]
+    rows = [
+        ("mean p(H), generated content words (judge)", "mean_p"),
+        ("90th percentile p(H) (judge)", "p90_p"),
+        ("share flagged at the judge's threshold", "share_flagged"),
+        ("perplexity under the generator", "perplexity"),
+        ("distinct-1", "distinct_1"),
+        ("distinct-2", "distinct_2"),
+        ("new tokens", "new_tokens"),
+        ("tokens/s", "tokens_per_s"),
+        ("resident memory before the arm, MiB", "rss_before_mib"),
+        ("peak resident memory during the arm, MiB", "peak_rss_mib"),
+        ("interventions (rejected words)", "interventions"),
+        ("word positions replaced", "words_replaced"),
+        ("flagged words kept after all retries", "flagged_kept_after_retries"),
+    ]
+    lines = [
+        "# Online guard benchmark",
+        "",
+        f"Machine: {os.cpu_count()} cores, CPU only, torch threads {report['torch_threads']}. {report['note']}",
+        f"Command: `{report['command']}`",
+        "",
+        f"{report['prompts']} held-out prompts, {report['max_new_tokens']} new tokens each, sampling "
+        f"{report['sampling']}, max retries {report['max_retries']}, judge threshold {report['threshold']:.3f} "
+        f"({report['threshold_source']}). Seeds per batch of {report['batch_size']}: the same in every arm.",
+        "",
+        "| | plain `generate` | judge only (retries 0) | guarded |",
+        "|---|---|---|---|",
+    ]
+    for label, key in rows:
+        lines.append(f"| {label} | " + " | ".join(_fmt(arms[a][key]) for a in ARMS) + " |")
+    lines += [
+        "",
+        f"Judge-only tokens equal plain `generate`'s: **{report['scored_equals_plain']}**. "
+        f"Guard overhead (plain tokens/s / guarded tokens/s): **{report['overhead_guarded']:.2f}x**; "
+        f"judging alone: {report['overhead_scored']:.2f}x. The judge is an online MiniLM span classifier with a "
+        f"{report['judge_window']}-token window: one forward per generated content word (and per retry).",
+        "",
+        "p(H) recorded by the loop against the same words scored again afterwards (first outputs, max |diff|): "
+        + ", ".join(f"{k} {v:.1e}" for k, v in report["rescoring_max_abs_diff"].items())
+        + ".",
+        "",
+        f"## Independent check: the LR detector on the first {report['agreement']['guarded']['outputs']} outputs",
+        "",
+        "| | plain | guarded |",
+        "|---|---|---|",
+    ]
+    for key in (
+        "lr_mean_p",
+        "lr_share_flagged",
+        "share_outputs_agreeing",
+        "share_agreeing_among_outputs_the_judge_flags",
+    ):
+        lines.append(
+            f"| {key} | {_fmt(report['agreement']['plain'][key])} | {_fmt(report['agreement']['guarded'][key])} |"
+        )
+    for key in ("word_kappa", "lr_flags_where_judge_flags", "lr_flags_where_judge_does_not"):
+        lines.append(
+            f"| {key} | {_fmt(report['agreement']['plain'][key])} | {_fmt(report['agreement']['guarded'][key])} |"
+        )
+    lines += [
+        "",
+        "## Detectors (trained in this run)",
+        "",
+        f"Instances from perturbing {report['train_docs']} other leads: {det['instances']}; "
+        f"perturbation {det['perturb_seconds']:.0f} s.",
+        "",
+    ]
+    for name in ("online", "lr"):
+        v = det[name]["valid"]
+        lines.append(
+            f"- {name}: validation G-Mean {_fmt(v.get('gmean'))}, AUC {_fmt(v.get('auc'))}, "
+            f"trained in {det[name]['seconds']:.0f} s"
+        )
+    lines += ["", "## What this means, and what it does not", "", *report["reading"], ""]
+    lines.append(f"Whole run: {report['wall_seconds']:.0f} s.")
+    return "\n".join(lines) + "\n"
+
+
+def reading(report: dict) -> list[str]:
+    """The plain-words reading of the figures; each sentence follows from a number in the report."""
+    plain, guarded = report["arms"]["plain"], report["arms"]["guarded"]
+    lr_plain, lr_guarded = report["agreement"]["plain"], report["agreement"]["guarded"]
+    gmean = report["detectors"]["online"]["valid"].get("gmean", float("nan"))
+    lines = [
+        f"- The judge's own p(H) falls from {plain['mean_p']:.3f} to {guarded['mean_p']:.3f} (mean) and its flag "
+        f"share from {plain['share_flagged']:.3f} to {guarded['share_flagged']:.3f}. This is by construction: the "
+        "guard rejects exactly what this detector scores high, so the same detector judging the result is a "
+        "biased measure. It shows the guard does what it says, not that the text is more faithful.",
+        f"- The judge is weak: validation G-Mean {gmean:.3f} "
+        "on synthetic labels (replaced words vs untouched ones) from the offline kit's small MLM, not human "
+        "judgments of hallucination, so p(H) here means 'looks like a REPLACE substitution to this model'.",
+        f"- The independent LR detector gives p(H) {lr_plain['lr_mean_p']:.3f} (plain) vs "
+        f"{lr_guarded['lr_mean_p']:.3f} (guarded), flag share {lr_plain['lr_share_flagged']:.3f} vs "
+        f"{lr_guarded['lr_share_flagged']:.3f}"
+        + (
+            "; a second, differently built detector sees a lower hallucination signal after guarding."
+            if lr_guarded["lr_mean_p"] < lr_plain["lr_mean_p"]
+            else "; a second, differently built detector does not see the improvement the judge reports."
+        ),
+        f"- The two detectors agree on the exact set of flagged words in {_fmt(lr_guarded['share_outputs_agreeing'])} "
+        f"of guarded outputs (word-level kappa {_fmt(lr_guarded['word_kappa'])}): low agreement means the "
+        "detectors flag different words, which bounds how much either flag can be trusted on its own.",
+        f"- Fluency: perplexity {plain['perplexity']:.1f} -> {guarded['perplexity']:.1f}, distinct-2 "
+        f"{plain['distinct_2']:.3f} -> {guarded['distinct_2']:.3f}. Resampling away the generator's own choices "
+        "usually costs some likelihood; perplexity under the generator that was steered is itself not a "
+        "quality measure.",
+        f"- Cost: the guard runs at {guarded['tokens_per_s']:.1f} tokens/s against {plain['tokens_per_s']:.1f} "
+        f"({report['overhead_guarded']:.2f}x slower) on 2 shared CPU cores. The judge costs one detector forward "
+        "per content word whatever the generator, so this ratio is at its worst here, with a 4-layer generator "
+        "beside a 6-layer judge; timings on a shared machine also move with its load.",
+        "- Not measured: factual accuracy of the generations (no human or reference check), and any generator "
+        "or detector other than the offline kit's.",
+    ]
+    return lines
+
+
+def _models_note() -> str:
+    from hades_ray.models.registry import ModelNotFoundError, resolve_model
+
+    try:
+        resolve_model("local:mlm"), resolve_model("local:gpt2")
+        return "Offline kit models: built."
+    except ModelNotFoundError:
+        from hades_ray.models.micro import build_micro_kit
+
+        home = Path(tempfile.mkdtemp(prefix="hades_bench_home_"))
+        build_micro_kit(home)
+        os.environ["HADES_RAY_HOME"] = str(home)
+        return "Offline kit not built: micro random-weight models stand in (every figure is noise)."
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train-docs", type=int, default=60, help="leads perturbed to train the detectors")
+    parser.add_argument("--prompts", type=int, default=100, help="held-out prompts")
+    parser.add_argument("--max-new-tokens", type=int, default=60, help="new tokens per prompt")
+    parser.add_argument("--max-retries", type=int, default=3, help="resamples per flagged word")
+    parser.add_argument("--threshold", type=float, default=None, help="judge threshold (default: the stored one)")
+    parser.add_argument("--top-k", type=int, default=50, help="sampling top-k, every arm")
+    parser.add_argument("--batch-size", type=int, default=20, help="prompts per batch (one seed per batch)")
+    parser.add_argument("--agreement-outputs", type=int, default=30, help="outputs the (slow) LR detector scores")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the detectors and the generations")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
+    args = parser.parse_args(argv)
+    if not ENWIKI.is_file():
+        print(f"bench_guard: {ENWIKI} is absent; nothing to measure (skipped).")
+        return 0
+    import torch
+
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    note = _models_note()
+    from hades_ray.config import load_config
+    from hades_ray.perturb.annotate import load_spacy
+    from hades_ray.ray_runtime import init_ray
+
+    config = load_config(
+        overrides=[
+            f"seed={args.seed}",
+            "perturb.rank.num_candidates=2",  # the detectors need labels, not the best of 20 candidates
+            "detect.epochs=3",
+            # The judge runs one forward per generated content word: a 32-token left context halves its
+            # cost against 64, and keeps the run within ~10 min on 2 shared cores.
+            "detect.window=32",
+            "detect.feature_window=32",
+            *args.overrides,
+        ]
+    )
+    init_ray(config.ray.address, config.ray.num_cpus)
+    prompts = held_out_prompts(load_spacy(config.spacy_model), args.train_docs, args.prompts)
+    with tempfile.TemporaryDirectory() as tmp:
+        detectors = train_detectors(config, Path(tmp), args.train_docs)
+        report = measure(args, config, prompts, detectors)
+    report |= {"note": note, "train_docs": args.train_docs, "detectors": detectors, "seed": args.seed}
+    report["command"] = "python jobs/bench_guard.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    report["wall_seconds"] = time.perf_counter() - started
+    report["reading"] = reading(report)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bench_guard.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    (RESULTS / "bench_guard.md").write_text(markdown(report))
+    print(markdown(report))
+    return 0
+
+
+def measure(args, config, prompts: list[dict], detectors: dict) -> dict:
+    from hades_ray.guard.judge import OnlineJudge, stored_threshold
+    from hades_ray.guard.sampling import Sampling, prepare_tokenizer
+    from hades_ray.guard.text import TokenText
+    from hades_ray.models.registry import load_causal_lm
+
+    tokenizer, model = load_causal_lm(config.models.causal_lm, "cpu")
+    prepare_tokenizer(tokenizer)
+    judge = OnlineJudge(detectors["online"]["dir"], args.threshold, "content")
+    sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k)
+    texts_in = [p["prompt"] for p in prompts]
+    arms = run_arms(model, tokenizer, judge, texts_in, sampling, args.max_retries, args.seed, args.batch_size)
+    for r, prompt in zip(arms["plain"]["results"], texts_in):
+        r["generation"] = TokenText(tokenizer, tokenizer(prompt)["input_ids"]).generated(r["tokens"])
+    same = [a["tokens"] for a in arms["plain"]["results"]] == [a["tokens"] for a in arms["scored"]["results"]]
+    # The loop already scored every word online with its left context; plain's words are the judge-only
+    # arm's when their tokens match (checked above), else they are scored here.
+    recorded = {name: [np.array([w["p"] for w in r["scores"]]) for r in arms[name]["results"]] for name in ARMS[1:]}
+    figures, agree, drift = {}, {}, {}
+    t_lr, k = stored_threshold(detectors["lr"]["dir"]), args.agreement_outputs
+    for name, arm in arms.items():
+        texts = [(p, r["generation"]) for p, r in zip(texts_in, arm["results"])]
+        p_online = recorded.get(name) or (recorded["scored"] if same else online_p(judge, texts))
+        ppl = perplexity(model, tokenizer, texts_in, [r["tokens"] for r in arm["results"]])
+        figures[name] = arm_figures(arm, texts, p_online, judge.threshold, ppl)
+        if name != "scored":
+            rescored = online_p(judge, texts[:k])  # aligned word for word with the LR detector's
+            drift[name] = max(
+                (
+                    float(abs(np.sort(a) - np.sort(b)).max())
+                    for a, b in zip(rescored, p_online[:k])
+                    if len(a) == len(b) > 0
+                ),
+                default=0.0,
+            )
+            agree[name] = agreement(rescored, lr_p(detectors["lr"]["dir"], config, texts[:k]), judge.threshold, t_lr)
+    return {
+        "rescoring_max_abs_diff": drift,
+        "arms": figures,
+        "agreement": agree,
+        "scored_equals_plain": same,
+        "overhead_guarded": figures["plain"]["tokens_per_s"] / figures["guarded"]["tokens_per_s"],
+        "overhead_scored": figures["plain"]["tokens_per_s"] / figures["scored"]["tokens_per_s"],
+        "threshold": judge.threshold,
+        "judge_window": judge.settings["window"],
+        "threshold_source": "--threshold" if args.threshold is not None else "stored in the detector folder",
+        "lr_threshold": t_lr,
+        "prompts": len(prompts),
+        "max_new_tokens": args.max_new_tokens,
+        "max_retries": args.max_retries,
+        "batch_size": args.batch_size,
+        "sampling": f"top-k {args.top_k}, temperature 1",
+        "torch_threads": args.threads,
+        "examples": [
+            {"prompt": texts_in[k], **{a: arms[a]["results"][k]["generation"] for a in ("plain", "guarded")}}
+            for k in range(min(3, len(texts_in)))
+        ],
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
