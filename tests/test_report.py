@@ -178,13 +178,16 @@ def test_every_section_with_its_numbers(full_report):
     assert "## Decoding strategies" in markdown and "figures/pool_sizes.png" in markdown
 
 
-def test_pool_alone_gives_learnability_labels(tmp_path, micro_home):
+def test_pool_alone_gives_learnability_labels_and_the_same_page_twice(tmp_path, micro_home):
     from hades_ray.report.build import build_report
 
-    result = build_report(tmp_path / "out", pool=make_pool(tmp_path / "pool", docs=6), feature_limit=20)
+    pool = make_pool(tmp_path / "pool", docs=6)
+    result = build_report(tmp_path / "out", pool=pool, feature_limit=20)
     assert result["sections"] == ["pool", "features"]
     features = json.loads(result["paths"]["json"].read_text())["sections"]["features"]["numbers"]
     assert "learnability" in features["labels"] and features["instances"] == 20
+    again = build_report(tmp_path / "again", pool=pool, feature_limit=20)  # same seed and input, same page
+    assert again["paths"]["html"].read_bytes() == result["paths"]["html"].read_bytes()
 
 
 def test_detector_folders_are_scored_only_on_rounds_they_never_saw(tmp_path):
