@@ -104,6 +104,9 @@ def rounds_section(workdir: Path) -> Section:
         Table("Label balance and agreement", ["round", "H", "N", "H share", "judged", "consensus", ">= 80%",
                                               "100%", "Krippendorff alpha"], rows)
     )  # fmt: skip
+    simulated = sorted({p.parent.parent.name for p in workdir.glob("round-*/judgments/*.simulated.csv")})
+    if simulated:
+        section.notes.append(f"Judgments of {', '.join(simulated)} are SIMULATED (hades-ray annotations simulate).")
     section.notes += [f"round {r['round']}: {m}" for r in rounds for m in r["messages"]]
     section.figures.append(_figure(rounds))
     return section
