@@ -31,6 +31,7 @@ PAPER_POOL = 1_000_000  # segments the paper perturbs
 WIKI40B_EN_TRAIN = 2_900_000  # Wiki-40B-en training articles, about 2.9M (issue 11)
 KIT = ["--set", "models.mlm=local:mlm", "--set", "models.causal_lm=local:gpt2"]
 H200_AIM_HOURS = 5.0
+H200_BF16_DENSE_TFLOPS = 989  # NVIDIA's H200 SXM datasheet figure (dense, no sparsity)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -38,6 +39,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--sample", type=int, default=300, help="enwiki rows counted and replayed (seeded sample)")
     parser.add_argument("--demo-sample", type=int, default=500, help="demo-corpus rows counted (seeded sample)")
     parser.add_argument("--measure-seconds", type=float, default=6.0, help="time budget per model stage")
+    parser.add_argument(
+        "--shard-rows", type=int, default=400, help="enwiki rows of the shard where REPLACE batch sizes are compared"
+    )
     return parser.parse_args(argv)
 
 
@@ -119,11 +123,38 @@ def run_all(args, tmp: Path) -> dict:
     return {
         "machine": machine(),
         "runs": {"paper_sized": paper, "kit": kit, "demo_counts": demo},
+        "replace_batch_size": batch_size_lever(args.shard_rows, [32, 128, args.shard_rows]),
         "plans": {
             "paper_sized_cpu_core": plans_for(paper["sample"], paper["throughput"], shares),
             "kit_cpu_core": plans_for(kit["sample"], kit["throughput"], shares),
         },
     }
+
+
+def batch_size_lever(limit: int, sizes: list[int]) -> list[dict]:
+    """REPLACE's forwards per document and tokens per forward as the REPLACE batch grows, on one
+    shard of ``limit`` rows as the job would cut it (counts only; the token-forwards do not change)."""
+    from hades_ray.config import load_config
+    from hades_ray.plan.count import count_prepared, load_tokenizers, prepare_sample
+
+    config = load_config("paper", overrides=[item for item in KIT if item != "--set"])
+    tokenizers = load_tokenizers(config, lm_context=1024)
+    prepared = prepare_sample(config, str(ENWIKI), tokenizers, limit=limit)
+    rows = []
+    for size in sizes:
+        config.perturb.resources.replace.batch_size = size
+        counts = count_prepared(prepared, config, tokenizers)
+        rows.append(
+            {
+                "replace_batch_size": size,
+                "perturbed": counts.perturbed,
+                "mlm_token_forwards": counts.mlm_token_forwards_done,
+                "mlm_forward_calls": counts.mlm_forward_calls,
+                "tokens_per_forward": round(counts.mlm_token_forwards_done / counts.mlm_forward_calls),
+                "rows_per_forward": round(sum(r for r, _ in counts.mlm_shapes) / counts.mlm_forward_calls, 1),
+            }
+        )
+    return rows
 
 
 def _kept(run: dict) -> float:
@@ -233,7 +264,63 @@ def _aim_lines(results: dict) -> list[str]:
         f"{fit['mlm_tokens_per_s'] / speed['mlm_tokens_per_s']:,.0f}x and "
         f"{fit['lm_tokens_per_s'] / speed['lm_tokens_per_s']:,.0f}x one CPU core's paper-sized figures here. "
         "Not measured on a GPU: none was lent to this session.",
+        "",
+        *_flops_lines(results),
+        "",
+        *_levers(results),
     ]
+
+
+def flops_per_token(layers: int, width: int, context: float, head: int = 0) -> float:
+    """Forward FLOPs per token of a transformer: 2 x the layers' weights (12 width^2 each), the
+    attention over ``context`` tokens (4 x context x width per layer), and a vocabulary head of
+    ``head`` rows where every position needs it (GPT-2 in RANK; REPLACE's head runs at one position)."""
+    return 2 * layers * 12 * width**2 + 4 * layers * context * width + 2 * width * head
+
+
+def _flops_lines(results: dict) -> list[str]:
+    s, work = results["runs"]["paper_sized"]["sample"], results["plans"]["paper_sized_cpu_core"][0]["work"]
+    mlm_context = s["mlm_token_forwards_ideal"] / s["mlm_steps"]
+    lm_context = s["lm_tokens"] / s["candidates"]
+    mlm = work["mlm_token_forwards"] * flops_per_token(12, 768, mlm_context)
+    lm = work["lm_token_forwards"] * flops_per_token(12, 768, lm_context, head=50257)
+    at_peak = (mlm + lm) / (H200_BF16_DENSE_TFLOPS * 1e12) / 3600
+    return [
+        f"Arithmetic, not a measurement: at bert-base's and gpt2's sizes the pool is {mlm / 1e18:.2f} EFLOP in "
+        f"REPLACE and {lm / 1e18:.2f} EFLOP in RANK, {at_peak:.1f} hours at an H200's {H200_BF16_DENSE_TFLOPS} "
+        f"dense bf16 TFLOP/s; {H200_AIM_HOURS:g} H200-hours needs {at_peak / H200_AIM_HOURS:.0%} of that peak "
+        "sustained over the whole run, at the small forwards counted above.",
+    ]
+
+
+def _levers(results: dict) -> list[str]:
+    s = results["runs"]["paper_sized"]["sample"]
+    steps = s["mlm_steps"] / s["candidates"]
+    length = s["mlm_token_forwards_ideal"] / s["mlm_steps"]
+    return [
+        f"What drives REPLACE: each candidate takes {steps:.1f} model steps (one per masked token, left to right) "
+        f"and each step runs the whole lead, {length:.0f} tokens on average, so a document costs "
+        f"20 x {steps:.1f} x {length:.0f} token-forwards. What would bring it down (not measured here): a "
+        "window of the lead around the masked spans instead of all of it (the cost falls with the window); "
+        "fewer candidates (both stages scale with them); a larger REPLACE batch, so more sequences of one "
+        "length share a forward (the table below: same work, fewer and larger forwards, which a GPU runs "
+        "closer to its peak); bf16 on the GPU (the paper preset's `dtype: auto`). RANK materialises float32 "
+        "logits over GPT-2's 50,257 tokens for every position of a forward: its peak memory above comes from "
+        "that, and a 32,768-token chunk (`MAX_BATCH_TOKENS`) would need about 6.6 GB for the logits alone.",
+    ]
+
+
+def _batch_rows(results: dict) -> list[str]:
+    rows = [
+        "| REPLACE batch (documents) | MLM token-forwards | forward calls | rows per forward | tokens per forward |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results["replace_batch_size"]:
+        rows.append(
+            f"| {r['replace_batch_size']} | {r['mlm_token_forwards']:,} | {r['mlm_forward_calls']:,} | "
+            f"{r['rows_per_forward']} | {r['tokens_per_forward']:,} |"
+        )
+    return rows
 
 
 def markdown(results: dict) -> str:
@@ -267,6 +354,12 @@ def markdown(results: dict) -> str:
         "## The aim: at most 5 H200-hours for a 1M-segment pool",
         "",
         *_aim_lines(results),
+        "",
+        f"REPLACE's batches on one shard of the first {results['replace_batch_size'][-1]['replace_batch_size']} "
+        "enwiki rows (paper settings; the job sorts a shard by length, and only sequences of one length share "
+        "a forward, so a larger batch finds more equal lengths; the work itself does not change):",
+        "",
+        *_batch_rows(results),
         "",
         "## Commands",
         "",

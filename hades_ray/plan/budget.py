@@ -16,7 +16,7 @@ from hades_ray.plan.count import SampleCounts
 
 @dataclass
 class Throughput:
-    """Tokens per second of one actor of each model stage, and where the figures came from."""
+    """Tokens per second of one device (a GPU, or a CPU core) in each model stage, and their source."""
 
     mlm_tokens_per_s: float
     lm_tokens_per_s: float

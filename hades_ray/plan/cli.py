@@ -79,10 +79,21 @@ def add_plan_args(parser: argparse.ArgumentParser) -> None:
         help="where to measure, and what the figures are for: auto is cuda when present, else cpu",
     )
     parser.add_argument(
-        "--threads", type=_positive(int), default=1, help="torch threads when measuring on CPU (default 1: per core)"
+        "--threads",
+        type=_positive(int),
+        default=1,
+        help="torch threads when measuring on CPU (default 1, as the presets' actors)",
     )
-    parser.add_argument("--mlm-tokens-per-s", type=_positive(float), help="REPLACE throughput of one actor (tokens/s)")
-    parser.add_argument("--lm-tokens-per-s", type=_positive(float), help="RANK throughput of one actor (tokens/s)")
+    parser.add_argument(
+        "--mlm-tokens-per-s",
+        type=_positive(float),
+        help="REPLACE throughput: MLM token-forwards per second of one device (a GPU, or a CPU core)",
+    )
+    parser.add_argument(
+        "--lm-tokens-per-s",
+        type=_positive(float),
+        help="RANK throughput: causal-LM tokens scored per second of one device (a GPU, or a CPU core)",
+    )
     parser.add_argument(
         "--prepare-docs-per-s",
         type=_positive(float),
