@@ -58,6 +58,7 @@ lint: install
 bench: models
 	$(PY) jobs/bench_perturb.py
 	$(PY) jobs/bench_detect.py
+	$(PY) jobs/bench_plan.py
 
 # A private local Ray head for `make submit-perturb`: loopback only, token auth on. The token lives in
 # ~/.ray/auth_token (made once, readable by you alone); stop the head with `.venv/bin/ray stop`.
