@@ -1,9 +1,9 @@
 """Tokens per second of REPLACE and RANK on the device at hand, measured with the job's own functions.
 
 REPLACE runs ``fill_masks`` (forwards, bans and sampling) on the sample's real masked sequences,
-length group by length group as the job does, each sequence cut to its first ``steps`` positions so
-that a paper-sized model on a CPU finishes a group in seconds: the forwards keep their real shapes
-(rows x width), only fewer of them run. RANK runs ``perplexities`` on the sample's groups. Groups are
+length group by length group as the job does; on a CPU each sequence is cut to its first position, so
+that a paper-sized model finishes a group in seconds: the forwards keep their real shapes (rows x
+width), only fewer of them run. A GPU fills whole groups. RANK runs ``perplexities`` on the sample's groups. Groups are
 visited in a seeded order, so a short budget still sees short and long texts.
 
 Speed does not depend on the weights, so paper-sized models can be measured without any download:
@@ -52,7 +52,7 @@ def _in_vocabulary(ids: list[int], vocab_size: int) -> list[int]:
     return [token % vocab_size for token in ids]
 
 
-def _shortened(seq: replace.MaskedSequence, steps: int, vocab_size: int) -> replace.MaskedSequence:
+def _shortened(seq: replace.MaskedSequence, steps: int | None, vocab_size: int) -> replace.MaskedSequence:
     return dataclasses.replace(
         seq,
         input_ids=_in_vocabulary(seq.input_ids, vocab_size),
@@ -92,8 +92,9 @@ class _Clock:
         }
 
 
-def measure_replace(model, groups: list[list], tokenizer, bans, config, budget_s: float, steps: int = 1) -> dict:
-    """REPLACE's tokens/s: token positions through the MLM per second of ``fill_masks`` wall time."""
+def measure_replace(model, groups: list[list], tokenizer, bans, config, budget_s: float, steps: int | None = 1) -> dict:
+    """REPLACE's tokens/s: token positions through the MLM per second of ``fill_masks``; each sequence
+    cut to its first ``steps`` positions (None: all of them, as the job fills them)."""
     vocab = model.config.vocab_size
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     order = random.Random(0).sample(range(len(groups)), len(groups))
@@ -145,7 +146,9 @@ def measure_stages(config, tokenizers, counts, models: str, device: str, budget_
     stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
     bans = replace.vocabulary_bans(tokenizers.mlm, mlm.config.vocab_size, stops, perturb.replace.whole_words)
     lm_pad = tokenizers.lm.pad_token_id if tokenizers.lm.pad_token_id is not None else tokenizers.lm.eos_token_id
-    replace_figures = measure_replace(mlm, counts.mlm_groups, tokenizers.mlm, bans, perturb.replace, budget_s)
+    # A GPU fills whole groups within the budget, as the job does; a CPU only their first step.
+    steps = None if device.startswith("cuda") else 1
+    replace_figures = measure_replace(mlm, counts.mlm_groups, tokenizers.mlm, bans, perturb.replace, budget_s, steps)
     replace_figures |= peak_memory_mib(device)
     rank_figures = measure_rank(lm, counts.lm_groups, lm_pad or 0, budget_s) | peak_memory_mib(device)
     # A GPU's throughput is its wall clock; a CPU's, its CPU time (one torch thread: one core's own speed).
