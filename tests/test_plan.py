@@ -186,6 +186,7 @@ def test_measure_reports_throughput_and_memory(micro_home, sample, tmp_path):
         (["--mlm-tokens-per-s", "5", "--lm-tokens-per-s", "5", "--actors-per-device", "1"], "at least 2"),
         # the paper's hub models are not on this offline machine: the error says what to plan with
         (["--preset", "paper", "--mlm-tokens-per-s", "5", "--lm-tokens-per-s", "5"], "--set models.mlm=local:mlm"),
+        (["--measure", "--lm-context", "4096"], "exceeds the 512 positions of 'local:gpt2'"),
     ],
 )
 def test_bad_requests_are_one_line_errors(micro_home, sample, capsys, extra, message):

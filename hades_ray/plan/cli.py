@@ -171,6 +171,12 @@ def _measure(args, config, tokenizers, counts, device: str) -> dict:
 
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("--measure on cuda needs a CUDA device; this machine has none (use --device cpu)")
+    positions = tokenizers.lm_positions
+    if args.measure == "configured" and positions and tokenizers.lm_context > positions:
+        raise UserError(
+            f"--lm-context {tokenizers.lm_context} exceeds the {positions} positions of "
+            f"{config.models.causal_lm!r}; measure it with a smaller --lm-context, or use --measure paper-sized"
+        )
     torch.set_num_threads(args.threads)
     return measure_stages(config, tokenizers, counts, args.measure, device, args.measure_seconds)
 

@@ -80,6 +80,7 @@ class Tokenizers:
     lm: object
     mlm_vocab_size: int
     lm_context: int  # the causal LM's input limit (the configured length, capped by its positions)
+    lm_positions: int | None = None  # the configured causal LM's own positions
 
 
 def load_tokenizers(config: HadesConfig, lm_context: int | None = None) -> Tokenizers:
@@ -87,7 +88,9 @@ def load_tokenizers(config: HadesConfig, lm_context: int | None = None) -> Token
     models = config.models
     mlm_config, lm_config = _model_config(models.mlm), _model_config(models.causal_lm)
     context = lm_context or steps.context_limit(lm_config, config.perturb.rank.max_length)
-    return Tokenizers(load_tokenizer(models.mlm), load_tokenizer(models.causal_lm), mlm_config.vocab_size, context)
+    positions = getattr(lm_config, "n_positions", None) or getattr(lm_config, "max_position_embeddings", None)
+    mlm, lm = load_tokenizer(models.mlm), load_tokenizer(models.causal_lm)
+    return Tokenizers(mlm, lm, mlm_config.vocab_size, context, positions)
 
 
 def _model_config(reference: str):
