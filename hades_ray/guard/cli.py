@@ -36,7 +36,12 @@ def add_generate_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the model's)")
     parser.add_argument("--top-k", type=int, default=None, help="top-k sampling (default: the model's)")
     parser.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default: the model's)")
-    parser.add_argument("--dtype", default="float32", help="generator dtype: float32, bfloat16, float16 or auto")
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16", "float16", "auto"),
+        default="float32",
+        help="generator dtype (auto: bfloat16 where the device computes it natively)",
+    )
     parser.add_argument("--batch-size", type=int, default=16, help="prompts generated together (one seed per batch)")
     parser.add_argument("--shard-size", type=int, default=1000, help="prompt lines per output part file")
     parser.add_argument("--actors", type=int, default=1, help="generation actors (Ray executor)")
