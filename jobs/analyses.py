@@ -66,16 +66,25 @@ def part(name: str, path: Path, force: bool, make) -> dict:
     return results
 
 
+LABELS_NOTE = "learnability labels (replaced spans H, untouched content words N), no human judgments"
+
+
 def results_markdown(results: dict) -> str:
     """jobs/results/analyses.md: the measured figures, as the report shows them."""
     from hades_ray.report.model import fmt
 
     lines = ["# Analyses (jobs/analyses.py)", "", f"Command: `{' '.join(['python', *sys.argv])}`", ""]
-    lines.append(f"Wall time {results['seconds_total']:.0f} s on 2 cores shared with other jobs.")
+    parts = {k: results[k]["seconds"] for k in ("decoding", "context_length") if k in results}
+    lines.append(
+        "Wall seconds of the run that made each part (a reused part keeps its own): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in parts.items())
+        + f"; 2 cores shared with other jobs. Labels: {LABELS_NOTE}."
+    )
     if "decoding" in results:
         d = results["decoding"]
         title = (
-            f"## Decoding strategies ({d['documents']} documents, {d['candidates']} candidates, {d['seconds']:.0f} s)"
+            f"## Decoding strategies ({d['documents']} documents, {d['candidates']} candidates, {d['seconds']:.0f} s"
+            + (", pools of an earlier run reused)" if any(s.get("pool_reused") for s in d["strategies"]) else ")")
         )
         header = "| decoding | kept ppl (median) | distinct / replacements | artifact rate | LR AUC [95% CI] | test |"
         lines += ["", title, "", header, "|---|---|---|---|---|---|"]

@@ -88,8 +88,9 @@ def run_decoding_sweep(overrides: list[str], folder: Path, docs: int, candidates
             [*overrides, f"perturb.replace.decoding={decoding}", f"perturb.rank.num_candidates={candidates}"],
         )
         pool = folder / decoding
-        run_perturb(config, "demo", pool, limit=docs)  # finished shards of the same config are skipped
+        summary = run_perturb(config, "demo", pool, limit=docs)  # finished shards of the same config are skipped
         row = {"decoding": decoding, "settings": strategy_settings(config, decoding), **pool_measures(pool)}
+        row["pool_reused"] = summary["shards"]["processed_now"] == 0  # its seconds then leave perturbation out
         row |= detector_auc(config, pool, folder / f"{decoding}-detector")
         print(
             f"  {decoding}: kept ppl median {row['kept_ppl_median']:.1f}, distinct {row['distinct_replacements']}"
