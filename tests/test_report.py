@@ -109,7 +109,8 @@ def make_analyses(path: Path) -> Path:
                    "distinct_replacements": 10 + k, "distinct_share": (10 + k) / 30, "artifact_rate": 0.01 * k,
                    "auc": 0.7 - 0.05 * k, "auc_ci_low": 0.6 - 0.05 * k, "auc_ci_high": 0.8 - 0.05 * k, "test": 30}
                   for k, d in enumerate(("greedy", "top_k", "top_p"))]  # fmt: skip
-    data = {"context_length": {"labels": "learnability", "epochs": 1, "train": 70, "test": 30, "trials": trials},
+    data = {"context_length": {"labels": "learnability", "epochs": 1, "train": 70, "test": 100, "test_h": 50,
+                               "test_n": 50, "trials": trials},
             "decoding": {"documents": 5, "candidates": 2, "detector": "LR", "labels": "learnability",
                          "strategies": strategies}}  # fmt: skip
     path.write_text(json.dumps(data))
@@ -172,7 +173,8 @@ def test_every_section_with_its_numbers(full_report):
     (pair,) = sections["detectors"]["numbers"]["paired"]
     assert pair["n"] == 60 and pair["mcnemar_exact_p"] < 0.05
     assert pair["gmean_ci_low"] <= pair["gmean_difference"] <= pair["gmean_ci_high"]
-    assert len(sections["context_length"]["tables"][0]["rows"]) == 4
+    context_rows = sections["context_length"]["tables"][0]["rows"]
+    assert len(context_rows) == 4 and context_rows[0][4] == "0.109"  # Hanley-McNeil: AUC 0.632, 50 H and 50 N
     assert [r[0] for r in sections["decoding"]["tables"][0]["rows"]] == ["greedy", "top_k", "top_p"]
     markdown = (full_report / "report.md").read_text()
     assert "## Decoding strategies" in markdown and "figures/pool_sizes.png" in markdown

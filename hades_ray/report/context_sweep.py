@@ -28,7 +28,8 @@ def sweep_data(pool: Path, folder: Path, seed: int, max_instances: int) -> dict[
     train, test = split_by_doc(instances, (0.7, 0.3), seed)
     for name, part in (("train", train), ("test", test)):
         write_instances([i.to_json() for i in part], folder / f"{name}.txt")
-    return {"train": len(train), "test": len(test)}
+    return {"train": len(train), "test": len(test), "test_h": sum(i.label == 1 for i in test),
+            "test_n": sum(i.label == 0 for i in test)}  # fmt: skip
 
 
 def progress_callback():

@@ -34,6 +34,16 @@ def _trials(results: dict, path: Path) -> list[dict]:
     return sorted(trials, key=lambda t: (t["mode"], t["window"]))
 
 
+def auc_half_width(auc: float | None, n_h: int | None, n_n: int | None) -> float | None:
+    """Half-width of a 95% interval on an AUC from Hanley and McNeil's (1982) standard error: the trials
+    report metrics only, so there are no per-instance scores to bootstrap."""
+    if auc is None or not n_h or not n_n:
+        return None
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    variance = (auc * (1 - auc) + (n_h - 1) * (q1 - auc**2) + (n_n - 1) * (q2 - auc**2)) / (n_h * n_n)
+    return 1.96 * float(np.sqrt(max(variance, 0.0)))
+
+
 def context_section(results: dict, path: Path) -> Section:
     trials = _trials(results, path)
     section = Section("context_length", "Context length", numbers=results)
@@ -43,8 +53,10 @@ def context_section(results: dict, path: Path) -> Section:
         f"{results.get('test')} test instances, split by document; no epoch or setting was chosen on the test part."
     )
     section.tables.append(
-        Table("G-Mean and AUC by context window (subword tokens)", ["mode", "window", "G-Mean", "AUC", "accuracy"],
-              [[t["mode"], t["window"], fmt(t.get("gmean")), fmt(t.get("auc")), fmt(t.get("accuracy"))]
+        Table("G-Mean and AUC by context window (subword tokens)",
+              ["mode", "window", "G-Mean", "AUC", "AUC 95% ± (Hanley-McNeil)", "accuracy"],
+              [[t["mode"], t["window"], fmt(t.get("gmean")), fmt(t.get("auc")),
+                fmt(auc_half_width(t.get("auc"), results.get("test_h"), results.get("test_n"))), fmt(t.get("accuracy"))]
                for t in trials])
     )  # fmt: skip
     fig, axes = plots.new_figure(2, width=4.2, height=3.2)
