@@ -90,6 +90,20 @@ def test_causal_online_uses_one_forward_and_matches_the_per_word_views(causal):
     np.testing.assert_allclose(fast, naive, atol=1e-6)
 
 
+def test_offline_views_run_once_per_distinct_view_and_match_per_word_scoring(encoder):
+    from hades_ray.detect.scoring import score_items
+    from hades_ray.score.views import shared_views
+
+    scorer = WordScorer(encoder)
+    short, long = find_targets(TEXTS[1], "all"), find_targets(" ".join(TEXTS[:3]), "all")
+    for t, one_view in ((short, True), (long, False)):
+        items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
+        jobs, _ = shared_views(scorer.tokenizer, items, "offline", scorer.window)
+        assert (len(jobs) == 1) == one_view and len(jobs) <= len(items)
+        naive = score_items(scorer.model, scorer.tokenizer, items, "offline", scorer.window, 1)
+        np.testing.assert_allclose(scorer.score([t])[0], naive, atol=1e-6)
+
+
 @pytest.mark.parametrize("window", [160, 12])  # 12: the text is cut into overlapping windows
 def test_online_scores_do_not_see_the_text_after_the_word(causal, tmp_path, window):
     detector = causal if window == 160 else _detector(tmp_path / "small", _backbone(causal), "online", window)

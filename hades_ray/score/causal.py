@@ -16,10 +16,8 @@ falls back to its own per-word view.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from hades_ray.detect.spans import _special_count, _token_words, _word_range
-from hades_ray.detect.stable import backbone_states, head_probabilities, pool_span
 
 
 def is_causal(model) -> bool:
@@ -52,6 +50,18 @@ def text_windows(tokenizer, words: list[str], window: int, stride: int) -> list[
             lo += 1  # start at a word boundary
 
 
+def window_job(tokenizer, words: list[str], lo: int, hi: int, first: list[int], last: list[int]) -> dict:
+    """A ``score_views`` job: the window's tokens and one mask per target (its words' tokens)."""
+    ids, owner = encode_window(tokenizer, words, lo, hi)
+    masks = []
+    for f, la in zip(first, last):
+        mask = (owner >= f) & (owner <= la)
+        if not mask.any():  # no token of its own (cannot happen for a word with letters): the last token
+            mask[len(ids) - 1] = True
+        masks.append(mask)
+    return {"ids": ids, "masks": masks}
+
+
 def assign_targets(ranges: list[tuple[int, int]], first: list[int], last: list[int]) -> list[int]:
     """For each target, the first window holding it whole; -1 for none (a target longer than a stride)."""
     owners = []
@@ -61,7 +71,7 @@ def assign_targets(ranges: list[tuple[int, int]], first: list[int], last: list[i
 
 
 def encode_window(tokenizer, words: list[str], lo: int, hi: int) -> tuple[list[int], np.ndarray]:
-    """Token ids of words ``lo..hi-1`` with the tokenizer's specials, and each token's word (-1: special)."""
+    """Token ids of words ``lo..hi-1`` with the tokenizer's specials, and each token's word (-1: none)."""
     pieces = words[lo:hi]
     text = " ".join(pieces)
     enc = tokenizer(text, return_offsets_mapping=True)
@@ -72,36 +82,3 @@ def encode_window(tokenizer, words: list[str], lo: int, hi: int) -> tuple[list[i
         if b > a and not text[a:b].isspace():
             owner[t] = lo + int(np.searchsorted(starts, b - 1, side="right") - 1)
     return list(enc["input_ids"]), owner
-
-
-@torch.no_grad()
-def score_windows(model, jobs: list[dict], forward_batch: int) -> list[np.ndarray]:
-    """p(H) of the targets of each job ``{"ids", "owner", "first", "last"}`` (one window each); windows of
-    equal token length share a forward, with enough rows that the result does not depend on them."""
-    device = next(model.parameters()).device
-    results = [np.zeros(len(j["first"])) for j in jobs]
-    by_length: dict[int, list[int]] = {}
-    for k, job in enumerate(jobs):
-        by_length.setdefault(len(job["ids"]), []).append(k)
-    for _, members in sorted(by_length.items()):
-        for lo in range(0, len(members), forward_batch):
-            chunk = members[lo : lo + forward_batch]
-            ids = torch.tensor([jobs[k]["ids"] for k in chunk], device=device)
-            states = backbone_states(model.backbone, ids, torch.ones_like(ids))
-            rows, masks = [], []
-            for r, k in enumerate(chunk):
-                owner = torch.as_tensor(jobs[k]["owner"], device=device)
-                for f, la in zip(jobs[k]["first"], jobs[k]["last"]):
-                    rows.append(r)
-                    masks.append((owner >= f) & (owner <= la))
-            if not rows:
-                continue
-            span_mask = torch.stack(masks)
-            pooled = pool_span(states[torch.as_tensor(rows, device=device)], span_mask, model.pooling)
-            p = head_probabilities(model.head, pooled).cpu().numpy()
-            cursor = 0
-            for k in chunk:
-                count = len(jobs[k]["first"])
-                results[k] = p[cursor : cursor + count].astype(np.float64)
-                cursor += count
-    return results

@@ -2,8 +2,9 @@
 
 - A transformer detector in online mode on a causal backbone: one forward per text window
   (``hades_ray/score/causal.py``).
-- Any other transformer detector: each target's own view (``hades_ray/detect/spans.py``), the views
-  of all texts in the batch scored together in equal-length groups (``hades_ray/detect/scoring.py``).
+- Any other transformer detector: each target's own view (``hades_ray/detect/spans.py``), each
+  distinct view run once (offline, a text that fits the window is one view for all its words) and the
+  views of all texts in the batch grouped by length (``hades_ray/score/views.py``).
 - LR/SVM: the detector's own feature and linear stages, run in this process on the targets.
 
 Each text's scores are the same bits alone or inside any batch (``hades_ray/detect/stable.py``).
@@ -70,9 +71,11 @@ class WordScorer:
         if not items:
             return np.zeros(0)
         if self.kind == "transformer":
-            from hades_ray.detect.scoring import score_items
+            from hades_ray.score.views import score_views, shared_views
 
-            return score_items(self.model, self.tokenizer, items, self.mode, self.window, self.forward_batch)
+            jobs, places = shared_views(self.tokenizer, items, self.mode, self.window)
+            p = score_views(self.model, jobs, self.forward_batch)
+            return np.array([p[job][row] for job, row in places], dtype=np.float64)
         table = pa.table(
             {
                 "words": pa.array([i["words"] for i in items], pa.list_(pa.string())),
@@ -85,7 +88,8 @@ class WordScorer:
         return np.asarray(table.column("p_hallucination").to_numpy(zero_copy_only=False), dtype=np.float64)
 
     def _score_windows(self, texts: list[Targets]) -> list[np.ndarray]:
-        from hades_ray.score.causal import assign_targets, encode_window, score_windows, text_windows
+        from hades_ray.score.causal import assign_targets, text_windows, window_job
+        from hades_ray.score.views import score_views
 
         stride = max(1, self.window // 4)
         jobs, places, leftovers = [], [], []
@@ -96,12 +100,11 @@ class WordScorer:
             for w, (lo, hi) in enumerate(ranges):
                 mine = [j for j, o in enumerate(owners) if o == w]
                 if mine:
-                    ids, owner = encode_window(self.tokenizer, t.words, lo, hi)
                     first, last = [t.first[j] for j in mine], [t.last[j] for j in mine]
-                    jobs.append({"ids": ids, "owner": owner, "first": first, "last": last})
+                    jobs.append(window_job(self.tokenizer, t.words, lo, hi, first, last))
                     places.append((k, mine))
             leftovers += [(k, j) for j, o in enumerate(owners) if o < 0]
-        for (k, mine), p in zip(places, score_windows(self.model, jobs, self.forward_batch)):
+        for (k, mine), p in zip(places, score_views(self.model, jobs, self.forward_batch)):
             out[k][mine] = p
         if leftovers:  # targets longer than a stride: their own online view
             items = [

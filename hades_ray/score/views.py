@@ -1,0 +1,69 @@
+"""Scoring many spans per forward: each distinct text a detector sees is encoded and run once, and
+every target span in it is pooled from that one set of hidden states.
+
+Offline, a target's view is the text around it cut to the detector's window
+(``hades_ray/detect/spans.py``): every word of a text that fits the window has the same view, the
+whole text, so one forward scores all of them. Online, each word's view ends at the word, and only a
+causal backbone lets one forward serve them all (``hades_ray/score/causal.py``). Span masks follow
+``encode_spans``: the tokens whose characters overlap the span.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hades_ray.detect.spans import context_window
+from hades_ray.detect.stable import backbone_states, head_probabilities, pool_span
+
+
+def overlap_mask(offsets: list[tuple[int, int]], start: int, end: int) -> np.ndarray:
+    """Tokens overlapping characters ``[start, end)``; the last token when none does (as ``encode_spans``)."""
+    mask = np.array([b > a and a < end and b > start for a, b in offsets], dtype=bool)
+    if not mask.any():
+        mask[len(offsets) - 1] = True
+    return mask
+
+
+def shared_views(tokenizer, items: list[dict], mode: str, window: int) -> tuple[list[dict], list[tuple[int, int]]]:
+    """Jobs ``{"ids", "masks"}``, one per distinct view of ``items``; and each item's (job, row in masks)."""
+    jobs: list[dict] = []
+    index: dict[str, int] = {}
+    places: list[tuple[int, int]] = []
+    for item in items:
+        view = context_window(tokenizer, item["words"], item["start"], item["end"], mode, window)
+        if view["text"] not in index:
+            enc = tokenizer(view["text"], return_offsets_mapping=True)
+            index[view["text"]] = len(jobs)
+            jobs.append({"ids": list(enc["input_ids"]), "offsets": list(enc["offset_mapping"]), "masks": []})
+        job = jobs[index[view["text"]]]
+        places.append((index[view["text"]], len(job["masks"])))
+        job["masks"].append(overlap_mask(job["offsets"], view["char_start"], view["char_end"]))
+    return jobs, places
+
+
+@torch.no_grad()
+def score_views(model, jobs: list[dict], forward_batch: int) -> list[np.ndarray]:
+    """p(H) of every mask of every job ``{"ids", "masks"}``. Views of equal token length share a
+    forward, with enough rows that the result does not depend on what else is in it."""
+    device = next(model.parameters()).device
+    results = [np.zeros(len(j["masks"])) for j in jobs]
+    by_length: dict[int, list[int]] = {}
+    for k, job in enumerate(jobs):
+        by_length.setdefault(len(job["ids"]), []).append(k)
+    for _, members in sorted(by_length.items()):
+        for lo in range(0, len(members), forward_batch):
+            chunk = [k for k in members[lo : lo + forward_batch] if len(jobs[k]["masks"])]
+            if not chunk:
+                continue
+            ids = torch.tensor([jobs[k]["ids"] for k in chunk], device=device)
+            states = backbone_states(model.backbone, ids, torch.ones_like(ids))
+            rows = [r for r, k in enumerate(chunk) for _ in jobs[k]["masks"]]
+            span_mask = torch.as_tensor(np.stack([m for k in chunk for m in jobs[k]["masks"]]), device=device)
+            pooled = pool_span(states[torch.as_tensor(rows, device=device)], span_mask, model.pooling)
+            p = head_probabilities(model.head, pooled).cpu().numpy().astype(np.float64)
+            cursor = 0
+            for k in chunk:
+                results[k] = p[cursor : cursor + len(jobs[k]["masks"])]
+                cursor += len(jobs[k]["masks"])
+    return results
