@@ -66,22 +66,42 @@ class PeakRss:
         self.peak = max(self.peak, rss_mib())
 
 
-def held_out_prompts(nlp, skip: int, count: int) -> list[dict]:
-    """First two sentences of ``count`` leads after line ``skip``, in the kit's held-out split."""
+def held_out_prompts(nlp, skip: int, count: int, fits) -> tuple[list[dict], int]:
+    """First two sentences of ``count`` leads after line ``skip``, in the kit's held-out split, whose
+    prompt ``fits`` the generator's context with the new tokens; also how many did not fit."""
     from hades_ray.models.kit_data import is_heldout
 
-    prompts = []
+    prompts, too_long = [], 0
     with ENWIKI.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle):
             record = json.loads(line)
             if number < skip or not is_heldout(str(record["id"])):
                 continue
             sentences = [s.text.strip() for s in nlp(record["text"][:2000]).sents]
-            if len(sentences) >= 3:  # a lead with more to say than the prompt
-                prompts.append({"id": record["id"], "prompt": " ".join(sentences[:2])})
+            if len(sentences) < 3:  # a lead with nothing to say beyond the prompt
+                continue
+            prompt = " ".join(sentences[:2])
+            if fits(prompt):
+                prompts.append({"id": record["id"], "prompt": prompt})
+            else:
+                too_long += 1
             if len(prompts) == count:
                 break
-    return prompts
+    return prompts, too_long
+
+
+def trained_detectors(config, work: Path, docs: int) -> dict:
+    """The detectors of an earlier run kept in ``work`` (same leads), else trained now into it."""
+    record = work / "detectors.json"
+    if record.is_file():
+        kept = json.loads(record.read_text())
+        if kept.get("train_docs") == docs and all(
+            Path(kept[n]["dir"], "detector.json").is_file() for n in ("online", "lr")
+        ):
+            return kept | {"reused_from": str(work)}
+    detectors = train_detectors(config, work, docs) | {"train_docs": docs}
+    record.write_text(json.dumps(detectors, indent=2, default=str))
+    return detectors
 
 
 def train_detectors(config, work: Path, docs: int) -> dict:
@@ -274,7 +294,8 @@ def markdown(report: dict) -> str:
         f"Machine: {os.cpu_count()} cores, CPU only, torch threads {report['torch_threads']}. {report['note']}",
         f"Command: `{report['command']}`",
         "",
-        f"{report['prompts']} held-out prompts, {report['max_new_tokens']} new tokens each, sampling "
+        f"{report['prompts']} held-out prompts ({report['prompts_skipped_too_long']} leads passed over: prompt plus "
+        f"new tokens longer than the generator's context), {report['max_new_tokens']} new tokens each, sampling "
         f"{report['sampling']}, max retries {report['max_retries']}, judge threshold {report['threshold']:.3f} "
         f"({report['threshold_source']}). Seeds per batch of {report['batch_size']}: the same in every arm.",
         "",
@@ -317,7 +338,8 @@ def markdown(report: dict) -> str:
         "## Detectors (trained in this run)",
         "",
         f"Instances from perturbing {report['train_docs']} other leads: {det['instances']}; "
-        f"perturbation {det['perturb_seconds']:.0f} s.",
+        f"perturbation {det['perturb_seconds']:.0f} s"
+        + (f" (detectors reused from {det['reused_from']})." if det.get("reused_from") else "."),
         "",
     ]
     for name in ("online", "lr"):
@@ -396,6 +418,11 @@ def main(argv=None) -> int:
     parser.add_argument("--agreement-outputs", type=int, default=30, help="outputs the (slow) LR detector scores")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the detectors and the generations")
+    parser.add_argument(
+        "--workdir",
+        default=None,
+        help="keep the perturbation and detectors here; a rerun reuses them (same --train-docs)",
+    )
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
     args = parser.parse_args(argv)
     if not ENWIKI.is_file():
@@ -423,11 +450,22 @@ def main(argv=None) -> int:
         ]
     )
     init_ray(config.ray.address, config.ray.num_cpus)
-    prompts = held_out_prompts(load_spacy(config.spacy_model), args.train_docs, args.prompts)
+    from hades_ray.guard.stages import context_limit
+    from hades_ray.models.registry import load_causal_lm
+
+    tokenizer, model = load_causal_lm(config.models.causal_lm, "cpu")
+    limit = (context_limit(model) or 10**9) - args.max_new_tokens
+    nlp = load_spacy(config.spacy_model)
+    prompts, too_long = held_out_prompts(
+        nlp, args.train_docs, args.prompts, lambda p: len(tokenizer(p)["input_ids"]) <= limit
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        detectors = train_detectors(config, Path(tmp), args.train_docs)
-        report = measure(args, config, prompts, detectors)
+        work = Path(args.workdir) if args.workdir else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        detectors = trained_detectors(config, work, args.train_docs)
+        report = measure(args, config, prompts, detectors, (tokenizer, model))
     report |= {"note": note, "train_docs": args.train_docs, "detectors": detectors, "seed": args.seed}
+    report["prompts_skipped_too_long"] = too_long
     report["command"] = "python jobs/bench_guard.py " + " ".join(argv if argv is not None else sys.argv[1:])
     report["wall_seconds"] = time.perf_counter() - started
     report["reading"] = reading(report)
@@ -438,13 +476,12 @@ def main(argv=None) -> int:
     return 0
 
 
-def measure(args, config, prompts: list[dict], detectors: dict) -> dict:
+def measure(args, config, prompts: list[dict], detectors: dict, generator) -> dict:
     from hades_ray.guard.judge import OnlineJudge, stored_threshold
     from hades_ray.guard.sampling import Sampling, prepare_tokenizer
     from hades_ray.guard.text import TokenText
-    from hades_ray.models.registry import load_causal_lm
 
-    tokenizer, model = load_causal_lm(config.models.causal_lm, "cpu")
+    tokenizer, model = generator
     prepare_tokenizer(tokenizer)
     judge = OnlineJudge(detectors["online"]["dir"], args.threshold, "content")
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k)
