@@ -241,6 +241,11 @@ def test_offline_detector_is_refused(micro_home, tmp_path, capsys):
     argv = ["generate", "--prompts", str(_prompts_file(tmp_path, bad=False)), "--output", str(tmp_path / "o")]
     assert main([*argv, "--executor", "local", "--guard", str(folder)]) == 2
     assert "needs an online detector" in capsys.readouterr().err
+    lr = tmp_path / "lr"
+    lr.mkdir()
+    (lr / "detector.json").write_text(json.dumps({"type": "lr", "mode": "offline"}))
+    assert main([*argv, "--executor", "local", "--guard", str(lr)]) == 2
+    assert "is an lr detector" in capsys.readouterr().err
 
 
 def test_ray_executor_writes_what_the_local_one_does(detector, ray_local, tmp_path):

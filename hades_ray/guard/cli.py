@@ -75,6 +75,29 @@ def _check(args: argparse.Namespace) -> None:
             raise UserError(message)
 
 
+def _check_detector(folder: Path) -> None:
+    """A folder that is no online span classifier is one clear error before any work."""
+    from hades_ray.detect.model import read_detector_json
+
+    meta_file = folder / "detector.json"
+    if meta_file.is_file():
+        try:
+            kind = json.loads(meta_file.read_text(encoding="utf-8")).get("type")
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            kind = None
+        if kind in ("lr", "svm"):
+            raise UserError(
+                f"{folder} is an {kind} detector; the guard needs an online transformer detector "
+                "(hades-ray train --detector transformer --mode online)"
+            )
+    meta = read_detector_json(folder)
+    if meta.get("mode") != "online":
+        raise UserError(
+            f"{folder}: the guard needs an online detector (it sees only the text before each word), but this "
+            f"one was trained with mode={meta.get('mode')!r}; train one with --mode online"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from hades_ray.guard.judge import stored_threshold
     from hades_ray.guard.runner import run_generate
@@ -86,9 +109,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     threshold = args.threshold
     if args.guard:
-        from hades_ray.detect.model import read_detector_json
-
-        read_detector_json(Path(args.guard))  # a wrong folder is one clear error before any work
+        _check_detector(Path(args.guard))
         threshold = stored_threshold(args.guard) if threshold is None else threshold
     sampling = Sampling(args.max_new_tokens, args.temperature, args.top_k, args.top_p)
     job = GenerateJob(
