@@ -75,7 +75,22 @@ def make_workdir(folder: Path) -> Path:
     for data in rounds:
         (folder / f"round-{data['round']:03d}").mkdir(parents=True)
         (folder / f"round-{data['round']:03d}" / "round.json").write_text(json.dumps(data))
+    judge_round_zero(folder / "round-000")
     return folder
+
+
+def judge_round_zero(round_dir: Path) -> None:
+    """Four items, four simulated judges each: two unanimous, one 3-1 (H), one 2-2 (needs two more)."""
+    from hades_ray.config import default_config, save_config
+
+    save_config(default_config(), round_dir)
+    votes = {"a": "HHHH", "b": "NNNN", "c": "HHHN", "d": "HHNN"}
+    (round_dir / "batch.jsonl").write_text("".join(json.dumps({"id": item}) + "\n" for item in votes))
+    (round_dir / "judgments").mkdir()
+    rows = [f'"{item}","sim-0{j}","{label}","simulated judge {j}","true"' for item, labels in votes.items()
+            for j, label in enumerate(labels, start=1)]  # fmt: skip
+    header = '"item_id","judge_id","label","where","simulated"'
+    (round_dir / "judgments" / "import-001.simulated.csv").write_text("\n".join([header, *rows]) + "\n")
 
 
 def make_dataset(folder: Path) -> Path:
@@ -168,6 +183,10 @@ def test_every_section_with_its_numbers(full_report):
     flows = [r["flow"] for r in sections["rounds"]["numbers"]["rounds"]]
     assert [sum(f.values()) for f in flows] == [100, 100]  # every instance of the pool is accounted for once
     assert flows[1]["Eq. 1 subsampling"] == 10 and flows[0]["paraphrase cut"] == 10
+    agreement = sections["rounds"]["numbers"]["rounds"][0]["agreement"]
+    assert agreement["labels"] == {"H": 2, "N": 1} and (agreement["consensus"], agreement["needs_more"]) == (3, 1)
+    assert sections["rounds"]["numbers"]["rounds"][1]["agreement"] is None  # round 1 has no judgments yet
+    assert any("SIMULATED" in note for note in sections["rounds"]["notes"])
     metrics = sections["detectors"]["numbers"]["metrics"]
     assert metrics["good"]["auc"] > 0.9 > metrics["random"]["auc"]
     (pair,) = sections["detectors"]["numbers"]["paired"]
