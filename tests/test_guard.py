@@ -66,19 +66,22 @@ def _strip(tokens, end):
     return tokens[: tokens.index(end) + 1] if end in tokens else tokens
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_guard_that_never_flags_draws_generates_tokens(generator, seed):
+@pytest.mark.parametrize("seed, no_end", [(0, False), (1, True)])
+def test_guard_that_never_flags_draws_generates_tokens(generator, seed, no_end):
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import Sampling
 
     tokenizer, model = generator
-    sampling = Sampling(max_new_tokens=20, top_k=20, temperature=0.9)
+    sampling = Sampling(max_new_tokens=20, top_k=20, temperature=0.9, no_end=no_end)
     judge = LetterJudge("e", threshold=1.5)  # p(H) is at most 1: nothing reaches the threshold
     got = guarded_generate(model, tokenizer, PROMPTS, sampling, judge, GuardSettings(1.5, 3), seed)
-    expected = _generate_ids(model, tokenizer, PROMPTS, seed, max_new_tokens=20, top_k=20, temperature=0.9)
     end = model.generation_config.eos_token_id
+    extra = {"suppress_tokens": [end]} if no_end else {}
+    expected = _generate_ids(model, tokenizer, PROMPTS, seed, max_new_tokens=20, top_k=20, temperature=0.9, **extra)
     assert [g["tokens"] for g in got] == [_strip(e, end) for e in expected]
     assert judge.calls > 0 and not any(g["interventions"] for g in got)
+    if no_end:
+        assert all(len(g["tokens"]) == 20 for g in got)
 
 
 def test_guard_never_emits_a_flagged_word_while_retries_remain(generator):
@@ -271,7 +274,9 @@ def test_html_report_shows_prompts_and_generations_as_inert_text(detector, tmp_p
 
     pytest.importorskip("hades_ray.score.html")
     prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text(json.dumps({"id": "<marquee>x</marquee>", "prompt": "<script>alert(1)</script> the city of"}) + "\n")
+    prompts.write_text(
+        json.dumps({"id": "<marquee>x</marquee>", "prompt": "<script>alert(1)</script> the city of"}) + "\n"
+    )
     out = tmp_path / "out"
     argv = ["generate", "--prompts", str(prompts), "--output", str(out), "--executor", "local", "--html"]
     assert main([*argv, "--guard", str(detector), "--max-new-tokens", "10"]) == 0

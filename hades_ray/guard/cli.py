@@ -33,6 +33,9 @@ def add_generate_args(parser: argparse.ArgumentParser) -> None:
         "--words", choices=WORD_CHOICES, default="content", help="judge content words only (default) or every word"
     )
     parser.add_argument("--max-new-tokens", type=int, default=60, help="tokens generated per prompt")
+    parser.add_argument(
+        "--no-end", action="store_true", help="never sample the end token: every generation is --max-new-tokens long"
+    )
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the model's)")
     parser.add_argument("--top-k", type=int, default=None, help="top-k sampling (default: the model's)")
     parser.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default: the model's)")
@@ -111,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     if args.guard:
         _check_detector(Path(args.guard))
         threshold = stored_threshold(args.guard) if threshold is None else threshold
-    sampling = Sampling(args.max_new_tokens, args.temperature, args.top_k, args.top_p)
+    sampling = Sampling(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.no_end)
     job = GenerateJob(
         generator=args.model or config.models.causal_lm,
         sampling=sampling,

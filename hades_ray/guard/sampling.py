@@ -22,6 +22,7 @@ class Sampling:
     temperature: float | None = None
     top_k: int | None = None
     top_p: float | None = None
+    no_end: bool = False  # never sample the end token: every prompt gets ``max_new_tokens`` tokens
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -39,6 +40,9 @@ def generation_config(model, tokenizer, sampling: Sampling):
             setattr(config, name, value)
     if config.pad_token_id is None:
         config.pad_token_id = tokenizer.pad_token_id
+    if sampling.no_end:
+        # A processor that reads no history, so the guarded loop's rejected tokens cannot move it.
+        config.suppress_tokens = sorted(set(config.suppress_tokens or []) | end_token_ids(config))
     return config
 
 
