@@ -248,10 +248,12 @@ def agreement(p_online: list, p_lr: list, t_online: float, t_lr: float) -> dict:
     from sklearn.metrics import cohen_kappa_score
 
     same = [set(np.flatnonzero(a >= t_online)) == set(np.flatnonzero(b >= t_lr)) for a, b in zip(p_online, p_lr)]
+    empty = [s and not (a >= t_online).any() for s, a in zip(same, p_online)]
     a, b = np.concatenate(p_online) >= t_online, np.concatenate(p_lr) >= t_lr
     flagged_any = [bool((x >= t_online).any()) for x in p_online]
     return {
         "outputs": len(same),
+        "agreeing_with_no_flags": float(sum(empty) / sum(same)) if any(same) else None,
         "share_outputs_agreeing": float(np.mean(same)) if same else None,
         "share_agreeing_among_outputs_the_judge_flags": (
             float(np.mean([s for s, f in zip(same, flagged_any) if f])) if any(flagged_any) else None
@@ -286,7 +288,7 @@ def markdown(report: dict) -> str:
         ("peak resident memory during the arm, MiB", "peak_rss_mib"),
         ("interventions (rejected words)", "interventions"),
         ("word positions replaced", "words_replaced"),
-        ("flagged words kept after all retries", "flagged_kept_after_retries"),
+        ("flagged words left in the text (judge only: all it flags)", "flagged_kept_after_retries"),
     ]
     lines = [
         "# Online guard benchmark",
@@ -333,7 +335,11 @@ def markdown(report: dict) -> str:
         lines.append(
             f"| {key} | {_fmt(report['agreement']['plain'][key])} | {_fmt(report['agreement']['guarded'][key])} |"
         )
+    lo, hi = report["lr_flag_share_change_ci"]
     lines += [
+        "",
+        f"LR threshold {report['lr_threshold']:.3g} (stored in its folder). Change in the LR flag share, guarded "
+        f"minus plain: 95% bootstrap interval over outputs [{lo:+.3f}, {hi:+.3f}].",
         "",
         "## Detectors (trained in this run)",
         "",
@@ -358,37 +364,69 @@ def reading(report: dict) -> list[str]:
     plain, guarded = report["arms"]["plain"], report["arms"]["guarded"]
     lr_plain, lr_guarded = report["agreement"]["plain"], report["agreement"]["guarded"]
     gmean = report["detectors"]["online"]["valid"].get("gmean", float("nan"))
-    lines = [
+    lo, hi = report["lr_flag_share_change_ci"]
+    lr_verdict = (
+        "lower after guarding, and the interval excludes no change"
+        if hi < 0
+        else "higher after guarding, and the interval excludes no change"
+        if lo > 0
+        else "not distinguishable from no change (the interval spans 0)"
+    )
+    ppl_verdict = "lower" if guarded["perplexity"] < plain["perplexity"] else "higher"
+    return [
         f"- The judge's own p(H) falls from {plain['mean_p']:.3f} to {guarded['mean_p']:.3f} (mean) and its flag "
         f"share from {plain['share_flagged']:.3f} to {guarded['share_flagged']:.3f}. This is by construction: the "
         "guard rejects exactly what this detector scores high, so the same detector judging the result is a "
         "biased measure. It shows the guard does what it says, not that the text is more faithful.",
-        f"- The judge is weak: validation G-Mean {gmean:.3f} "
-        "on synthetic labels (replaced words vs untouched ones) from the offline kit's small MLM, not human "
-        "judgments of hallucination, so p(H) here means 'looks like a REPLACE substitution to this model'.",
-        f"- The independent LR detector gives p(H) {lr_plain['lr_mean_p']:.3f} (plain) vs "
-        f"{lr_guarded['lr_mean_p']:.3f} (guarded), flag share {lr_plain['lr_share_flagged']:.3f} vs "
-        f"{lr_guarded['lr_share_flagged']:.3f}"
+        f"- The judge is weak: validation G-Mean {gmean:.3f} on synthetic labels (replaced words against "
+        "untouched ones, from the offline kit's small MLM), not human judgments of hallucination; p(H) here "
+        "means 'looks like a REPLACE substitution to this model'.",
+        f"- The independent LR detector (offline features, threshold {report['lr_threshold']:.3g}) flags "
+        f"{lr_plain['lr_share_flagged']:.3f} of the plain words and {lr_guarded['lr_share_flagged']:.3f} of the "
+        f"guarded ones on the first {lr_guarded['outputs']} outputs: a change of "
+        f"{lr_guarded['lr_share_flagged'] - lr_plain['lr_share_flagged']:+.3f}, 95% bootstrap interval over "
+        f"outputs [{lo:+.3f}, {hi:+.3f}], {lr_verdict}.",
+        f"- The two detectors {_kappa_words(lr_guarded['word_kappa'])} on which words they flag (word-level "
+        f"Cohen's kappa {_fmt(lr_guarded['word_kappa'])} on guarded outputs, {_fmt(lr_plain['word_kappa'])} on "
+        f"plain ones). {_fmt(lr_guarded['share_outputs_agreeing'])} of guarded outputs have exactly the same "
+        f"flagged set under both; of those, {_fmt(lr_guarded['agreeing_with_no_flags'])} are outputs where "
+        "neither flags anything.",
+        f"- Fluency: perplexity under the generator is {ppl_verdict} with the guard ({plain['perplexity']:.1f} -> "
+        f"{guarded['perplexity']:.1f}), distinct-1/2 {plain['distinct_1']:.3f}/{plain['distinct_2']:.3f} -> "
+        f"{guarded['distinct_1']:.3f}/{guarded['distinct_2']:.3f}. "
         + (
-            "; a second, differently built detector sees a lower hallucination signal after guarding."
-            if lr_guarded["lr_mean_p"] < lr_plain["lr_mean_p"]
-            else "; a second, differently built detector does not see the improvement the judge reports."
-        ),
-        f"- The two detectors agree on the exact set of flagged words in {_fmt(lr_guarded['share_outputs_agreeing'])} "
-        f"of guarded outputs (word-level kappa {_fmt(lr_guarded['word_kappa'])}): low agreement means the "
-        "detectors flag different words, which bounds how much either flag can be trusted on its own.",
-        f"- Fluency: perplexity {plain['perplexity']:.1f} -> {guarded['perplexity']:.1f}, distinct-2 "
-        f"{plain['distinct_2']:.3f} -> {guarded['distinct_2']:.3f}. Resampling away the generator's own choices "
-        "usually costs some likelihood; perplexity under the generator that was steered is itself not a "
-        "quality measure.",
+            "Replacements are drawn again from the generator's own distribution, which can favour likelier words; "
+            if guarded["perplexity"] < plain["perplexity"]
+            else "Resampling takes away words the generator drew, which can cost likelihood; "
+        )
+        + "perplexity under the generator that was steered is not a quality measure by itself.",
         f"- Cost: the guard runs at {guarded['tokens_per_s']:.1f} tokens/s against {plain['tokens_per_s']:.1f} "
-        f"({report['overhead_guarded']:.2f}x slower) on 2 shared CPU cores. The judge costs one detector forward "
-        "per content word whatever the generator, so this ratio is at its worst here, with a 4-layer generator "
-        "beside a 6-layer judge; timings on a shared machine also move with its load.",
+        f"({report['overhead_guarded']:.2f}x slower; judging without resampling {report['overhead_scored']:.2f}x) "
+        "on 2 shared CPU cores. The judge costs one detector forward per content word (and per retry) whatever "
+        "the generator, so the ratio is at its worst here, a 4-layer generator beside a 6-layer judge; "
+        "timings on a shared machine also move with its load.",
         "- Not measured: factual accuracy of the generations (no human or reference check), and any generator "
         "or detector other than the offline kit's.",
     ]
-    return lines
+
+
+def _kappa_words(kappa: float | None) -> str:
+    if kappa is None:
+        return "cannot be compared"
+    return "barely agree" if kappa < 0.2 else "agree weakly" if kappa < 0.4 else "agree moderately or better"
+
+
+def flag_share_change_ci(lr_plain: list, lr_guarded: list, threshold: float, seed: int, rounds: int = 2000) -> list:
+    """95% bootstrap interval of guarded minus plain LR flag share, resampling outputs (the same
+    prompts in both arms)."""
+    rng = np.random.default_rng(seed)
+    counts = [np.array([[(x >= threshold).sum(), len(x)] for x in arm]) for arm in (lr_plain, lr_guarded)]
+    changes = []
+    for _ in range(rounds):
+        pick = rng.integers(0, len(lr_plain), len(lr_plain))
+        shares = [c[pick, 0].sum() / max(c[pick, 1].sum(), 1) for c in counts]
+        changes.append(shares[1] - shares[0])
+    return [float(np.percentile(changes, 2.5)), float(np.percentile(changes, 97.5))]
 
 
 def _models_note() -> str:
@@ -414,6 +452,9 @@ def main(argv=None) -> int:
     parser.add_argument("--max-retries", type=int, default=3, help="resamples per flagged word")
     parser.add_argument("--threshold", type=float, default=None, help="judge threshold (default: the stored one)")
     parser.add_argument("--top-k", type=int, default=50, help="sampling top-k, every arm")
+    parser.add_argument(
+        "--allow-end", action="store_true", help="let generations stop at the end token (default: all are full length)"
+    )
     parser.add_argument("--batch-size", type=int, default=20, help="prompts per batch (one seed per batch)")
     parser.add_argument("--agreement-outputs", type=int, default=30, help="outputs the (slow) LR detector scores")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
@@ -484,7 +525,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     tokenizer, model = generator
     prepare_tokenizer(tokenizer)
     judge = OnlineJudge(detectors["online"]["dir"], args.threshold, "content")
-    sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k)
+    sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
     arms = run_arms(model, tokenizer, judge, texts_in, sampling, args.max_retries, args.seed, args.batch_size)
     for r, prompt in zip(arms["plain"]["results"], texts_in):
@@ -493,7 +534,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     # The loop already scored every word online with its left context; plain's words are the judge-only
     # arm's when their tokens match (checked above), else they are scored here.
     recorded = {name: [np.array([w["p"] for w in r["scores"]]) for r in arms[name]["results"]] for name in ARMS[1:]}
-    figures, agree, drift = {}, {}, {}
+    figures, agree, drift, lr_scores = {}, {}, {}, {}
     t_lr, k = stored_threshold(detectors["lr"]["dir"]), args.agreement_outputs
     for name, arm in arms.items():
         texts = [(p, r["generation"]) for p, r in zip(texts_in, arm["results"])]
@@ -510,8 +551,10 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
                 ),
                 default=0.0,
             )
-            agree[name] = agreement(rescored, lr_p(detectors["lr"]["dir"], config, texts[:k]), judge.threshold, t_lr)
+            lr_scores[name] = lr_p(detectors["lr"]["dir"], config, texts[:k])
+            agree[name] = agreement(rescored, lr_scores[name], judge.threshold, t_lr)
     return {
+        "lr_flag_share_change_ci": flag_share_change_ci(lr_scores["plain"], lr_scores["guarded"], t_lr, args.seed),
         "rescoring_max_abs_diff": drift,
         "arms": figures,
         "agreement": agree,
@@ -526,7 +569,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
         "max_new_tokens": args.max_new_tokens,
         "max_retries": args.max_retries,
         "batch_size": args.batch_size,
-        "sampling": f"top-k {args.top_k}, temperature 1",
+        "sampling": f"top-k {args.top_k}, temperature 1" + ("" if args.allow_end else ", end token suppressed"),
         "torch_threads": args.threads,
         "examples": [
             {"prompt": texts_in[k], **{a: arms[a]["results"][k]["generation"] for a in ("plain", "guarded")}}
