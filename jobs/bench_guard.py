@@ -364,6 +364,7 @@ def reading(report: dict) -> list[str]:
     plain, guarded = report["arms"]["plain"], report["arms"]["guarded"]
     lr_plain, lr_guarded = report["agreement"]["plain"], report["agreement"]["guarded"]
     gmean = report["detectors"]["online"]["valid"].get("gmean", float("nan"))
+    lr_valid = report["detectors"]["lr"]["valid"]
     lo, hi = report["lr_flag_share_change_ci"]
     lr_verdict = (
         "lower after guarding, and the interval excludes no change"
@@ -385,12 +386,11 @@ def reading(report: dict) -> list[str]:
         f"{lr_plain['lr_share_flagged']:.3f} of the plain words and {lr_guarded['lr_share_flagged']:.3f} of the "
         f"guarded ones on the first {lr_guarded['outputs']} outputs: a change of "
         f"{lr_guarded['lr_share_flagged'] - lr_plain['lr_share_flagged']:+.3f}, 95% bootstrap interval over "
-        f"outputs [{lo:+.3f}, {hi:+.3f}], {lr_verdict}.",
+        f"outputs [{lo:+.3f}, {hi:+.3f}], {lr_verdict}. The LR detector is weak too (validation G-Mean "
+        f"{_fmt(lr_valid.get('gmean'))}, AUC {_fmt(lr_valid.get('auc'))}).",
         f"- The two detectors {_kappa_words(lr_guarded['word_kappa'])} on which words they flag (word-level "
         f"Cohen's kappa {_fmt(lr_guarded['word_kappa'])} on guarded outputs, {_fmt(lr_plain['word_kappa'])} on "
-        f"plain ones). {_fmt(lr_guarded['share_outputs_agreeing'])} of guarded outputs have exactly the same "
-        f"flagged set under both; of those, {_fmt(lr_guarded['agreeing_with_no_flags'])} are outputs where "
-        "neither flags anything.",
+        f"plain ones). " + _same_sets(lr_guarded),
         f"- Fluency: perplexity under the generator is {ppl_verdict} with the guard ({plain['perplexity']:.1f} -> "
         f"{guarded['perplexity']:.1f}), distinct-1/2 {plain['distinct_1']:.3f}/{plain['distinct_2']:.3f} -> "
         f"{guarded['distinct_1']:.3f}/{guarded['distinct_2']:.3f}. "
@@ -408,6 +408,16 @@ def reading(report: dict) -> list[str]:
         "- Not measured: factual accuracy of the generations (no human or reference check), and any generator "
         "or detector other than the offline kit's.",
     ]
+
+
+def _same_sets(figures: dict) -> str:
+    share, outputs = figures["share_outputs_agreeing"], figures["outputs"]
+    if not share:
+        return f"None of the first {outputs} guarded outputs has the same flagged set under both."
+    return (
+        f"{share:.3f} of the first {outputs} guarded outputs have the same flagged set under both; of those, "
+        f"{figures['agreeing_with_no_flags']:.3f} are outputs where neither flags anything."
+    )
 
 
 def _kappa_words(kappa: float | None) -> str:
@@ -465,7 +475,16 @@ def main(argv=None) -> int:
         help="keep the perturbation and detectors here; a rerun reuses them (same --train-docs)",
     )
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
+    parser.add_argument(
+        "--render", action="store_true", help="only rewrite bench_guard.md (and its reading) from bench_guard.json"
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        report = json.loads((RESULTS / "bench_guard.json").read_text())
+        report["reading"] = reading(report)
+        (RESULTS / "bench_guard.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+        (RESULTS / "bench_guard.md").write_text(markdown(report))
+        return 0
     if not ENWIKI.is_file():
         print(f"bench_guard: {ENWIKI} is absent; nothing to measure (skipped).")
         return 0
