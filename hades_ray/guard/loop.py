@@ -36,18 +36,6 @@ def _step_bound(budget: int, retries: int) -> int:
     return budget * (1 + retries * (budget + 2)) + 2
 
 
-def _takes_positions(model) -> bool:
-    return "position_ids" in inspect.signature(model.forward).parameters
-
-
-def _prompt_positions(model, mask: torch.Tensor) -> dict:
-    """Position ids as ``generate`` makes them when the model takes them: counted from each prompt's
-    first real token (``GenerationMixin._prepare_position_ids_for_generation``)."""
-    if not _takes_positions(model):
-        return {}
-    return {"position_ids": (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)}
-
-
 def _cache(out):
     return out.cache if hasattr(out, "cache") else out.past_key_values
 
@@ -63,41 +51,69 @@ def guarded_generate(
     enc = encode_prompts(tokenizer, prompts, device)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     processors = logits_processors(model, config, ids)
-    ends, pad = end_token_ids(config), int(config.pad_token_id)
-    lengths = mask.sum(dim=1).tolist()
-    rows = [Row(TokenText(tokenizer, r[m.bool()].tolist()), ends, sampling.max_new_tokens) for r, m in zip(ids, mask)]
+    rows = [
+        Row(TokenText(tokenizer, r[m.bool()].tolist()), end_token_ids(config), sampling.max_new_tokens)
+        for r, m in zip(ids, mask)
+    ]
+    step = _Stepper(model, int(config.pad_token_id), mask.sum(dim=1).tolist(), device)
     torch.manual_seed(seed)
-    out = model(input_ids=ids, attention_mask=mask, use_cache=True, **_prompt_positions(model, mask))
-    steps = 0
-    while not all(r.done for r in rows):
-        if steps > _step_bound(sampling.max_new_tokens, guard.max_retries):
-            raise RuntimeError("guarded generation did not finish: a bug, please report it")
-        raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
-        for i, row in enumerate(rows):
-            if row.resampling:
-                raw[i] = row.start_logits
-                raw[i, row.bans] = float("-inf")
-        tokens = torch.multinomial(torch.softmax(processors(ids, raw), dim=-1), num_samples=1).squeeze(1)
-        waiting = [i for i, row in enumerate(rows) if row.take(int(tokens[i]), raw[i])]
+    out = model(input_ids=ids, attention_mask=mask, use_cache=True, **step.prompt_positions(mask))
+    for _ in range(_step_bound(sampling.max_new_tokens, guard.max_retries)):
+        if all(r.done for r in rows):
+            return [_result(row) for row in rows]
+        tokens, raw = _draw(out, rows, processors, ids)
+        waiting = [i for i, row in enumerate(rows) if row.take(tokens[i], raw[i])]
         if waiting:
             verdicts = judge.score_chunks([rows[i].current_word() for i in waiting])
             for i, scored in zip(waiting, verdicts):
                 rows[i].decide(scored, guard.threshold, guard.max_retries)
+        ids, mask, out = step.extend(rows, ids, mask, out)
+    if all(r.done for r in rows):
+        return [_result(row) for row in rows]
+    raise RuntimeError("guarded generation did not finish: a bug, please report it")
+
+
+def _draw(out, rows: list[Row], processors, ids: torch.Tensor) -> tuple[list[int], torch.Tensor]:
+    """One token per row, from the model's next-token scores or, for a word being drawn again, from the
+    scores stored when it began, without its rejected first tokens; the raw scores come back too."""
+    raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
+    for i, row in enumerate(rows):
+        if row.resampling:
+            raw[i] = row.start_logits
+            raw[i, row.bans] = float("-inf")
+    tokens = torch.multinomial(torch.softmax(processors(ids, raw), dim=-1), num_samples=1).squeeze(1)
+    return tokens.tolist(), raw
+
+
+class _Stepper:
+    """Appends each step's tokens to the batch (a masked pad for a row with none) and runs the model."""
+
+    def __init__(self, model, pad: int, prompt_lengths: list[int], device):
+        self.model, self.pad, self.lengths, self.device = model, pad, prompt_lengths, device
+        self.takes_positions = "position_ids" in inspect.signature(model.forward).parameters
+
+    def prompt_positions(self, mask: torch.Tensor) -> dict:
+        """Position ids as ``generate`` makes them when the model takes them: counted from each prompt's
+        first real token (``GenerationMixin._prepare_position_ids_for_generation``)."""
+        if not self.takes_positions:
+            return {}
+        return {"position_ids": (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)}
+
+    def extend(self, rows: list[Row], ids: torch.Tensor, mask: torch.Tensor, out):
         column = ids.shape[1]
         for i, row in enumerate(rows):
-            mask[i, row.dropped] = 0
+            mask[i, row.dropped] = 0  # a rejected word leaves the text, its cache columns stay as holes
             if row.feed is not None:
                 row.columns.append(column)
-        feed = torch.tensor([[pad if r.feed is None else r.feed] for r in rows], device=device)
-        keep = torch.tensor([[int(r.feed is not None)] for r in rows], device=device, dtype=mask.dtype)
+        feed = torch.tensor([[self.pad if r.feed is None else r.feed] for r in rows], device=self.device)
+        keep = torch.tensor([[int(r.feed is not None)] for r in rows], device=self.device, dtype=mask.dtype)
         ids, mask = torch.cat([ids, feed], dim=1), torch.cat([mask, keep], dim=1)
         positions = {}
-        if _takes_positions(model):  # a token's position counts the text before it: no pads, no holes
-            at = [[n + max(len(r.kept) - 1, 0)] for n, r in zip(lengths, rows)]
-            positions = {"position_ids": torch.tensor(at, device=device)}
-        out = model(input_ids=feed, attention_mask=mask, cache=_cache(out), use_cache=True, **positions)
-        steps += 1
-    return [_result(row) for row in rows]
+        if self.takes_positions:  # a token's position counts the text before it: no pads, no holes
+            at = [[n + max(len(r.kept) - 1, 0)] for n, r in zip(self.lengths, rows)]
+            positions = {"position_ids": torch.tensor(at, device=self.device)}
+        out = self.model(input_ids=feed, attention_mask=mask, cache=_cache(out), use_cache=True, **positions)
+        return ids, mask, out
 
 
 def _result(row: Row) -> dict:
