@@ -125,7 +125,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--texts", type=int, default=12, help="texts scored by the fast paths")
     parser.add_argument("--naive-texts", type=int, default=3, help="texts scored one word at a time (slow)")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads per variant")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads per variant (1: CPU time then counts work, not OpenMP spin-waits on busy cores)",
+    )
     parser.add_argument("--skip-gpt2-sized", action="store_true", help="only the offline kit's models")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
