@@ -13,14 +13,9 @@ import json
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hades_ray.io.readers import InputError, index_jsonl
+from hades_ray.io.readers import InputError, bounded_lines, index_jsonl
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard
-
-try:
-    from hades_ray.io.readers import bounded_lines
-except ImportError:  # before readers.py named it public
-    from hades_ray.io.readers import _bounded_lines as bounded_lines
 
 MAX_PROMPT_CHARS = 20_000  # far past any model's context; a longer one is quarantined, never truncated
 PROMPT_SCHEMA = pa.schema(
