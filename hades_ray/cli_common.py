@@ -8,6 +8,28 @@ import logging
 from hades_ray.config import HadesConfig, load_config
 
 
+def number_in(kind, low: float, high: float, low_open: bool = False):
+    """An argparse type: a ``kind`` (int or float) in ``[low, high]`` (``(low, high]`` when ``low_open``),
+    so a bad flag is argparse's one-line usage error, never a traceback further in."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+        if not ((value > low) if low_open else (value >= low)) or not value <= high or value != value:
+            left = "(" if low_open else "["
+            raise argparse.ArgumentTypeError(f"{text} is not in {left}{low:g}, {high:g}]")
+        return value
+
+    return parse
+
+
+POSITIVE_INT = number_in(int, 1, 2**31)
+PROBABILITY = number_in(float, 0.0, 1.0)
+GPU_SHARE = number_in(float, 0.0, 64.0)
+
+
 def add_config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--preset",

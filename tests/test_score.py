@@ -208,3 +208,16 @@ def test_script_in_a_text_stays_inert_in_the_report(causal, tmp_path):
         text=True,
     ).stdout
     assert "<script" not in dom and "&lt;script&gt;" in dom and shot.stat().st_size > 1000
+
+
+def test_parquet_input_scores_texts_and_quarantines_missing_ones(causal, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "texts.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": [TEXTS[0], None]}), data)
+    out = tmp_path / "out"
+    assert _run_cli(["--model", str(causal), "--input", str(data), "--output", str(out), "--executor", "local"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scored_texts"] == 1 and summary["quarantine_reasons"] == {"missing_text": 1}
+    assert json.loads((out / "quarantine.jsonl").read_text())["source"].endswith("texts.parquet:row 2")

@@ -229,7 +229,9 @@ def bounded_lines(handle, budget: int) -> Iterator[bytes | None]:
             buffer, too_long = b"", True
 
 
-def _jsonl_records(shard: Shard) -> Iterator[dict]:
+def shard_lines(shard: Shard) -> Iterator[tuple[int, bytes | None, str, str]]:
+    """``(row, raw line, "file:line", "name:line")`` for each non-blank line of a line-based shard; the raw
+    line is None when it is over ``MAX_LINE_BYTES`` (skipped unread)."""
     fs, inner = storage.resolve(shard.source)
     name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     with fs.open_input_file(inner) as handle:
@@ -237,8 +239,12 @@ def _jsonl_records(shard: Shard) -> Iterator[dict]:
         for row, raw in enumerate(bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
             if row < shard.first_row or (raw is not None and not raw.strip()):
                 continue  # lines before the shard (skipped to from the index), and blank lines
-            source, fallback = f"{shard.source}:{row + 1}", f"{name}:{row + 1}"
-            yield _parse_line(raw, row, source, fallback)
+            yield row, raw, f"{shard.source}:{row + 1}", f"{name}:{row + 1}"
+
+
+def _jsonl_records(shard: Shard) -> Iterator[dict]:
+    for row, raw, source, fallback in shard_lines(shard):
+        yield _parse_line(raw, row, source, fallback)
 
 
 def _parse_line(raw: bytes | None, row: int, source: str, fallback: str) -> dict:
@@ -257,31 +263,38 @@ def _parse_line(raw: bytes | None, row: int, source: str, fallback: str) -> dict
     return record_row(record, row, source, fallback)
 
 
-def _parquet_records(shard: Shard) -> Iterator[dict]:
+RowMaker = Callable[[object, int, str, str, str], dict]  # (record, row, source, fallback id, reject) -> row
+
+
+def parquet_rows(shard: Shard, wanted: tuple[str, ...], make_row: RowMaker) -> Iterator[dict]:
+    """One row per Parquet row of the shard, made by ``make_row`` from the ``wanted`` columns it has; a
+    row group that cannot be read gives its rows with an ``unreadable_parquet`` reason."""
     fs, inner = storage.resolve(shard.source)
     name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     with fs.open_input_file(inner) as handle:
         parquet = pq.ParquetFile(handle)
-        columns = [c for c in ("id", "wikidata_id", "title", "text") if c in parquet.schema_arrow.names]
+        columns = [c for c in wanted if c in parquet.schema_arrow.names]
         group_start = 0
         for group in range(parquet.num_row_groups):
             size = parquet.metadata.row_group(group).num_rows
             lo, hi = max(shard.first_row, group_start), min(shard.end_row, group_start + size)
             if lo < hi:
-                yield from _row_group(parquet, group, columns, group_start, lo, hi, shard.source, name)
+                try:
+                    table = parquet.read_row_group(group, columns=columns).slice(lo - group_start, hi - lo)
+                    records, reason = table.to_pylist(), ""
+                except (pa.ArrowException, OSError) as error:
+                    records, reason = [None] * (hi - lo), f"unreadable_parquet: {type(error).__name__}"
+                for row, record in enumerate(records, start=lo):
+                    yield make_row(record, row, f"{shard.source}:row {row + 1}", f"{name}:{row + 1}", reason)
             group_start += size
 
 
-def _row_group(parquet, group, columns, group_start, lo, hi, path, name) -> Iterator[dict]:
-    try:
-        records = parquet.read_row_group(group, columns=columns).slice(lo - group_start, hi - lo).to_pylist()
-    except (pa.ArrowException, OSError) as error:
-        reason = f"unreadable_parquet: {type(error).__name__}"
-        for row in range(lo, hi):
-            yield _row(row, f"{name}:{row + 1}", f"{path}:row {row + 1}", reject=reason)
-        return
-    for row, record in enumerate(records, start=lo):
-        yield record_row(record, row, f"{path}:row {row + 1}", f"{name}:{row + 1}")
+def _document_row(record: object, row: int, source: str, fallback: str, reject: str) -> dict:
+    return _row(row, fallback, source, reject=reject) if reject else record_row(record, row, source, fallback)
+
+
+def _parquet_records(shard: Shard) -> Iterator[dict]:
+    return parquet_rows(shard, ("id", "wikidata_id", "title", "text"), _document_row)
 
 
 @lru_cache(maxsize=1)

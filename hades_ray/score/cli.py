@@ -5,30 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from hades_ray.cli_common import add_config_args, config_from_args
+from hades_ray.cli_common import GPU_SHARE, POSITIVE_INT, PROBABILITY, add_config_args, config_from_args
 from hades_ray.score.inputs import MAX_CHARS
 from hades_ray.score.words import WORD_CHOICES
-
-
-def _probability(value: str) -> float:
-    number = float(value)
-    if not 0.0 <= number <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is not in [0, 1]")
-    return number
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return number
-
-
-def _gpus(value: str) -> float:
-    number = float(value)
-    if not 0.0 <= number <= 64:
-        raise argparse.ArgumentTypeError(f"{value} is not a GPU count in [0, 64]")
-    return number
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -83,7 +62,7 @@ def register(subparsers) -> None:
     )
     score.add_argument(
         "--threshold",
-        type=_probability,
+        type=PROBABILITY,
         default=None,
         help="flag words with p(H) at or above this (default: the detector's threshold, chosen on validation data)",
     )
@@ -95,13 +74,16 @@ def register(subparsers) -> None:
         help="auto: Ray Data for files, in-process for --text and stdin",
     )
     score.add_argument(
-        "--max-chars", type=_positive, default=MAX_CHARS, help="longer texts are quarantined as text_too_long"
+        "--max-chars", type=POSITIVE_INT, default=MAX_CHARS, help="longer texts are quarantined as text_too_long"
     )
     score.add_argument(
-        "--shard-size", type=_positive, default=256, help="texts per shard (the unit a worker reads, scores and writes)"
+        "--shard-size",
+        type=POSITIVE_INT,
+        default=256,
+        help="texts per shard (the unit a worker reads, scores and writes)",
     )
     score.add_argument(
-        "--num-gpus", type=_gpus, default=0.0, help="GPUs per scoring actor on a cluster (0: CPU; 0.5 packs two)"
+        "--num-gpus", type=GPU_SHARE, default=0.0, help="GPUs per scoring actor on a cluster (0: CPU; 0.5 packs two)"
     )
     add_config_args(score)
     score.set_defaults(func=_score)

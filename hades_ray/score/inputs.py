@@ -13,10 +13,8 @@ import dataclasses
 import json
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from hades_ray.io.readers import InputError, bounded_lines, plan_shards
-from hades_ray.pipeline import storage
+from hades_ray.io.readers import InputError, parquet_rows, plan_shards, shard_lines
 from hades_ray.pipeline.shards import Shard
 
 EMPTY_SHARD_ROW = -1  # the placeholder of a shard with no rows, so that its marker is written too
@@ -95,15 +93,8 @@ def _record_row(record: object, row: int, source: str, fallback: str, max_chars:
 
 
 def _line_rows(shard: Shard, max_chars: int):
-    fs, inner = storage.resolve(shard.source)
-    name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    with fs.open_input_file(inner) as handle:
-        handle.seek(shard.byte_start)
-        for row, raw in enumerate(bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
-            if row < shard.first_row or (raw is not None and not raw.strip()):
-                continue  # lines before the shard, and blank lines (separators, not texts)
-            source, fallback = f"{shard.source}:{row + 1}", f"{name}:{row + 1}"
-            yield _parse_line(raw, row, source, fallback, shard.fmt, max_chars)
+    for row, raw, source, fallback in shard_lines(shard):
+        yield _parse_line(raw, row, source, fallback, shard.fmt, max_chars)
 
 
 def _parse_line(raw: bytes | None, row: int, source: str, fallback: str, fmt: str, max_chars: int) -> dict:
@@ -125,17 +116,11 @@ def _parse_line(raw: bytes | None, row: int, source: str, fallback: str, fmt: st
 
 
 def _parquet_rows(shard: Shard, max_chars: int):
-    fs, inner = storage.resolve(shard.source)
-    name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    with fs.open_input_file(inner) as handle:
-        parquet = pq.ParquetFile(handle)
-        columns = [c for c in ("id", "text") if c in parquet.schema_arrow.names]
-        start = 0
-        for group in range(parquet.num_row_groups):
-            size = parquet.metadata.row_group(group).num_rows
-            lo, hi = max(shard.first_row, start), min(shard.end_row, start + size)
-            if lo < hi:
-                records = parquet.read_row_group(group, columns=columns).slice(lo - start, hi - lo).to_pylist()
-                for row, record in enumerate(records, start=lo):
-                    yield _record_row(record, row, f"{shard.source}:row {row + 1}", f"{name}:{row + 1}", max_chars)
-            start += size
+    def make_row(record: object, row: int, source: str, fallback: str, reject: str) -> dict:
+        return (
+            _row(row, fallback, source, reject=reject)
+            if reject
+            else _record_row(record, row, source, fallback, max_chars)
+        )
+
+    return parquet_rows(shard, ("id", "text"), make_row)
