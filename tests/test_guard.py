@@ -272,7 +272,6 @@ def test_ray_executor_writes_what_the_local_one_does(detector, ray_local, tmp_pa
 def test_html_report_shows_prompts_and_generations_as_inert_text(detector, tmp_path):
     from html.parser import HTMLParser
 
-    pytest.importorskip("hades_ray.score.html")
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(
         json.dumps({"id": "<marquee>x</marquee>", "prompt": "<script>alert(1)</script> the city of"}) + "\n"

@@ -7,16 +7,12 @@ import numpy as np
 from hades_ray.errors import UserError
 from hades_ray.guard.words import chunk_items
 
-DEFAULT_THRESHOLD = 0.5
-
 
 def stored_threshold(model_dir: str) -> float:
     """The threshold the detector chose on validation data when it was trained (0.5 for detectors
     older than stored thresholds)."""
-    try:
-        from hades_ray.detect.threshold import detector_threshold
-    except ImportError:
-        return DEFAULT_THRESHOLD
+    from hades_ray.detect.threshold import detector_threshold
+
     return float(detector_threshold(model_dir))
 
 

@@ -13,7 +13,7 @@ import json
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hades_ray.io.readers import InputError, bounded_lines, index_jsonl
+from hades_ray.io.readers import InputError, index_jsonl, shard_lines
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard
 
@@ -48,10 +48,9 @@ def plan_prompt_shards(path: str, shard_size: int, mapper=None) -> list[Shard]:
     ]
 
 
-def prompt_row(raw: bytes | None, row: int, name: str, source: str) -> dict:
-    """One line as a prompt row, or the reason it is set aside."""
-    fallback = f"{name}:{row + 1}"
-    out = {"row": row, "id": fallback, "prompt": "", "source": f"{source}:{row + 1}", "reject": ""}
+def prompt_row(raw: bytes | None, row: int, source: str, fallback: str) -> dict:
+    """One line as a prompt row, or the reason it is set aside (``source`` is ``file:line``)."""
+    out = {"row": row, "id": fallback, "prompt": "", "source": source, "reject": ""}
     if raw is None:
         return out | {"reject": "line_too_long"}
     try:
@@ -84,15 +83,7 @@ def prompt_row(raw: bytes | None, row: int, name: str, source: str) -> dict:
 
 def read_prompt_shard(shard: Shard) -> pa.Table:
     """The shard's lines as rows (blank lines skipped), sorted by prompt length so batches pad little."""
-    fs, inner = storage.resolve(shard.source)
-    name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    rows = []
-    with fs.open_input_file(inner) as handle:
-        handle.seek(shard.byte_start)
-        for row, raw in enumerate(bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
-            if row < shard.first_row or (raw is not None and not raw.strip()):
-                continue
-            rows.append(prompt_row(raw, row, name, shard.source))
+    rows = [prompt_row(raw, row, source, fallback) for row, raw, source, fallback in shard_lines(shard)]
     rows.sort(key=lambda r: (len(r["prompt"]), r["row"]))
     for r in rows:
         r.update(shard=shard.index, shard_rows=len(rows))

@@ -125,10 +125,8 @@ def write_summary(output: str, job: GenerateJob, processed: int, skipped: int, s
 def write_html(output: str, job: GenerateJob) -> str:
     """``report.html``: each prompt, then its generation shaded by the guard's p(H), and its interventions
     (the first ``HTML_SHOWN`` in full; the most suspicious words are drawn from all)."""
-    try:
-        from hades_ray.score.html import most_suspicious, write_report
-    except ImportError:
-        raise UserError("--html needs hades_ray.score.html, which this build lacks; drop --html") from None
+    from hades_ray.score.html import most_suspicious, write_report
+
     if not storage.is_local(output):
         raise UserError(f"--html writes a local file; {output} is not a local folder")
     interventions: dict[str, list] = {}
