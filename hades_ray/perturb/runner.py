@@ -24,7 +24,7 @@ from hades_ray.perturb.artifacts import artifact_summary
 from hades_ray.perturb.stages import perturb_stages
 from hades_ray.perturb.writer import EMPTY_SHARD_ROW, QUARANTINE_KEEPS, write_shards
 from hades_ray.pipeline import storage
-from hades_ray.pipeline.executor import run_in_process, run_on_ray
+from hades_ray.pipeline.executor import log_progress, run_shards
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.shards import Shard, part_name, read_markers
 from hades_ray.ray_runtime import task_mapper
@@ -116,13 +116,7 @@ def run_perturb(
         write = functools.partial(
             write_shards, output=output, config_digest=digest, lowercase=config.perturb.lowercase_instances
         )
-        if executor == "ray":
-            stream = run_on_ray(todo, read, stages, write, check=config.ray.check_resources)
-        else:
-            stream = run_in_process(todo, read, stages, write)
-        for done, stats in enumerate(stream, start=1):
-            counts = json.loads(stats["marker"])["counts"]
-            log.info("shard %s written (%d/%d): %s", part_name(stats["shard"]), done, len(todo), counts)
+        log_progress(run_shards(executor, todo, read, stages, write, config.ray.check_resources), len(todo), "written")
         return write_summary(output, len(todo), skipped, time.perf_counter() - started)
 
 

@@ -94,6 +94,26 @@ def run_on_ray(
     yield from ds.iter_rows()
 
 
+def run_shards(
+    executor: str, shards: list[Shard], read: ShardReader, stages: list[Stage], write: ShardWriter, check: bool = True
+) -> Iterator[dict]:
+    """``run_on_ray`` for ``executor="ray"``, else ``run_in_process``."""
+    if executor == "ray":
+        return run_on_ray(shards, read, stages, write, check)
+    return run_in_process(shards, read, stages, write)
+
+
+def log_progress(stream: Iterator[dict], total: int, verb: str) -> None:
+    """One log line per finished shard (the writers' stats rows carry the marker with its counts)."""
+    import json
+
+    from hades_ray.pipeline.shards import part_name
+
+    for done, stats in enumerate(stream, start=1):
+        counts = json.loads(stats["marker"])["counts"]
+        log.info("shard %s %s (%d/%d): %s", part_name(stats["shard"]), verb, done, total, counts)
+
+
 def _call_stage(stage: Stage, batch: pa.Table) -> pa.Table:
     return stage(batch)
 

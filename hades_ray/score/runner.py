@@ -22,9 +22,9 @@ import pyarrow as pa
 from hades_ray.config import HadesConfig
 from hades_ray.detect.threshold import detector_threshold
 from hades_ray.pipeline import storage
-from hades_ray.pipeline.executor import run_in_process, run_on_ray
+from hades_ray.pipeline.executor import log_progress, run_shards
 from hades_ray.pipeline.lock import OutputLock
-from hades_ray.pipeline.shards import Shard, part_name, read_markers
+from hades_ray.pipeline.shards import Shard, read_markers
 from hades_ray.score.inputs import MAX_CHARS, memory_table, plan_inputs, read_texts
 from hades_ray.score.stages import score_stages
 from hades_ray.score.writer import merge_outputs, write_score_shards
@@ -132,13 +132,7 @@ def _run(todo, read, request: ScoreRequest, config, executor: str, threshold: fl
     write = functools.partial(
         write_score_shards, output=str(request.output), threshold=threshold, fingerprints=fingerprints
     )
-    if executor == "ray":
-        stream = run_on_ray(todo, read, stages, write, check=config.ray.check_resources)
-    else:
-        stream = run_in_process(todo, read, stages, write)
-    for done, stats in enumerate(stream, start=1):
-        counts = json.loads(stats["marker"])["counts"]
-        log.info("shard %s scored (%d/%d): %s", part_name(stats["shard"]), done, len(todo), counts)
+    log_progress(run_shards(executor, todo, read, stages, write, config.ray.check_resources), len(todo), "scored")
 
 
 def _mapper(config: HadesConfig):
