@@ -11,23 +11,14 @@ import argparse
 import json
 from pathlib import Path
 
-from hades_ray.cli_common import add_config_args, config_from_args
+from hades_ray.cli_common import add_config_args, config_from_args, number_in
 from hades_ray.errors import UserError
 from hades_ray.io.demo_corpus import DEMO_INPUT
 from hades_ray.plan.report import print_plan
 
 
 def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-        return value
-
-    return parse
+    return number_in(kind, 0, float("inf"), low_open=True)
 
 
 def add_plan_args(parser: argparse.ArgumentParser) -> None:
