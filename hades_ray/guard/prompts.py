@@ -8,12 +8,11 @@ than ``MAX_PROMPT_CHARS``), so nothing is dropped silently. Line numbers in quar
 
 from __future__ import annotations
 
-import json
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hades_ray.io.readers import InputError, index_jsonl, shard_lines
+from hades_ray.io.readers import InputError, decode_json_line, index_jsonl, shard_lines
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard
 
@@ -51,16 +50,9 @@ def plan_prompt_shards(path: str, shard_size: int, mapper=None) -> list[Shard]:
 def prompt_row(raw: bytes | None, row: int, source: str, fallback: str) -> dict:
     """One line as a prompt row, or the reason it is set aside (``source`` is ``file:line``)."""
     out = {"row": row, "id": fallback, "prompt": "", "source": source, "reject": ""}
-    if raw is None:
-        return out | {"reject": "line_too_long"}
-    try:
-        record = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return out | {"reject": "invalid_utf8"}
-    except RecursionError:
-        return out | {"reject": "nested_too_deep"}
-    except ValueError:
-        return out | {"reject": "invalid_json"}
+    record, reject = decode_json_line(raw)
+    if reject:
+        return out | {"reject": reject}
     if not isinstance(record, dict):
         return out | {"reject": "not_an_object"}
     given = record.get("id")

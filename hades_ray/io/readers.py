@@ -244,23 +244,31 @@ def shard_lines(shard: Shard) -> Iterator[tuple[int, bytes | None, str, str]]:
 
 def _jsonl_records(shard: Shard) -> Iterator[dict]:
     for row, raw, source, fallback in shard_lines(shard):
-        yield _parse_line(raw, row, source, fallback)
+        record, reject = decode_json_line(raw)
+        yield _document_row(record, row, source, fallback, reject)
 
 
-def _parse_line(raw: bytes | None, row: int, source: str, fallback: str) -> dict:
+def decode_line(raw: bytes | None) -> tuple[str | None, str]:
+    """(the line's text, "") or (None, the reason it cannot be read: over-long or not UTF-8)."""
     if raw is None:
-        return _row(row, fallback, source, reject="line_too_long")
+        return None, "line_too_long"
     try:
-        line = raw.decode("utf-8")
+        return raw.decode("utf-8"), ""
     except UnicodeDecodeError:
-        return _row(row, fallback, source, reject="invalid_utf8")
+        return None, "invalid_utf8"
+
+
+def decode_json_line(raw: bytes | None) -> tuple[object, str]:
+    """(the line's JSON value, "") or (None, why it is none: over-long, not UTF-8, not JSON, too deep)."""
+    line, reject = decode_line(raw)
+    if reject:
+        return None, reject
     try:
-        record = json.loads(line)
+        return json.loads(line), ""
     except RecursionError:
-        return _row(row, fallback, source, reject="nested_too_deep")
+        return None, "nested_too_deep"
     except ValueError:
-        return _row(row, fallback, source, reject="invalid_json")
-    return record_row(record, row, source, fallback)
+        return None, "invalid_json"
 
 
 RowMaker = Callable[[object, int, str, str, str], dict]  # (record, row, source, fallback id, reject) -> row

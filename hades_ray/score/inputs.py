@@ -10,11 +10,10 @@ text). Unlike perturbation, the whole text is scored, not its first paragraph.
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pyarrow as pa
 
-from hades_ray.io.readers import InputError, parquet_rows, plan_shards, shard_lines
+from hades_ray.io.readers import InputError, decode_json_line, decode_line, parquet_rows, plan_shards, shard_lines
 from hades_ray.pipeline.shards import Shard
 
 EMPTY_SHARD_ROW = -1  # the placeholder of a shard with no rows, so that its marker is written too
@@ -98,21 +97,17 @@ def _line_rows(shard: Shard, max_chars: int):
 
 
 def _parse_line(raw: bytes | None, row: int, source: str, fallback: str, fmt: str, max_chars: int) -> dict:
-    if raw is None:
-        return _row(row, fallback, source, reject="line_too_long")
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return _row(row, fallback, source, reject="invalid_utf8")
     if fmt == "txt":
-        return _text_row(line.rstrip("\r"), row, source, fallback, max_chars)
-    try:
-        record = json.loads(line)
-    except RecursionError:
-        return _row(row, fallback, source, reject="nested_too_deep")
-    except ValueError:
-        return _row(row, fallback, source, reject="invalid_json")
-    return _record_row(record, row, source, fallback, max_chars)
+        line, reject = decode_line(raw)
+        return (
+            _row(row, fallback, source, reject=reject)
+            if reject
+            else _text_row(line.rstrip("\r"), row, source, fallback, max_chars)
+        )
+    record, reject = decode_json_line(raw)
+    return (
+        _row(row, fallback, source, reject=reject) if reject else _record_row(record, row, source, fallback, max_chars)
+    )
 
 
 def _parquet_rows(shard: Shard, max_chars: int):
