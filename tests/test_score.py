@@ -221,3 +221,13 @@ def test_parquet_input_scores_texts_and_quarantines_missing_ones(causal, tmp_pat
     summary = json.loads((out / "summary.json").read_text())
     assert summary["scored_texts"] == 1 and summary["quarantine_reasons"] == {"missing_text": 1}
     assert json.loads((out / "quarantine.jsonl").read_text())["source"].endswith("texts.parquet:row 2")
+
+
+def test_stride_one_gives_each_word_its_trained_left_context(causal, tmp_path):
+    from hades_ray.detect.scoring import score_items
+
+    scorer = WordScorer(_detector(tmp_path / "small", _backbone(causal), "online", 12), stride=1)
+    t = find_targets(TEXTS[0], "all")
+    items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
+    naive = score_items(scorer.model, scorer.tokenizer, items, "online", scorer.window, 1)
+    np.testing.assert_allclose(scorer.score([t])[0], naive, atol=1e-6)

@@ -29,6 +29,7 @@ def _score(args: argparse.Namespace) -> int:
         max_chars=args.max_chars,
         shard_size=args.shard_size,
         num_gpus=args.num_gpus,
+        stride=args.stride or 0,
     )
     summary = run_score(request, config_from_args(args))
     keys = ("scored_texts", "quarantined", "scored_words", "flagged", "flagged_share", "mean_p", "threshold")
@@ -84,6 +85,13 @@ def register(subparsers) -> None:
     )
     score.add_argument(
         "--num-gpus", type=GPU_SHARE, default=0.0, help="GPUs per scoring actor on a cluster (0: CPU; 0.5 packs two)"
+    )
+    score.add_argument(
+        "--stride",
+        type=POSITIVE_INT,
+        default=None,
+        help="causal online detectors, texts longer than the window: tokens between window starts (default: a "
+        "quarter window; 1 gives every word exactly its training left context, at one forward per word)",
     )
     add_config_args(score)
     score.set_defaults(func=_score)

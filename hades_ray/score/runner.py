@@ -49,13 +49,14 @@ class ScoreRequest:
     max_chars: int = MAX_CHARS
     shard_size: int = 256
     num_gpus: float = 0.0  # per scoring actor
+    stride: int = 0  # causal online windows: tokens between window starts (0: a quarter window)
 
 
 def settings_digest(request: ScoreRequest, threshold: float) -> str:
     """The detector (folder and its files' times) and every setting a shard's output depends on."""
     model = Path(request.model).resolve()
     stamps = sorted((p.name, p.stat().st_mtime_ns) for p in model.iterdir() if p.is_file())
-    key = [str(model), stamps, request.mode, request.words, threshold, request.max_chars]
+    key = [str(model), stamps, request.mode, request.words, threshold, request.max_chars, request.stride]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
@@ -128,7 +129,7 @@ def _mode(request: ScoreRequest) -> str:
 
 
 def _run(todo, read, request: ScoreRequest, config, executor: str, threshold: float, fingerprints) -> None:
-    stages = score_stages(request.model, request.mode, request.words, config, request.num_gpus)
+    stages = score_stages(request.model, request.mode, request.words, config, request.num_gpus, request.stride)
     write = functools.partial(
         write_score_shards, output=str(request.output), threshold=threshold, fingerprints=fingerprints
     )

@@ -25,12 +25,14 @@ from hades_ray.score.words import Targets
 class WordScorer:
     """Loads a detector once; ``score`` gives each text's per-target p(H)."""
 
-    def __init__(self, model_dir, mode: str | None = None, device: str = "cpu", forward_batch: int = 32):
+    def __init__(
+        self, model_dir, mode: str | None = None, device: str = "cpu", forward_batch: int = 32, stride: int = 0
+    ):
         from hades_ray.detect.api import _detector_type, _model_config
 
         self.model_dir = Path(model_dir)
         self.kind = _detector_type(self.model_dir)["type"]
-        self.forward_batch = forward_batch
+        self.forward_batch, self.stride = forward_batch, stride
         if self.kind == "transformer":
             from hades_ray.detect.model import load_detector
             from hades_ray.score.causal import is_causal
@@ -91,7 +93,7 @@ class WordScorer:
         from hades_ray.score.causal import assign_targets, text_windows, window_job
         from hades_ray.score.views import score_views
 
-        stride = max(1, self.window // 4)
+        stride = self.stride or max(1, self.window // 4)  # 0: a quarter window
         jobs, places, leftovers = [], [], []
         out = [np.zeros(len(t.first)) for t in texts]
         for k, t in enumerate(texts):
