@@ -166,13 +166,7 @@ def detector_stages(model_dir, config: HadesConfig, num_gpus: float = 0.0) -> li
     if meta["type"] == "transformer":
         from hades_ray.detect.scoring import SpanScoreStage
 
-        resources = Resources(
-            num_cpus=d.actor_cpus,
-            num_gpus=num_gpus,
-            max_actors=d.actors,
-            batch_size=d.score_batch_size * 8,
-            torch_threads=d.torch_threads,
-        )
+        resources = Resources.of_detect(d, num_gpus, batch_size=d.score_batch_size * 8)
         return [SpanScoreStage(resources, str(model_dir), d.score_batch_size)]
     from hades_ray.detect.feature_pipeline import LinearScoreStage, model_feature_stages
 

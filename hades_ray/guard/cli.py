@@ -125,14 +125,7 @@ def run(args: argparse.Namespace) -> int:
         words=args.words,
         dtype=args.dtype,
     )
-    d = config.detect
-    resources = Resources(
-        num_cpus=d.actor_cpus,
-        num_gpus=args.num_gpus,
-        max_actors=args.actors,
-        batch_size=args.batch_size,
-        torch_threads=d.torch_threads,
-    )
+    resources = Resources.of_detect(config.detect, args.num_gpus, args.batch_size, max_actors=args.actors)
     summary = run_generate(
         job,
         args.prompts,
