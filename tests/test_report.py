@@ -231,6 +231,15 @@ def test_artifact_rate_counted_from_the_pool_when_the_summary_has_none(tmp_path)
     assert numbers["artifacts"]["with_artifacts"] == 1 and numbers["artifacts"]["replacements"] == 12
 
 
+def test_max_docs_caps_the_pool_rows_read_and_says_so(tmp_path):
+    from hades_ray.report.pool import pool_section
+
+    section = pool_section(make_pool(tmp_path / "p", docs=4), max_docs=2)
+    assert section.numbers["documents_in_report"] == 2 and section.numbers["spans_per_document"]["n"] == 2
+    assert section.numbers["summary"]["kept"] == 4  # the counts still cover the whole pool
+    assert any("first 2 of the 4 kept documents" in note for note in section.notes)
+
+
 def test_corpus_text_is_escaped(full_report):
     html = (full_report / "report.html").read_text()
     tags = parse(html).tags

@@ -10,6 +10,7 @@ from hades_ray.report.inputs import ReportInputError, parse_detector_arg, read_y
 from hades_ray.report.model import Section
 
 log = logging.getLogger(__name__)
+MAX_DOCS = 20_000  # pool documents read for distributions and learnability labels (counts cover all)
 TITLE = "hades_ray report"
 SPLITS = ("train", "valid", "test")
 
@@ -33,11 +34,11 @@ def _mlm_source(reference: str) -> str | None:
         return None
 
 
-def _features(pool, dataset, seed: int, limit: int) -> Section | None:
+def _features(pool, dataset, seed: int, limit: int, max_docs: int | None) -> Section | None:
     from hades_ray.report.features import features_section
     from hades_ray.report.labelled import labelled_instances
 
-    instances, source = labelled_instances(pool, dataset, seed, limit)
+    instances, source = labelled_instances(pool, dataset, seed, limit, max_docs)
     if len({i.label for i in instances}) < 2:
         return None
     config = _config_for(pool)
@@ -87,6 +88,7 @@ def build_report(
     feature_limit: int = 300,
     split: str = "test",
     min_round: int = 0,
+    max_docs: int | None = MAX_DOCS,
 ) -> dict:
     """Write ``output``/report.html, report.md, report.json; returns their paths and the section keys."""
     from hades_ray.report.pool import pool_section
@@ -103,8 +105,8 @@ def build_report(
     for value in detectors or []:
         parse_detector_arg(value)
     steps = [
-        ("pool", lambda: pool_section(pool) if pool else None),
-        ("features", lambda: _features(pool, dataset, seed, feature_limit)),
+        ("pool", lambda: pool_section(pool, max_docs) if pool else None),
+        ("features", lambda: _features(pool, dataset, seed, feature_limit, max_docs)),
         ("pos_ner", lambda: pos_ner_section(dataset) if dataset and (dataset / "stats.json").is_file() else None),
         ("rounds", lambda: rounds_section(workdir) if workdir else None),
         ("detectors", lambda: _detectors(detectors or [], dataset, split, min_round, seed)),

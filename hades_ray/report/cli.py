@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from hades_ray.cli_common import POSITIVE_INT
 from hades_ray.errors import UserError
+from hades_ray.report.build import MAX_DOCS
 
 
 def add_report_args(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +52,13 @@ def add_report_args(parser: argparse.ArgumentParser) -> None:
         default=300,
         help="labelled instances (a seeded sample) for the features-by-label section; the MLM runs on each",
     )
+    parser.add_argument(
+        "--max-docs",
+        type=POSITIVE_INT,
+        default=MAX_DOCS,
+        help="pool documents read for the size and perplexity distributions and the learnability labels "
+        "(the first ones, in part order; the counts and the artifact rate come from summary.json and cover all)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the samples and of the bootstrap")
     parser.add_argument("--output", required=True, help="folder for report.html, report.md, report.json and figures/")
 
@@ -70,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         feature_limit=args.feature_limit,
         split=args.split,
         min_round=args.min_round,
+        max_docs=args.max_docs,
     )
     print(f"sections: {', '.join(result['sections'])}")
     for kind, path in result["paths"].items():

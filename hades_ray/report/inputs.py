@@ -41,17 +41,20 @@ def pool_parts(pool: Path) -> list[Path]:
     return parts
 
 
-def read_pool_rows(pool: Path, columns: list[str]) -> list[dict]:
-    """Rows of every pool part (the report reads a demo-sized pool; ``--max-docs`` caps larger ones)."""
+def read_pool_rows(pool: Path, columns: list[str], limit: int | None = None) -> list[dict]:
+    """Rows of the pool parts in order, the first ``limit`` of them (None: all): a whole-corpus pool
+    never has to fit in the driver, which stops reading parts once it has enough."""
     import pyarrow.parquet as pq
 
     rows: list[dict] = []
     for part in pool_parts(pool):
+        if limit is not None and len(rows) >= limit:
+            break
         try:
             rows += pq.read_table(part, columns=columns).to_pylist()
         except Exception as error:  # pyarrow raises several types for a damaged or foreign file
             raise ReportInputError(f"{part}: unreadable pool part: {error}") from None
-    return rows
+    return rows[:limit]
 
 
 def read_yaml_config(path: Path):

@@ -29,14 +29,17 @@ def dataset_instances(dataset: Path) -> list[Instance]:
     return instances
 
 
-def labelled_instances(pool: Path | None, dataset: Path | None, seed: int, limit: int) -> tuple[list[Instance], str]:
-    """(at most ``limit`` labelled instances, a seeded sample; where their labels come from)."""
+def labelled_instances(
+    pool: Path | None, dataset: Path | None, seed: int, limit: int, max_docs: int | None = None
+) -> tuple[list[Instance], str]:
+    """(at most ``limit`` labelled instances, a seeded sample; where their labels come from). Pool labels
+    come from its first ``max_docs`` documents."""
     if dataset is not None:
         instances, source = dataset_instances(dataset), f"the dataset's labels ({dataset})"
     elif pool is not None:
         from hades_ray.detect.learnability import pool_instances
 
-        instances, source = pool_instances(pool / "pool", seed=seed), LEARNABILITY
+        instances, source = pool_instances(pool / "pool", seed=seed, limit_docs=max_docs), LEARNABILITY
     else:
         return [], ""
     if len(instances) > limit:

@@ -96,7 +96,7 @@ def _examples(rows: list[dict], count: int) -> list[dict]:
 def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> Section:
     """Numbers, tables and figures of a finished perturbation output folder."""
     summary = read_json(pool / "summary.json", "the perturbation job's summary")
-    rows = read_pool_rows(pool, COLUMNS)[:max_docs]
+    rows = read_pool_rows(pool, COLUMNS, max_docs)
     sizes, ppl = size_numbers(rows), perplexity_numbers(rows)
     artifacts = summary.get("artifacts") or artifact_summary(count_artifacts(rows))
     section = Section("pool", "Pool")
@@ -126,6 +126,11 @@ def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> 
         "replacements have punctuation the original lacked, a repeated word, or more words than the original "
         "(hades_ray/perturb/artifacts.py)."
     )
+    if summary.get("kept") is not None and len(rows) < summary["kept"]:
+        section.notes.append(
+            f"Sizes and perplexities over the first {len(rows)} of the {summary['kept']} kept documents (--max-docs); "
+            "the counts and the artifact rate cover them all."
+        )
     if rows:
         section.figures += _figures(sizes, ppl)
     section.examples = _examples(rows, examples)
