@@ -7,6 +7,7 @@ workers' markers and part files into ``generations.jsonl``, ``interventions.json
 from __future__ import annotations
 
 import functools
+import itertools
 import hashlib
 import json
 import logging
@@ -21,10 +22,11 @@ from hades_ray.guard.prompts import PROMPT_SCHEMA, plan_prompt_shards, read_prom
 from hades_ray.guard.stages import GenerateJob, GenerateStage
 from hades_ray.guard.writer import EMPTY_SHARD_ROW, write_generation_shards
 from hades_ray.pipeline import storage
-from hades_ray.pipeline.executor import run_in_process, run_on_ray
+from hades_ray.pipeline.executor import log_progress, run_shards
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.shards import Shard, part_name, read_markers
 from hades_ray.pipeline.stage import Resources
+from hades_ray.ray_runtime import task_mapper
 
 log = logging.getLogger(__name__)
 VIEWS = ("generations", "interventions", "quarantine")
@@ -67,7 +69,7 @@ def run_generate(
     output, digest = str(output), job_digest(job, resources.batch_size)
     resolve_model(job.generator)  # a missing model is a user error here, not an actor failing on a worker
     with OutputLock(output):
-        mapper = _ray_mapper(ray_address) if executor == "ray" else None
+        mapper = task_mapper(ray_address) if executor == "ray" else None
         shards = plan_prompt_shards(str(prompts), shard_size, mapper)
         todo, skipped = plan_work(shards, read_markers(output), digest, force)
         settings = {"job": job.to_dict(), "resources": resources.__dict__, "prompts": str(prompts)}
@@ -76,28 +78,11 @@ def run_generate(
         stages = [GenerateStage(resources, job)]
         read = functools.partial(read_with_fingerprint, digest)
         write = functools.partial(write_generation_shards, output=output, config_digest=digest, threshold=job.threshold)
-        stream = (
-            run_on_ray(todo, read, stages, write) if executor == "ray" else run_in_process(todo, read, stages, write)
-        )
-        for done, stats in enumerate(stream, start=1):
-            counts = json.loads(stats["marker"])["counts"]
-            log.info("shard %s written (%d/%d): %s", part_name(stats["shard"]), done, len(todo), counts)
+        log_progress(run_shards(executor, todo, read, stages, write), len(todo), "written")
         summary = write_summary(output, job, len(todo), skipped, time.perf_counter() - started)
         if html:
-            summary["report"] = write_html(output, job)
+            summary["report"] = write_html(output, job, summary["generated"])
         return summary
-
-
-def _ray_mapper(address: str):
-    from hades_ray.ray_runtime import init_ray
-
-    ray = init_ray(address)
-
-    def mapper(fn, items):
-        remote = ray.remote(num_cpus=0.25)(fn)
-        return ray.get([remote.remote(item) for item in items])
-
-    return mapper
 
 
 def write_summary(output: str, job: GenerateJob, processed: int, skipped: int, seconds: float) -> dict:
@@ -122,24 +107,24 @@ def write_summary(output: str, job: GenerateJob, processed: int, skipped: int, s
     return summary
 
 
-def write_html(output: str, job: GenerateJob) -> str:
+def write_html(output: str, job: GenerateJob, generated: int) -> str:
     """``report.html``: each prompt, then its generation shaded by the guard's p(H), and its interventions
     (the first ``HTML_SHOWN`` in full; the most suspicious words are drawn from all)."""
     from hades_ray.score.html import most_suspicious, write_report
 
     if not storage.is_local(output):
         raise UserError(f"--html writes a local file; {output} is not a local folder")
-    interventions: dict[str, list] = {}
-    for line in storage.read_text(storage.join(output, "interventions.jsonl")).splitlines():
-        event = json.loads(line)
-        interventions.setdefault(event["id"], []).append(event)
-    records = [
-        report_record(json.loads(line), interventions)
-        for line in storage.read_text(storage.join(output, "generations.jsonl")).splitlines()
-    ]
+    generations = storage.join(output, "generations.jsonl")
+    shown = list(itertools.islice(storage.iter_jsonl(generations), HTML_SHOWN))
+    ids = {record["id"] for record in shown}
+    interventions: dict[str, list] = {}  # only the shown generations' (the file streams past the rest)
+    for event in storage.iter_jsonl(storage.join(output, "interventions.jsonl")):
+        if event["id"] in ids:
+            interventions.setdefault(event["id"], []).append(event)
+    suspicious = most_suspicious(report_record(r, {}) for r in storage.iter_jsonl(generations))
     title = f"hades-ray generate: guard {'on' if job.detector else 'off'}, threshold {job.threshold}"
-    path = Path(output) / "report.html"
-    return str(write_report(records[:HTML_SHOWN], path, title, most_suspicious(records), len(records)))
+    records = [report_record(r, interventions) for r in shown]
+    return str(write_report(records, Path(output) / "report.html", title, suspicious, generated))
 
 
 def report_record(record: dict, interventions: dict[str, list]) -> dict:

@@ -142,3 +142,18 @@ def concatenate(parts: list[str], target: str | Path) -> None:
     finally:
         if local and os.path.exists(tmp_inner):
             os.unlink(tmp_inner)
+
+
+def iter_jsonl(path: str | Path):
+    """The JSON values of a JSONL file, streamed a chunk at a time (bounded memory, any filesystem)."""
+    import json
+
+    fs, inner = resolve(path)
+    with fs.open_input_stream(inner) as handle:
+        buffer = b""
+        while chunk := handle.read(_CHUNK):
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            yield from (json.loads(line) for line in lines if line.strip())
+        if buffer.strip():
+            yield json.loads(buffer)

@@ -142,23 +142,11 @@ def _mapper(config: HadesConfig):
     return task_mapper(config.ray.address, config.ray.num_cpus)
 
 
-def _records(path: str):
-    fs, inner = storage.resolve(path)
-    with fs.open_input_stream(inner) as handle:
-        buffer = b""
-        while chunk := handle.read(1 << 20):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            yield from (json.loads(line) for line in lines if line.strip())
-        if buffer.strip():
-            yield json.loads(buffer)
-
-
 def write_html(output: str, threshold: float, total: int) -> None:
     """``report.html`` from ``scores.jsonl``: the first texts in full, the most suspicious words of all."""
     from hades_ray.score.html import most_suspicious, write_report
 
     scores = storage.join(output, "scores.jsonl")
-    shown = list(itertools.islice(_records(scores), HTML_TEXTS))
-    suspicious = most_suspicious(_records(scores))
+    shown = list(itertools.islice(storage.iter_jsonl(scores), HTML_TEXTS))
+    suspicious = most_suspicious(storage.iter_jsonl(scores))
     write_report(shown, storage.join(output, "report.html"), "p(H) per word", suspicious, total)
