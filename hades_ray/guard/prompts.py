@@ -8,11 +8,10 @@ than ``MAX_PROMPT_CHARS``), so nothing is dropped silently. Line numbers in quar
 
 from __future__ import annotations
 
-
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hades_ray.io.readers import InputError, decode_json_line, index_jsonl, shard_lines
+from hades_ray.io.readers import InputError, decode_json_line, plan_shards, shard_lines
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard
 
@@ -31,20 +30,15 @@ PROMPT_SCHEMA = pa.schema(
 
 
 def plan_prompt_shards(path: str, shard_size: int, mapper=None) -> list[Shard]:
-    """Row-range shards of ``shard_size`` lines over one JSONL prompts file (indexed once)."""
+    """Row-range shards of ``shard_size`` lines over one JSONL prompts file (indexed once), planned as the
+    perturbation input is (``hades_ray/io/readers.py``)."""
     try:
         info = storage.file_info(path)
     except OSError as error:
         raise InputError(f"prompts {path}: cannot be read ({error})") from None
     if info.type != pafs.FileType.File:
         raise InputError(f'prompts file not found: {path} (give a JSONL file with one {{"prompt": ...}} per line)')
-    index = mapper(lambda p: index_jsonl(p, shard_size), [path])[0] if mapper else index_jsonl(path, shard_size)
-    lines, offsets = index
-    identity = f"{info.size}:{info.mtime_ns or 0}"
-    return [
-        Shard(k, str(path), "jsonl", first, min(first + shard_size, lines), offsets[k], first, identity)
-        for k, first in enumerate(range(0, lines, shard_size))
-    ]
+    return plan_shards(str(path), shard_size, mapper=mapper)
 
 
 def prompt_row(raw: bytes | None, row: int, source: str, fallback: str) -> dict:
