@@ -231,3 +231,18 @@ def test_stride_one_gives_each_word_its_trained_left_context(causal, tmp_path):
     items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
     naive = score_items(scorer.model, scorer.tokenizer, items, "online", scorer.window, 1)
     np.testing.assert_allclose(scorer.score([t])[0], naive, atol=1e-6)
+
+
+def test_a_rerun_skips_finished_shards_and_redoes_them_under_new_settings(causal, tmp_path):
+    data = tmp_path / "texts.txt"
+    data.write_text("\n".join(TEXTS) + "\n")
+    out = tmp_path / "out"
+    args = ["--model", str(causal), "--input", str(data), "--output", str(out), "--executor", "local"]
+    args += ["--shard-size", "2"]
+    runs = []
+    for extra in ([], [], ["--threshold", "0.3"]):
+        assert _run_cli([*args, *extra]) == 0
+        runs.append(json.loads((out / "summary.json").read_text()))
+    assert [r["shards"]["processed_now"] for r in runs] == [2, 0, 2]
+    assert runs[0]["scored_words"] == runs[1]["scored_words"] == runs[2]["scored_words"]
+    assert runs[2]["threshold"] == 0.3

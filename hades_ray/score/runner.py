@@ -102,8 +102,7 @@ def run_score(request: ScoreRequest, config: HadesConfig) -> dict:
             todo = [s for s in shards if markers.get(s.index, {}).get("fingerprint") != s.fingerprint(digest)]
             read = functools.partial(_read_file, request.max_chars, digest)
         log.info("%d shards planned: %d to score, %d already finished", len(shards), len(todo), len(shards) - len(todo))
-        fingerprints = {s.index: s.fingerprint(digest) for s in shards}
-        _run(todo, read, request, config, executor, threshold, fingerprints)
+        _run(todo, read, request, config, executor, threshold)
         summary = merge_outputs(output, [s.index for s in shards])
         summary = {
             "detector": str(request.model),
@@ -128,11 +127,9 @@ def _mode(request: ScoreRequest) -> str:
     return json.loads((Path(request.model) / "detector.json").read_text(encoding="utf-8")).get("mode", "offline")
 
 
-def _run(todo, read, request: ScoreRequest, config, executor: str, threshold: float, fingerprints) -> None:
+def _run(todo, read, request: ScoreRequest, config, executor: str, threshold: float) -> None:
     stages = score_stages(request.model, request.mode, request.words, config, request.num_gpus, request.stride)
-    write = functools.partial(
-        write_score_shards, output=str(request.output), threshold=threshold, fingerprints=fingerprints
-    )
+    write = functools.partial(write_score_shards, output=str(request.output), threshold=threshold)
     log_progress(run_shards(executor, todo, read, stages, write, config.ray.check_resources), len(todo), "scored")
 
 

@@ -42,16 +42,17 @@ def _jsonl(records: list[dict]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def write_score_shards(table: pa.Table, output: str, threshold: float, fingerprints: dict[int, str]) -> pa.Table:
+def write_score_shards(table: pa.Table, output: str, threshold: float) -> pa.Table:
     """Write every shard in ``table`` (one per block); returns one small stats row per shard."""
     by_shard: dict[int, list[dict]] = {}
     for row in table.to_pylist():
         by_shard.setdefault(int(row["shard"]), []).append(row)
-    stats = [_write_one(shard, rows, output, threshold, fingerprints) for shard, rows in sorted(by_shard.items())]
+    stats = [_write_one(shard, rows, output, threshold) for shard, rows in sorted(by_shard.items())]
     return pa.table({"shard": [s["shard"] for s in stats], "marker": [json.dumps(s) for s in stats]})
 
 
-def _write_one(shard: int, rows: list[dict], output: str, threshold: float, fingerprints: dict[int, str]) -> dict:
+def _write_one(shard: int, rows: list[dict], output: str, threshold: float) -> dict:
+    fingerprint = rows[0]["fingerprint"]  # the reader stamps every row of its shard
     rows = sorted((r for r in rows if r["row"] != EMPTY_SHARD_ROW), key=lambda r: r["row"])
     scored = [text_record(r, threshold) for r in rows if not r["reject"]]
     quarantine = [{"source": r["source"], "id": r["id"], "reason": r["reject"]} for r in rows if r["reject"]]
@@ -61,7 +62,7 @@ def _write_one(shard: int, rows: list[dict], output: str, threshold: float, fing
     p = [w["p"] for r in scored for w in r["words"]]
     stats = {
         "shard": shard,
-        "fingerprint": fingerprints.get(shard, ""),
+        "fingerprint": fingerprint,
         "counts": {
             "rows": len(rows),
             "scored_texts": len(scored),
