@@ -246,3 +246,12 @@ def test_a_rerun_skips_finished_shards_and_redoes_them_under_new_settings(causal
     assert [r["shards"]["processed_now"] for r in runs] == [2, 0, 2]
     assert runs[0]["scored_words"] == runs[1]["scored_words"] == runs[2]["scored_words"]
     assert runs[2]["threshold"] == 0.3
+
+
+@pytest.mark.parametrize("content", [b"{bad", b"\xff\xfe", b"[1, 2]", b'{"type": "forest"}'])
+def test_a_broken_detector_folder_is_a_one_line_error(tmp_path, capsys, content):
+    (tmp_path / "det").mkdir()
+    (tmp_path / "det" / "detector.json").write_bytes(content)
+    assert _run_cli(["--model", str(tmp_path / "det"), "--text", "a text", "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "detector.json" in err[0] and "Traceback" not in err[0]

@@ -32,11 +32,21 @@ def _model_config(model_dir: Path) -> HadesConfig:
     return config_from_dict(yaml.safe_load((model_dir / "config.resolved.yaml").read_text(encoding="utf-8")))
 
 
-def _detector_type(model_dir: Path) -> dict:
+def detector_type(model_dir: Path) -> dict:
+    """A detector folder's ``detector.json`` (its ``type``, ``mode`` ...); a missing, unreadable or foreign
+    one is a one-line error naming the file."""
+    from hades_ray.models.registry import CheckpointError
+
     path = Path(model_dir) / "detector.json"
     if not path.is_file():
-        raise FileNotFoundError(f"{model_dir} is not a detector folder (no detector.json)")
-    return json.loads(path.read_text(encoding="utf-8"))
+        raise FileNotFoundError(f"{model_dir} is not a detector folder (no detector.json); train one first")
+    try:
+        meta = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise CheckpointError(f"{path}: not a valid detector description ({error})") from None
+    if not isinstance(meta, dict) or meta.get("type") not in DETECTORS:
+        raise CheckpointError(f"{path}: field 'type': expected one of {', '.join(DETECTORS)}")
+    return meta
 
 
 def _linear_settings(config: HadesConfig, kind: str) -> dict:
@@ -161,7 +171,7 @@ def detector_stages(model_dir, config: HadesConfig, num_gpus: float = 0.0) -> li
     from hades_ray.pipeline.stage import Resources
 
     model_dir = Path(model_dir).resolve()
-    meta = _detector_type(model_dir)
+    meta = detector_type(model_dir)
     d = config.detect
     if meta["type"] == "transformer":
         from hades_ray.detect.scoring import SpanScoreStage

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from hades_ray.config import HadesConfig
+from hades_ray.detect.api import detector_type
 from hades_ray.detect.threshold import detector_threshold
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import log_progress, run_shards
@@ -81,8 +82,7 @@ def _read_file(max_chars: int, digest: str, shard: Shard) -> pa.Table:
 def run_score(request: ScoreRequest, config: HadesConfig) -> dict:
     """Score the request's texts into ``request.output``; returns the summary."""
     started = time.perf_counter()
-    if not (Path(request.model) / "detector.json").is_file():
-        raise FileNotFoundError(f"--model {request.model}: not a detector folder (no detector.json); train one first")
+    meta = detector_type(request.model)  # a missing or broken detector fails here, before any worker starts
     threshold = request.threshold if request.threshold is not None else detector_threshold(request.model)
     digest = settings_digest(request, threshold)
     in_memory = request.text is not None or request.input == "-"
@@ -106,7 +106,7 @@ def run_score(request: ScoreRequest, config: HadesConfig) -> dict:
         summary = merge_outputs(output, [s.index for s in shards])
         summary = {
             "detector": str(request.model),
-            "mode": _mode(request),
+            "mode": request.mode or meta.get("mode", "offline"),
             "words": request.words,
             "threshold": threshold,
             "threshold_from": "--threshold" if request.threshold is not None else "detector",
@@ -119,12 +119,6 @@ def run_score(request: ScoreRequest, config: HadesConfig) -> dict:
         if request.html:
             write_html(output, threshold, summary.get("scored_texts", 0))
         return summary
-
-
-def _mode(request: ScoreRequest) -> str:
-    if request.mode:
-        return request.mode
-    return json.loads((Path(request.model) / "detector.json").read_text(encoding="utf-8")).get("mode", "offline")
 
 
 def _run(todo, read, request: ScoreRequest, config, executor: str, threshold: float) -> None:

@@ -28,10 +28,10 @@ class WordScorer:
     def __init__(
         self, model_dir, mode: str | None = None, device: str = "cpu", forward_batch: int = 32, stride: int = 0
     ):
-        from hades_ray.detect.api import _detector_type, _model_config
+        from hades_ray.detect.api import _model_config, detector_type
 
         self.model_dir = Path(model_dir)
-        self.kind = _detector_type(self.model_dir)["type"]
+        self.kind = detector_type(self.model_dir)["type"]
         self.forward_batch, self.stride = forward_batch, stride
         if self.kind == "transformer":
             from hades_ray.detect.model import load_detector
