@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -88,17 +90,30 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def _write_local(path: Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+@contextmanager
+def atomic_path(path: str | Path, replace: bool = True) -> Iterator[Path]:
+    """A temporary local path beside ``path`` for the ``with`` block to write (streamed, or by a library
+    such as ``to_parquet`` or ``save_file``); on success it is fsynced and put in place, so readers see
+    either the old file or all of the new one. ``replace=False`` never overwrites: an existing ``path``
+    raises ``FileExistsError``. On any error the temporary file is removed and ``path`` is untouched.
+    """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")  # unique per writer: no two runs share one
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        yield tmp
+        with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)  # fails rather than overwrite
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
 
 
 def delete(path: str | Path) -> None:
@@ -125,23 +140,20 @@ def list_files(path: str | Path, suffixes: tuple[str, ...] = (), recursive: bool
 def concatenate(parts: list[str], target: str | Path) -> None:
     """Stream ``parts`` into ``target`` in order (bounded memory), then put it in place atomically."""
     fs, inner = resolve(target)
-    local = isinstance(fs, pafs.LocalFileSystem)
-    final = Path(inner)
-    tmp_inner = str(final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")) if local else inner
-    if local:
-        final.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with fs.open_output_stream(tmp_inner) as out:
-            for part in parts:
-                part_fs, part_inner = resolve(part)
-                with part_fs.open_input_stream(part_inner) as handle:
-                    while chunk := handle.read(_CHUNK):
-                        out.write(chunk)
-        if local:
-            os.replace(tmp_inner, final)
-    finally:
-        if local and os.path.exists(tmp_inner):
-            os.unlink(tmp_inner)
+    if isinstance(fs, pafs.LocalFileSystem):
+        with atomic_path(inner) as tmp, open(tmp, "wb") as out:
+            _copy_parts(parts, out)
+        return
+    with fs.open_output_stream(inner) as out:
+        _copy_parts(parts, out)
+
+
+def _copy_parts(parts: list[str], out) -> None:
+    for part in parts:
+        part_fs, part_inner = resolve(part)
+        with part_fs.open_input_stream(part_inner) as handle:
+            while chunk := handle.read(_CHUNK):
+                out.write(chunk)
 
 
 def iter_jsonl(path: str | Path):
