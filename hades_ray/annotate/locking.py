@@ -8,12 +8,12 @@ so a crashed import never leaves the round locked.
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from hades_ray.pipeline import storage
 
 LOCK_NAME = ".lock"
 
@@ -34,24 +34,14 @@ def round_lock(directory: str | Path) -> Iterator[Path]:
 def copy_new(source: str | Path, target: str | Path) -> Path:
     """Copy ``source`` to a new file ``target`` through a unique temporary name; never overwrites."""
     target = Path(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
+    with storage.atomic_path(target, replace=False) as tmp:
         shutil.copyfile(source, tmp)
-        os.link(tmp, target)
-    finally:
-        os.unlink(tmp)
     return target
 
 
 def write_new_text(text: str, target: str | Path) -> Path:
     """Write ``text`` to a new file ``target`` through a unique temporary name; never overwrites."""
     target = Path(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.link(tmp, target)
-    finally:
-        os.unlink(tmp)
+    with storage.atomic_path(target, replace=False) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return target

@@ -4,20 +4,22 @@ Saved as a plain folder: ``detector.json`` (backbone reference and head shape), 
 (the head and every backbone parameter that trained), and ``tokenizer/``. Loading rebuilds the
 backbone from its reference (at its pinned revision) with ``from_pretrained`` and lays the trained
 weights over it; the weights must hold exactly the parameters that trained, no more and no fewer.
-An export is written to a new folder first and renamed into place, ``detector.json`` last, so a reader
-never finds new weights under an old description, or half a file.
+An export stages the tokenizer and the weights first, removes ``detector.json``, renames them into place
+and writes ``detector.json`` last, so a reader never finds new weights under an old description, or
+half a file; a failed export before that leaves the old detector as it was.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from hades_ray.pipeline import storage
 
 FORMAT = "hades_ray.span_classifier/1"
 DETECTOR_JSON, WEIGHTS, TOKENIZER = "detector.json", "weights.safetensors", "tokenizer"
@@ -114,25 +116,24 @@ def export_detector(directory: str | Path, state: dict[str, torch.Tensor], setti
     directory.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".export-", dir=directory))
     try:
-        save_file(state, str(stage / WEIGHTS))
         tokenizer.save_pretrained(str(stage / TOKENIZER))
+        with storage.atomic_path(directory / WEIGHTS) as weights:
+            save_file(state, str(weights))
+            # Without detector.json the folder is no detector, so nothing reads it until the new one lands.
+            (directory / DETECTOR_JSON).unlink(missing_ok=True)
+        _swap_tokenizer(stage, directory)
         meta = {"format": FORMAT, "type": "transformer", **settings}
-        (stage / DETECTOR_JSON).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        _swap_in(stage, directory)
+        storage.write_text(directory / DETECTOR_JSON, json.dumps(meta, indent=2) + "\n")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return directory
 
 
-def _swap_in(stage: Path, directory: Path) -> None:
-    # Without detector.json the folder is no detector, so nothing reads it between the two renames.
-    (directory / DETECTOR_JSON).unlink(missing_ok=True)
-    os.replace(stage / WEIGHTS, directory / WEIGHTS)
+def _swap_tokenizer(stage: Path, directory: Path) -> None:
     old_tokenizer = directory / TOKENIZER
     if old_tokenizer.exists():
         old_tokenizer.rename(stage / "old-tokenizer")
     (stage / TOKENIZER).rename(old_tokenizer)
-    os.replace(stage / DETECTOR_JSON, directory / DETECTOR_JSON)
 
 
 def read_detector_json(directory: Path) -> dict:

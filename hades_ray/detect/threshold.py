@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from hades_ray.pipeline import storage
 
 DEFAULT_THRESHOLD = 0.5  # detectors trained before thresholds were stored: the argmax
 
@@ -44,10 +44,7 @@ def store_threshold(model_dir: str | Path, choice: dict) -> None:
     path = Path(model_dir) / "detector.json"
     meta = json.loads(path.read_text(encoding="utf-8"))
     meta["threshold"] = choice
-    handle, temp = tempfile.mkstemp(prefix=".detector-", dir=path.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(json.dumps(meta, indent=2) + "\n")
-    os.replace(temp, path)
+    storage.write_text(path, json.dumps(meta, indent=2) + "\n")
 
 
 def detector_threshold(model_dir: str | Path) -> float:

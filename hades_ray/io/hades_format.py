@@ -7,14 +7,13 @@ is ``[first, last]`` (inclusive) word indices of the span; ``hallucination`` is 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hades_ray.errors import UserError
+from hades_ray.pipeline import storage
 from hades_ray.io.lines import MAX_LINE_BYTES, LineError, decode_line, iter_raw_lines
 
 MARK = "==="
@@ -152,15 +151,8 @@ def write_instances(instances, path: str | Path) -> Path:
     The temporary file has a unique name, so two writers of the same path never mix their lines.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for item in instances:
-                record = item.to_json() if isinstance(item, Instance) else item
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with storage.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        for item in instances:
+            record = item.to_json() if isinstance(item, Instance) else item
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     return path

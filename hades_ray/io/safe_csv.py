@@ -10,11 +10,11 @@ judgments come back), so ids that would need it are refused where they enter the
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
+
+from hades_ray.pipeline import storage
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 CONTROL_STARTS = ("\t", "\r", "\n")
@@ -54,15 +54,9 @@ def write_guarded_csv(rows: Iterable[dict], path: str | Path, columns: list[str]
     ``FileExistsError``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=columns, quoting=csv.QUOTE_ALL, extrasaction="ignore")
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: guard_cell(row.get(k, "")) for k in columns})
-        os.link(tmp, path)  # fails rather than overwrite
-    finally:
-        os.unlink(tmp)
+    with storage.atomic_path(path, replace=False) as tmp, open(tmp, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, quoting=csv.QUOTE_ALL, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: guard_cell(row.get(k, "")) for k in columns})
     return path

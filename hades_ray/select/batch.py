@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hades_ray.io.hades_format import mark_span
+from hades_ray.pipeline import storage
 from hades_ray.select.workdir import original_words, pool_dir, pool_documents, pool_shards, read_pool_part
 
 
@@ -65,10 +66,8 @@ def write_batch(workdir, rows: list[dict], path: Path) -> None:
     for row in rows:
         docs_by_shard[row["shard"]].add(row["doc_id"])
     documents = pool_documents(workdir, docs_by_shard)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
+    with storage.atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as handle:
         for row in rows:
             text, start, end = display_original(row, documents)
             record = {**hades_record(row), "original_text": text, "original_start": start, "original_end": end}
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    tmp.replace(path)
