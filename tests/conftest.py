@@ -1,10 +1,15 @@
 """Shared fixtures: micro models under a private HADES_RAY_HOME, one local Ray cluster per session,
-and the ``../shared`` data (tests that need it skip where it is absent)."""
+the ``../shared`` data (tests that need it skip where it is absent) and a local S3 server (moto)."""
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -62,3 +67,50 @@ def ray_local(micro_home):
     ray = init_ray(num_cpus=2)
     yield ray
     ray.shutdown()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A moto S3 server on 127.0.0.1 with a bucket ``hades``; yields the AWS_* variables that reach it."""
+    import pyarrow.fs as pafs
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    previous = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    bucket_maker = pafs.S3FileSystem(
+        endpoint_override=f"127.0.0.1:{port}", scheme="http", region="us-east-1", allow_bucket_creation=True
+    )
+    bucket_maker.create_dir("hades")
+    yield env
+    os.killpg(server.pid, signal.SIGTERM)
+    server.wait(timeout=30)
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.ray
 
@@ -120,7 +120,7 @@ def test_job_submitted_through_the_jobs_api(micro_home, shared_data, tmp_path):
 
 def test_job_finishes_every_row_once_after_losing_a_node(micro_home, shared_data, tmp_path):
     output = tmp_path / "out"
-    script = ROOT / "tests" / "scripts" / "node_removal.py"
+    script = Path(__file__).parent / "node_removal.py"
     done = subprocess.run(
         [sys.executable, str(script), str(_input(shared_data, tmp_path, 24)), str(output)],
         env=_env(micro_home),

@@ -15,7 +15,7 @@ import yaml
 
 from hades_ray.config import load_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RAYJOB = ROOT / "cluster" / "rayjob-perturb.yaml"
 LAUNCHER = ROOT / "cluster" / "gpu-cluster.yaml"
 KUBERAY_SCHEMA = ROOT.parent / "shared" / "data" / "kuberay" / "rayjob-v1.schema.json"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import zlib
 from pathlib import Path
 
@@ -15,9 +14,7 @@ import pytest
 
 from hades_ray.config import load_config
 from hades_ray.pipeline.stage import Resources, Stage
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_select_fakes import build_pool
+from tests.select.fake_pool import build_pool
 
 
 def _config(*overrides):

@@ -2,15 +2,12 @@
 simulated judges, the dataset build and the CLI's guards."""
 
 import json
-import sys
 
 import pandas as pd
 import pytest
 
 from hades_ray.config import load_config
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-from test_select_fakes import build_pool
+from tests.select.fake_pool import build_pool
 
 
 KEEPS = ["keep_threshold", "keep_paraphrase", "keep_swap", "keep_rebalance"]

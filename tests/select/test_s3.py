@@ -1,21 +1,17 @@
 """Selection on a pool that lives on an object store (a local S3-compatible server, moto, on 127.0.0.1)."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from hades_ray.config import load_config
 from hades_ray.pipeline import storage
+from tests.select.fake_pool import build_pool
 
 pytest.importorskip("moto")
-sys.path.insert(0, str(Path(__file__).parent))
-from test_s3 import s3  # noqa: E402,F401  (the moto server fixture)
-from test_select_fakes import build_pool  # noqa: E402
 
 
-def test_round_reads_a_pool_on_s3(micro_home, s3, tmp_path):  # noqa: F811
+def test_round_reads_a_pool_on_s3(micro_home, s3, tmp_path):
     from hades_ray.select.round import run_round
 
     local = build_pool(tmp_path / "pool", n_docs=6, docs_per_shard=4, unfinished=True)
