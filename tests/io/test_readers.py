@@ -1,5 +1,5 @@
 """Input planning and reading without Ray: shards are exact row ranges, every bad row gets a reason,
-unreadable inputs are one clear error; storage writes are atomic and the lock excludes a second run."""
+unreadable inputs are one clear error."""
 
 import json
 import random
@@ -10,11 +10,6 @@ import pytest
 
 from hades_ray.cli import main
 from hades_ray.io.readers import MAX_LINE_BYTES, InputError, plan_shards, read_shard
-from hades_ray.pipeline import storage
-from hades_ray.pipeline.errors import OutputLockedError, ResourceError
-from hades_ray.pipeline.executor import check_resources
-from hades_ray.pipeline.lock import OutputLock
-from hades_ray.pipeline.stage import Resources, Stage
 
 GOOD = {"id": "ok", "text": "A fine first paragraph."}
 
@@ -97,50 +92,3 @@ def test_sample_keeps_about_n_rows_and_widens_shards(tmp_path):
         for r in read_shard(s).to_pylist()
     ]
     assert sorted(again) == sorted(kept)  # the sample is per row: shard size does not change it
-
-
-def test_atomic_writes_leave_no_temp_files(tmp_path):
-    storage.write_text(tmp_path / "a" / "b.json", "{}")
-    storage.concatenate([str(tmp_path / "a" / "b.json")] * 3, tmp_path / "c.txt")
-    assert (tmp_path / "c.txt").read_text() == "{}{}{}"
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b.json", "c.txt"]
-
-
-def test_a_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path):
-    target = tmp_path / "out.jsonl"
-    storage.write_text(target, "old\n")
-    with pytest.raises(RuntimeError), storage.atomic_path(target) as tmp:
-        tmp.write_text("half a new fi")
-        raise RuntimeError("the writer died")
-    assert target.read_text() == "old\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
-
-
-def test_a_write_that_must_not_overwrite_refuses_an_existing_file(tmp_path):
-    target = tmp_path / "judgments.csv"
-    with storage.atomic_path(target, replace=False) as tmp:
-        tmp.write_text("first")
-    with pytest.raises(FileExistsError), storage.atomic_path(target, replace=False) as tmp:
-        tmp.write_text("second")
-    assert target.read_text() == "first" and [p.name for p in tmp_path.iterdir()] == ["judgments.csv"]
-
-
-def test_lock_excludes_a_second_holder(tmp_path):
-    with OutputLock(tmp_path):
-        with pytest.raises(OutputLockedError, match="another run"):
-            OutputLock(tmp_path).acquire()
-    with OutputLock(tmp_path):
-        pass  # released: free again
-
-
-class _GpuStage(Stage):
-    name = "replace"
-
-
-def test_resource_check_names_the_stage_and_what_is_missing():
-    cpu_node = [{"Alive": True, "Resources": {"CPU": 2.0}}]
-    with pytest.raises(ResourceError, match="'replace' needs 1 CPU \\+ 1 GPU"):
-        check_resources([_GpuStage(Resources(num_cpus=1, num_gpus=1))], cpu_node)
-    with pytest.raises(ResourceError, match="3.25 CPU"):
-        check_resources([_GpuStage(Resources(num_cpus=1, min_actors=3))], cpu_node)
-    check_resources([_GpuStage(Resources(num_cpus=0.5, min_actors=2))], cpu_node)

@@ -1,0 +1,41 @@
+"""Storage writes are atomic and the output lock excludes a second run."""
+
+import pytest
+
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.errors import OutputLockedError
+from hades_ray.pipeline.lock import OutputLock
+
+
+def test_atomic_writes_leave_no_temp_files(tmp_path):
+    storage.write_text(tmp_path / "a" / "b.json", "{}")
+    storage.concatenate([str(tmp_path / "a" / "b.json")] * 3, tmp_path / "c.txt")
+    assert (tmp_path / "c.txt").read_text() == "{}{}{}"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b.json", "c.txt"]
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path):
+    target = tmp_path / "out.jsonl"
+    storage.write_text(target, "old\n")
+    with pytest.raises(RuntimeError), storage.atomic_path(target) as tmp:
+        tmp.write_text("half a new fi")
+        raise RuntimeError("the writer died")
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+
+
+def test_a_write_that_must_not_overwrite_refuses_an_existing_file(tmp_path):
+    target = tmp_path / "judgments.csv"
+    with storage.atomic_path(target, replace=False) as tmp:
+        tmp.write_text("first")
+    with pytest.raises(FileExistsError), storage.atomic_path(target, replace=False) as tmp:
+        tmp.write_text("second")
+    assert target.read_text() == "first" and [p.name for p in tmp_path.iterdir()] == ["judgments.csv"]
+
+
+def test_lock_excludes_a_second_holder(tmp_path):
+    with OutputLock(tmp_path):
+        with pytest.raises(OutputLockedError, match="another run"):
+            OutputLock(tmp_path).acquire()
+    with OutputLock(tmp_path):
+        pass  # released: free again
