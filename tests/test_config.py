@@ -97,6 +97,14 @@ def test_bad_config_file_is_one_clear_error(tmp_path, name, data, expected):
 
 
 def test_the_tables_cover_the_issue_and_count(capsys):
+    value_names, file_names = [b[0] for b in BAD_VALUES], [b[0] for b in BAD_FILES]
+    assert len(set(value_names)) == len(value_names) and len(set(file_names)) == len(file_names)
+    # Every kind of bad value: non-finite, out of range, wrong type, unknown key or name, bad model reference.
+    assert {"infinite temperature", "NaN ratio", "ratio above 1", "fractional seed"} <= set(value_names)
+    assert {"boolean as int", "unknown key", "unknown preset", "local: outside home"} <= set(value_names)
+    # Every kind of bad file: bytes, structure, and the resource bombs.
+    assert {"invalid UTF-8", "not a mapping", "deeply nested", "alias bomb", "too large"} <= set(file_names)
+    assert len(BAD_VALUES) >= 30 and len(BAD_FILES) >= 7
     with capsys.disabled():
         print(f"\nconfig: {len(BAD_VALUES)} bad values, {len(BAD_FILES)} bad files")
 

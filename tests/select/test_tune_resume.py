@@ -32,7 +32,13 @@ def sweep(tmp_path):
 
 
 def test_a_recorded_unchanged_sweep_may_resume(sweep):
-    check_resumable(sweep, sweep / EXPERIMENT)
+    from ray import tune
+
+    experiment = sweep / EXPERIMENT
+    check_resumable(sweep, experiment)  # no ResumeRefused
+    assert tune.Tuner.can_restore(str(experiment))  # and what --resume goes on to restore is a sweep Ray continues
+    (experiment / "tuner.pkl").chmod(0o664)  # writable by the user's own group only (umask 002): still theirs
+    check_resumable(sweep, experiment)
 
 
 def test_an_unrecorded_sweep_is_refused(sweep, tmp_path):
