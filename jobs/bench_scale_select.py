@@ -4,7 +4,7 @@
 
 Each pool is written in the perturbation job's layout (``instances/part-NNNNN.parquet`` + markers), with
 its features stored in advance (spaCy over a million windows does not fit these 2 cores; the features
-job itself is tested in tests/test_select_pool.py). Round 0 samples 400; simulated judges label them;
+job itself is tested in tests/select/test_pool.py). Round 0 samples 400; simulated judges label them;
 round 1 trains a micro detector (the micro BERT of ``hades_ray/models/micro.py``, one epoch, head only)
 on Ray Train, scores the whole pool and selects 2,000. Every round runs in its own process, which is
 the driver, so its peak RSS is the driver's alone (Ray's workers are other processes).

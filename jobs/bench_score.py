@@ -7,7 +7,7 @@ its own):
   on them);
 - encoder offline and online (MiniLM, the local detector backbone): the per-word windows of all texts
   batched in equal-length groups vs one forward per word.
-Detector heads are random: scores are not the point here, speed is (tests/test_score.py checks that
+Detector heads are random: scores are not the point here, speed is (tests/score/test_score.py checks that
 the fast paths give the per-word views' scores).
 
     .venv/bin/python jobs/bench_score.py [--texts 12] [--naive-texts 4]

@@ -6,7 +6,7 @@ boundaries and the kept words are tokenized again, which works for any tokenizer
 SentencePiece) without rebuilding special tokens by hand.
 
 Online mode keeps only the span and the words before it: nothing after the span reaches the model,
-so its score cannot depend on it (tests/test_detect_spans.py checks this bit for bit).
+so its score cannot depend on it (tests/detect/test_spans.py checks this bit for bit).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ attention mask (as padding does), the row feeds a masked pad while it waits, and
 drawn from the distribution stored when the word began. Position ids skip those holes, so the text
 after a replacement sits where it would without the rejected word. With nothing flagged every
 forward pass, processor and ``torch.multinomial`` call is the one ``generate`` makes, so the tokens
-are the same (tests/test_guard.py checks this). Processors that read the history (a repetition penalty,
+are the same (tests/guard/test_guard.py checks this). Processors that read the history (a repetition penalty,
 when the model's generation config sets one) also see the rejected tokens still in ``input_ids``.
 """
 

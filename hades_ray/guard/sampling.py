@@ -3,7 +3,7 @@
 The guard keeps the generator's own settings: the model's ``generation_config`` with sampling on and
 only the values a user gives (temperature, top-k, top-p, new tokens) changed. The guarded loop builds
 its logits processors from the same config with the same function ``generate`` uses, so that with
-nothing flagged it draws exactly the tokens ``generate`` draws (tests/test_guard.py checks this).
+nothing flagged it draws exactly the tokens ``generate`` draws (tests/guard/test_guard.py checks this).
 """
 
 from __future__ import annotations

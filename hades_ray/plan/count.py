@@ -8,7 +8,7 @@ functions ``fill_masks`` and ``perplexities`` follow, so the MLM counts are exac
 
 RANK scores candidate texts that only exist after REPLACE; without running the masked LM, each
 candidate is counted at its original text's causal-LM length (a candidate differs from it only in
-its replaced spans). ``tests/test_plan.py`` checks the MLM counts exactly against a real run and
+its replaced spans). ``tests/plan/test_plan.py`` checks the MLM counts exactly against a real run and
 this one approximation against the real candidates.
 """
 
