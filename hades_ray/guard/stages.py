@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 
 from hades_ray.guard.sampling import Sampling
-from hades_ray.perturb.seeding import stable_key
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
+from hades_ray.text.seeding import stable_key
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hades_ray.config import MaskConfig
-from hades_ray.perturb.seeding import candidate_rng
+from hades_ray.text.seeding import candidate_rng
 
 MASK_STREAM = 0
 
