@@ -22,10 +22,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from hades_ray.io.demo_corpus import DEMO_INPUT, read_demo_records
-from hades_ray.perturb.segment import first_paragraph
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard
 from hades_ray.text.seeding import stable_key
+from hades_ray.text.segment import first_paragraph
 
 SUFFIXES = (".jsonl", ".json", ".parquet")
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer JSONL line is quarantined unread: no first paragraph is that long

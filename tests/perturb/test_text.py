@@ -8,8 +8,9 @@ from hades_ray.config import MaskConfig, ReadConfig
 from hades_ray.io.hades_format import parse_instance
 from hades_ray.io.readers import InputError, plan_shards, read_shard
 from hades_ray.perturb.mask import align_units, choose_spans, spans_to_mask
-from hades_ray.perturb.segment import first_paragraph, reject_reason
+from hades_ray.perturb.reject import reject_reason
 from hades_ray.perturb.spans import apply_replacements, hades_instances, words_with_span_indices
+from hades_ray.text.segment import first_paragraph
 
 TEXT = (
     "Marie Curie was a physicist. She was born in Warsaw in 1867. "

@@ -1,4 +1,4 @@
-"""Text checks that need no model: Wiki-40B first paragraphs and the reasons a text is refused."""
+"""The reasons a text is refused before any model runs (too long, markup, not prose, not English)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import re
 
 from hades_ray.config import ReadConfig
 
-_WIKI40B_BLOCK = re.compile(r"_START_(?:ARTICLE|SECTION|PARAGRAPH)_")
 _HTML = re.compile(r"<\s*(script|style|iframe|/?[a-zA-Z][a-zA-Z0-9]*(\s[^<>]*)?/?)\s*>|&lt;\s*script", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 # A small closed list suffices to tell English prose from other languages; masking uses NLTK's list
@@ -59,16 +58,6 @@ _ENGLISH_FUNCTION_WORDS = frozenset(
         "other",
     ]
 )
-
-
-def first_paragraph(text: str) -> str:
-    """The first paragraph: Wiki-40B's first ``_START_PARAGRAPH_`` block up to ``_NEWLINE_``, else the
-    text up to its first blank line."""
-    if "_START_PARAGRAPH_" in text:
-        after = text.split("_START_PARAGRAPH_", 1)[1]
-        block = _WIKI40B_BLOCK.split(after, 1)[0]
-        return block.split("_NEWLINE_", 1)[0].strip()
-    return re.split(r"\n\s*\n", text.strip(), maxsplit=1)[0].strip() if text.strip() else ""
 
 
 def reject_reason(text: str, config: ReadConfig) -> str:
