@@ -494,8 +494,8 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     note = _models_note()
     from hades_ray.config import load_config
-    from hades_ray.perturb.annotate import load_spacy
     from hades_ray.ray_runtime import init_ray
+    from hades_ray.text.nlp import load_spacy
 
     config = load_config(
         overrides=[

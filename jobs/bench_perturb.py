@@ -37,8 +37,8 @@ def _prepared_rows(config, docs: int) -> list[dict]:
 
     from hades_ray.io.readers import plan_shards, read_shard
     from hades_ray.models.registry import resolve_model
-    from hades_ray.perturb.annotate import load_spacy
     from hades_ray.perturb.steps import prepare_rows
+    from hades_ray.text.nlp import load_spacy
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(config.models.mlm))
     nlp = load_spacy(config.spacy_model)

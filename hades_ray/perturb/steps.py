@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from hades_ray.config import HadesConfig
-from hades_ray.perturb.annotate import mask_units, stop_words
 from hades_ray.perturb.mask import align_units, choose_spans, tokenize_for_mask
+from hades_ray.perturb.mask_units import mask_units
 from hades_ray.perturb.rank import encode_for_perplexity, perplexities
 from hades_ray.perturb.reject import reject_reason
 from hades_ray.perturb.replace import MaskedSequence, fill_masks
 from hades_ray.perturb.spans import apply_replacements, decode_replacement
 from hades_ray.text.seeding import candidate_rng
+from hades_ray.text.stopwords import stop_words
 
 REPLACE_STREAM = 1
 

@@ -22,8 +22,9 @@ from hades_ray.config import HadesConfig
 from hades_ray.io.readers import plan_shards, read_shard
 from hades_ray.models.registry import load_tokenizer
 from hades_ray.perturb import rank, replace, steps
-from hades_ray.perturb.annotate import load_spacy, stop_words
 from hades_ray.perturb.rank import encode_for_perplexity
+from hades_ray.text.nlp import load_spacy
+from hades_ray.text.stopwords import stop_words
 
 
 @dataclass

@@ -131,7 +131,7 @@ def measure_stages(config, tokenizers, counts, models: str, device: str, budget_
     """Both model stages' tokens/s with ``models`` ("configured" or "paper-sized") on ``device``;
     ``counts`` must come from ``count_sample(..., keep_groups=True)``."""
     from hades_ray.models.registry import load_causal_lm, load_masked_lm, resolve_dtype
-    from hades_ray.perturb.annotate import stop_words
+    from hades_ray.text.stopwords import stop_words
 
     perturb = config.perturb
     mlm_dtype, lm_dtype = resolve_dtype(perturb.replace.dtype, device), resolve_dtype(perturb.rank.dtype, device)

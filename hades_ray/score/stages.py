@@ -42,7 +42,7 @@ class TargetsStage(Stage):
     def setup(self) -> None:
         self.nlp = None
         if self.words == "content":
-            from hades_ray.perturb.annotate import load_spacy
+            from hades_ray.text.nlp import load_spacy
 
             self.nlp = load_spacy(self.spacy_model)
 

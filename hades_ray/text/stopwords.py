@@ -36,3 +36,9 @@ def english_stop_words(source: str = "nltk") -> frozenset[str]:
 
         return frozenset(w.lower() for w in STOP_WORDS)
     raise ValueError(f"unknown stop-word list {source!r}; choose one of {', '.join(SOURCES)}")
+
+
+def stop_words(source: str = "auto") -> frozenset[str]:
+    """The ``perturb.mask.stopwords`` list: ``auto`` and ``nltk`` mean NLTK's 179 words (the paper's,
+    kept above), ``spacy`` spaCy's 326."""
+    return english_stop_words("nltk" if source == "auto" else source)

@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from hades_ray.config import load_config
-from hades_ray.perturb.annotate import load_spacy, mask_units, stop_words
 from hades_ray.perturb.artifacts import ARTIFACT_KINDS, artifact_summary, count_artifacts, pool_rows, span_artifacts
 from hades_ray.perturb.mask import align_units, choose_spans, tokenize_for_mask
+from hades_ray.perturb.mask_units import mask_units
 from hades_ray.perturb.replace import MaskedSequence, fill_masks, vocabulary_bans
-from hades_ray.perturb.steps import candidate_text
 from hades_ray.perturb.spans import decode_replacement
-from hades_ray.text.stopwords import english_stop_words
+from hades_ray.perturb.steps import candidate_text
+from hades_ray.text.nlp import load_spacy
+from hades_ray.text.stopwords import english_stop_words, stop_words
 
 
 def _leads(shared_data, count: int) -> list[dict]:

@@ -5,10 +5,11 @@ import pytest
 import torch
 
 from hades_ray.config import ReplaceConfig, load_config
-from hades_ray.perturb.annotate import load_spacy, stop_words
 from hades_ray.perturb.rank import encode_for_perplexity, most_fluent, perplexities
 from hades_ray.perturb.replace import MaskedSequence, choose_tokens, fill_masks, vocabulary_bans
 from hades_ray.perturb.steps import assemble_rows, prepare_rows, rank_rows, replace_rows
+from hades_ray.text.nlp import load_spacy
+from hades_ray.text.stopwords import stop_words
 
 TEXT = (
     "Marie Curie was a physicist and chemist. She was born in Warsaw in 1867. "

