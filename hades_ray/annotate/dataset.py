@@ -11,7 +11,7 @@ import pandas as pd
 from hades_ray.annotate.labels import consensus_items
 from hades_ray.config import save_config
 from hades_ray.io.hades_format import write_instances
-from hades_ray.select.workdir import write_json_atomic
+from hades_ray.pipeline.storage import write_json_atomic
 
 SPLITS = ("train", "valid", "test")
 HADES_KEYS = ("replaced", "replaced_ids", "hallucination", "id", "doc_id", "original_span", "replacement", "round")

@@ -18,7 +18,7 @@ from hades_ray.annotate.judgments import JudgmentError, batch_items, load_judgme
 from hades_ray.annotate.locking import round_lock, write_new_text
 from hades_ray.io.hades_format import parse_instance
 from hades_ray.io.safe_csv import guard_cell, unsafe_id_reason, write_guarded_csv
-from hades_ray.select.workdir import round_dir
+from hades_ray.workdir import round_dir
 
 LABEL_CONFIG = """<View>
   <Header value="Original text"/>

@@ -18,7 +18,7 @@ import pandas as pd
 from hades_ray.annotate.locking import copy_new, round_lock
 from hades_ray.annotate.parsers import JudgmentError, parse_csv, parse_label_studio
 from hades_ray.io.safe_csv import unsafe_id_reason, write_guarded_csv
-from hades_ray.select.workdir import round_dir
+from hades_ray.workdir import round_dir
 
 __all__ = ["JudgmentError", "batch_items", "import_judgments", "load_judgments", "next_import_number"]
 COLUMNS = ["item_id", "judge_id", "label", "where", "simulated"]

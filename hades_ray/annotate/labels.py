@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hades_ray.annotate.consensus import agreement_report, item_table
 from hades_ray.annotate.judgments import batch_items, load_judgments
-from hades_ray.select.workdir import existing_rounds
+from hades_ray.workdir import existing_rounds
 
 
 def round_labels(config, workdir: str | Path, round_index: int) -> tuple[list[dict], dict]:

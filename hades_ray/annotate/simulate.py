@@ -14,7 +14,7 @@ import pandas as pd
 from hades_ray.annotate.consensus import item_table
 from hades_ray.annotate.judgments import batch_items, import_locked, load_judgments, next_import_number
 from hades_ray.annotate.locking import round_lock
-from hades_ray.select.workdir import round_dir
+from hades_ray.workdir import round_dir
 
 
 def simulated_truth(features: pd.DataFrame, similarity_cut: float) -> pd.Series:

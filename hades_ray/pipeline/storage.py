@@ -8,13 +8,17 @@ single PUT is already all-or-nothing, so the object is written under its final k
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 _CHUNK = 8 * 1024 * 1024
 
@@ -169,3 +173,34 @@ def iter_jsonl(path: str | Path):
             yield from (json.loads(line) for line in lines if line.strip())
         if buffer.strip():
             yield json.loads(buffer)
+
+
+def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
+    """A Parquet file (or some of its columns) from a local path or an object store."""
+    fs, inner = resolve(path)
+    return pq.read_table(inner, columns=columns, filesystem=fs)
+
+
+def write_table(path: str, table: pa.Table) -> None:
+    """A Parquet file written atomically, to a local path or an object store."""
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    write_bytes(path, buffer.getvalue())
+
+
+def write_json_atomic(path: str | Path, data) -> Path:
+    """Indented UTF-8 JSON (numpy values as plain numbers) put in place by a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _jsonable(value):
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serializable: {type(value)}")

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from hades_ray.io.hades_format import mark_span
 from hades_ray.pipeline import storage
-from hades_ray.select.workdir import original_words, pool_dir, pool_documents, pool_shards, read_pool_part
+from hades_ray.workdir import original_words, pool_dir, pool_documents, pool_shards, read_pool_part
 
 
 def hades_record(row, label: int = -1) -> dict:

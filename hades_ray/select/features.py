@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
-from hades_ray.select.workdir import original_words
+from hades_ray.workdir import original_words
 
 FEATURE_SCHEMA = pa.schema(
     [

@@ -19,7 +19,7 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import run_in_process, run_on_ray
 from hades_ray.pipeline.shards import Shard, part_name
 from hades_ray.pipeline.stage import Stage
-from hades_ray.select.workdir import write_table
+from hades_ray.pipeline.storage import write_table
 
 EXECUTORS = ("ray", "local")
 # Markers of derived outputs live in ``_markers/``: Parquet dataset readers (pyarrow, pandas, Ray Data)

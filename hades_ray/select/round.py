@@ -27,7 +27,8 @@ from hades_ray.select.detector import train_round_detector
 from hades_ray.select.feature_job import ensure_features
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.scores import detector_token, histogram_total, score_pool
-from hades_ray.select.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool, write_json_atomic
+from hades_ray.pipeline.storage import write_json_atomic
+from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
 COUNT_ORDER = (

@@ -35,7 +35,7 @@ from hades_ray.select.passes import (
     write_empty_part,
     write_part,
 )
-from hades_ray.select.workdir import pool_dir, pool_shards, read_pool_part, round_dir
+from hades_ray.workdir import pool_dir, pool_shards, read_pool_part, round_dir
 
 log = logging.getLogger(__name__)
 SCORE_SCHEMA = pa.schema([("id", pa.string()), ("p_hallucination", pa.float64()), ("pred", pa.int8())])

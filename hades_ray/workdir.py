@@ -14,15 +14,11 @@ its marker may be half written); the merged ``instances.jsonl`` is for people an
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import os
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard, part_name, read_markers
@@ -51,7 +47,7 @@ def set_pool(workdir: str | Path, pool: str | Path) -> None:
         if recorded != pool:
             raise FileExistsError(f"{workdir} already uses the pool {recorded}; not switching to {pool}")
         return
-    write_json_atomic(path, {"pool": pool})
+    storage.write_json_atomic(path, {"pool": pool})
 
 
 def pool_dir(workdir: str | Path) -> str:
@@ -80,21 +76,9 @@ def pool_shards(pool: str) -> list[Shard]:
     return shards
 
 
-def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
-    fs, inner = storage.resolve(path)
-    return pq.read_table(inner, columns=columns, filesystem=fs)
-
-
-def write_table(path: str, table: pa.Table) -> None:
-    """A Parquet file written atomically, to a local path or an object store."""
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer)
-    storage.write_bytes(path, buffer.getvalue())
-
-
 def read_pool_part(shard: Shard, columns: tuple[str, ...] = POOL_COLUMNS) -> pa.Table:
     """One pool shard's instances (in the shard's own row order)."""
-    return read_parquet(shard.source, list(columns))
+    return storage.read_parquet(shard.source, list(columns))
 
 
 def original_words(row) -> list[str]:
@@ -111,34 +95,8 @@ def pool_documents(workdir: str | Path, doc_ids_by_shard: dict[int, set[str]]) -
         path = storage.join(pool, "pool", f"{part_name(index)}.parquet")
         if not storage.exists(path):
             continue
-        table = read_parquet(path, ["doc_id", "original", "spans"])
+        table = storage.read_parquet(path, ["doc_id", "original", "spans"])
         wanted = pc.is_in(table.column("doc_id"), value_set=pa.array(sorted(doc_ids), pa.string()))
         for row in table.filter(wanted).to_pylist():
             out[str(row["doc_id"])] = {"original": row["original"], "spans": row["spans"]}
     return out
-
-
-def write_json_atomic(path: str | Path, data) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
-
-
-def write_parquet_atomic(frame: pd.DataFrame, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-    return path
-
-
-def _jsonable(value):
-    if hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"not JSON serializable: {type(value)}")
