@@ -90,10 +90,11 @@ def setup_new(size: int, workdir: Path) -> None:
     from hades_ray.config import load_config
     from hades_ray.perturb.writer import INSTANCE_SCHEMA
     from hades_ray.pipeline.shards import part_name, write_marker
+    from hades_ray.pipeline.storage import write_table
     from hades_ray.select.feature_job import FEATURE_SCHEMA, features_digest, features_dir
     from hades_ray.select.passes import part_path
     from hades_ray.select.passes import write_marker as write_feature_marker
-    from hades_ray.select.workdir import marker_digest, write_table
+    from hades_ray.workdir import marker_digest
 
     digest = features_digest(load_config(overrides=OVERRIDES))
     pool = workdir / "pool"

@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     from hades_ray.perturb.runner import run_perturb
     from hades_ray.select.cli import print_round
     from hades_ray.select.round import run_round
-    from hades_ray.select.workdir import existing_rounds
+    from hades_ray.workdir import existing_rounds
 
     began = time.perf_counter()
     workdir = Path(args.workdir)
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     init_ray(config.ray.address, config.ray.num_cpus)
     run_perturb(config, "demo", workdir / "pool", limit=args.docs)  # finished shards are skipped
     print(f"pool ready after {time.perf_counter() - began:.0f} s")
-    from hades_ray.select.features import compute_features
+    from hades_ray.select.feature_job import compute_features
 
     similarity = compute_features(config, workdir, columns=["similarity"])["similarity"].astype(float)
     if args.simulated_n_share > 0:

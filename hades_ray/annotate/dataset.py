@@ -80,7 +80,7 @@ def stats_markdown(stats: dict) -> str:
 
 def build_dataset(config, workdir: str | Path, output: str | Path) -> dict:
     """Write train/valid/test.txt, stats.json and stats.md of every consensus item in the work directory."""
-    from hades_ray.select.features import compute_features
+    from hades_ray.select.feature_job import compute_features
 
     output = Path(output)
     records = consensus_items(config, workdir)

@@ -65,7 +65,7 @@ def simulate_judgments(
     config, workdir, round_index: int, judges: int | None = None, noise: float | None = None
 ) -> dict:
     """Ask the simulated panel for every judgment the next export would request; store it as an import."""
-    from hades_ray.select.features import compute_features
+    from hades_ray.select.feature_job import compute_features
 
     cfg = config.annotate
     if judges:  # the first panel's size; the consensus rule scales with it (see consensus.py)

@@ -19,12 +19,12 @@ import pyarrow as pa
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard
 from hades_ray.pipeline.stage import Resources
+from hades_ray.pipeline.storage import read_parquet
 from hades_ray.select import filters
 from hades_ray.select.decide import DECISIONS, DecideStage, Rule, shard_counts
 from hades_ray.select.feature_job import FEATURE_SCHEMA, features_digest
 from hades_ray.select.passes import part_path, per_shard, run_pass, write_empty_part, write_part
 from hades_ray.select.scores import SCORE_SCHEMA, read_with_features, scores_dir
-from hades_ray.pipeline.storage import read_parquet
 from hades_ray.workdir import round_dir
 
 POOL_PART = ("id", "doc_id", "start", "end", "replacement", "original_span")

@@ -21,10 +21,10 @@ import pyarrow.compute as pc
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.shards import Shard
+from hades_ray.pipeline.storage import read_parquet
 from hades_ray.select.features import FEATURE_SCHEMA, feature_stages
 from hades_ray.select.passes import part_path, per_shard, run_pass, todo_shards, with_shard_columns, write_empty_part
 from hades_ray.select.passes import write_part as _write_part
-from hades_ray.pipeline.storage import read_parquet
 from hades_ray.workdir import pool_dir, pool_shards, read_pool_part
 
 log = logging.getLogger(__name__)

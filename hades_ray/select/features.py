@@ -174,11 +174,3 @@ def feature_stages(config) -> list[Stage]:
         SimilarityStage(similarity, config.models.encoder, sel.pooling_for(config.models.encoder)),
         LinguisticsStage(linguistics, config.spacy_model),
     ]
-
-
-def compute_features(config, workdir, force: bool = False, ids=None, executor: str = "ray", columns=None):
-    """The stored features of ``ids`` (default: the whole pool), computed first where missing (see
-    ``hades_ray/select/feature_job.py``; kept here for the callers that import it from this module)."""
-    from hades_ray.select.feature_job import compute_features as compute
-
-    return compute(config, workdir, force=force, ids=ids, executor=executor, columns=columns)

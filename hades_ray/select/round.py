@@ -19,6 +19,7 @@ from pathlib import Path
 
 from hades_ray.config import save_config
 from hades_ray.pipeline.lock import OutputLock
+from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.select import filters
 from hades_ray.select.batch import chosen_rows, write_batch
 from hades_ray.select.candidates import merge, select_pass
@@ -27,7 +28,6 @@ from hades_ray.select.detector import train_round_detector
 from hades_ray.select.feature_job import ensure_features
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.scores import detector_token, histogram_total, score_pool
-from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ import logging
 from pathlib import Path
 
 from hades_ray.config import _set_dotted, config_from_dict, save_config, validate
-from hades_ray.select.tune_record import check_resumable, record_sweep
 from hades_ray.pipeline.storage import write_json_atomic
+from hades_ray.select.tune_record import check_resumable, record_sweep
 
 log = logging.getLogger(__name__)
 EXPERIMENT = "tune_detector"

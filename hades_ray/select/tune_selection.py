@@ -13,9 +13,9 @@ import shutil
 
 import pandas as pd
 
+from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.select import filters
 from hades_ray.select.ratio import explain_ratio
-from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.workdir import round_dir
 
 
