@@ -1,4 +1,4 @@
-"""Judges: exporting items for crowd-sourcing or Label Studio, importing judgments, consensus, the dataset."""
+"""Judges: exporting items for crowd-sourcing or Label Studio, importing judgments, consensus labels."""
 
 from hades_ray.annotate.consensus import agreement_report, item_status, krippendorff_alpha
 
