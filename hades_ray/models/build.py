@@ -11,62 +11,17 @@ import json
 import logging
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
+from hades_ray.models.evaluate import evaluate_models
+from hades_ray.models.kit import INFO_FILE, MODEL_NAMES, KitConfig, is_built, kit_config, models_root
 from hades_ray.models.train_gpt2 import Gpt2TrainConfig
 from hades_ray.models.train_mlm import MlmTrainConfig
 
 log = logging.getLogger(__name__)
 
-MODEL_NAMES = ("mlm", "gpt2")
-INFO_FILE = "build_info.json"
 NUM_THREADS = 2
-
-
-@dataclass
-class KitConfig:
-    """Everything a build depends on; stored (resolved) in each model's ``build_info.json``."""
-
-    mlm: MlmTrainConfig = field(default_factory=MlmTrainConfig)
-    gpt2: Gpt2TrainConfig = field(default_factory=Gpt2TrainConfig)
-    heldout_fraction: float = 0.1
-    mlm_eval_texts: int = 150
-    gpt2_pairs: int = 200
-    baseline: bool = False  # also score MiniLM with an untrained head (``models evaluate`` does)
-    seed: int = 0
-
-
-def kit_config(
-    seed: int = 0,
-    mlm_minutes: float | None = None,
-    gpt2_minutes: float | None = None,
-    mlm_steps: int | None = None,
-    gpt2_steps: int | None = None,
-) -> KitConfig:
-    """The default kit (fixed steps, no time box) with the CLI's overrides; minutes > 0 add a time box."""
-    config = KitConfig(seed=seed)
-    config.mlm.seed = config.gpt2.seed = seed
-    for limits, minutes, steps in (
-        (config.mlm.limits, mlm_minutes, mlm_steps),
-        (config.gpt2.limits, gpt2_minutes, gpt2_steps),
-    ):
-        if minutes is not None:
-            limits.max_seconds = minutes * 60 if minutes > 0 else None
-        if steps is not None:
-            limits.max_steps = steps
-    return config
-
-
-def models_root(home: str | Path | None = None) -> Path:
-    from hades_ray.models.registry import hades_home
-
-    return Path(home).expanduser() / "models" if home else hades_home() / "models"
-
-
-def is_built(directory: Path) -> bool:
-    """A finished model folder: a config and the completion marker."""
-    return (directory / "config.json").is_file() and (directory / INFO_FILE).is_file()
 
 
 def _library_versions() -> dict:
@@ -162,8 +117,6 @@ def build_models(
             info = builders[name](root / name)
             outcome[name] = f"built in {info['build_seconds']}s, {info['steps']} steps"
         if evaluate:
-            from hades_ray.models.evaluate import evaluate_models
-
             evaluate_models(home, config=config)
     return outcome
 
@@ -174,15 +127,3 @@ def ensure_models(names=MODEL_NAMES, home: str | Path | None = None) -> list[str
     if missing:
         build_models(missing, home)
     return missing
-
-
-def model_status(home: str | Path | None = None) -> dict[str, dict]:
-    """Per model: its folder, whether it is built, and its build info when it is."""
-    root = models_root(home)
-    status = {}
-    for name in MODEL_NAMES:
-        directory = root / name
-        built = is_built(directory)
-        info = json.loads((directory / INFO_FILE).read_text()) if built else None
-        status[name] = {"path": str(directory), "built": built, "info": info}
-    return status

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from hades_ray.models.build import MODEL_NAMES, build_models, kit_config, model_status, models_root
+from hades_ray.models.build import build_models
+from hades_ray.models.kit import MODEL_NAMES, kit_config, model_status, models_root
 
 
 def register(subparsers) -> None:

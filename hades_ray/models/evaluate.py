@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from hades_ray.models import quality
-from hades_ray.models.build import INFO_FILE, MODEL_NAMES, KitConfig, is_built, models_root
+from hades_ray.models.kit import INFO_FILE, MODEL_NAMES, KitConfig, is_built, models_root
 
 log = logging.getLogger(__name__)
 

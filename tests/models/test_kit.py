@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from hades_ray.models import build, quality
+from hades_ray.models import build, kit, quality
 from hades_ray.models.train_gpt2 import Gpt2TrainConfig
 from hades_ray.models.train_mlm import MlmTrainConfig
 from hades_ray.models.training import TrainLimits, lr_factor
@@ -29,9 +29,9 @@ def micro_encoder(tmp_path_factory):
     return build_micro_mlm(tmp_path_factory.mktemp("encoder") / "micro")
 
 
-def tiny_config(encoder) -> build.KitConfig:
+def tiny_config(encoder) -> kit.KitConfig:
     limits = {"max_steps": 3, "max_seconds": None, "log_every": 1}
-    return build.KitConfig(
+    return kit.KitConfig(
         mlm=MlmTrainConfig(
             encoder_path=str(encoder),
             max_length=32,
@@ -103,7 +103,7 @@ def test_build_saves_loadable_models_and_skips_built_ones(tmp_path, micro_encode
     tokenizer = AutoTokenizer.from_pretrained(root / "gpt2")
     assert tokenizer.decode(tokenizer("Zürich, 1999: ÉCOLE!")["input_ids"]) == "Zürich, 1999: ÉCOLE!"
     assert AutoTokenizer.from_pretrained(root / "mlm").mask_token == "[MASK]"
-    info = build.model_status(tmp_path)["gpt2"]["info"]
+    info = kit.model_status(tmp_path)["gpt2"]["info"]
     assert info["steps"] == 3 and info["seed"] == 0 and "torch" in info["versions"]
     assert (root / "quality.json").is_file()
     assert set(build.build_models(home=tmp_path, config=config, evaluate=False).values()) == {"skipped (already built)"}
@@ -116,7 +116,7 @@ def test_build_saves_loadable_models_and_skips_built_ones(tmp_path, micro_encode
 def test_unfinished_folder_counts_as_missing(tmp_path):
     (tmp_path / "models" / "mlm").mkdir(parents=True)
     (tmp_path / "models" / "mlm" / "config.json").write_text("{}")
-    assert not build.model_status(tmp_path)["mlm"]["built"]
+    assert not kit.model_status(tmp_path)["mlm"]["built"]
 
 
 def test_topk_hits_and_pairwise_accuracy_on_hand_made_cases():
@@ -222,10 +222,10 @@ def test_cli_status_and_quality_rows(tmp_path, capsys):
 
 
 def test_default_kit_trains_fixed_steps_without_a_time_box():
-    config = build.kit_config()
+    config = kit.kit_config()
     for limits in (config.mlm.limits, config.gpt2.limits):
         assert limits.max_seconds is None and limits.max_steps > 0
-    boxed = build.kit_config(mlm_minutes=2, gpt2_steps=7)
+    boxed = kit.kit_config(mlm_minutes=2, gpt2_steps=7)
     assert boxed.mlm.limits.max_seconds == 120 and boxed.gpt2.limits.max_steps == 7
     assert boxed.gpt2.limits.max_seconds is None
 
@@ -240,12 +240,12 @@ def test_same_seed_gives_the_same_weights_and_quality_records_the_steps(tmp_path
         config = tiny_config(micro_encoder)
         config.seed = config.mlm.seed = config.gpt2.seed = 1 if home == "c" else 0
         build.build_models(home=tmp_path / home, config=config, evaluate=home == "a")
-        for name in build.MODEL_NAMES:
+        for name in kit.MODEL_NAMES:
             weights[home, name] = load_file(tmp_path / home / "models" / name / "model.safetensors")
-    for name in build.MODEL_NAMES:
+    for name in kit.MODEL_NAMES:
         same, other = weights["a", name], weights["b", name]
         assert same.keys() == other.keys() and all((same[k] == other[k]).all() for k in same)
         assert any((same[k] != weights["c", name][k]).any() for k in same)  # another seed, other weights
     report = json.loads((tmp_path / "a" / "models" / "quality.json").read_text())
-    assert {name: report["training"][name]["steps"] for name in build.MODEL_NAMES} == {"mlm": 3, "gpt2": 3}
+    assert {name: report["training"][name]["steps"] for name in kit.MODEL_NAMES} == {"mlm": 3, "gpt2": 3}
     assert report["training"]["gpt2"]["time_box_seconds"] is None and report["training"]["mlm"]["seed"] == 0
