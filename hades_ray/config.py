@@ -238,7 +238,8 @@ def _merge(target: Any, overrides: dict[str, Any], prefix: str) -> None:
             setattr(target, key, _coerce(value, hints[key], path))
 
 
-def _set_dotted(config: HadesConfig, assignment: str) -> None:
+def set_dotted(config: HadesConfig, assignment: str) -> None:
+    """Apply one ``key.sub=value`` override (the value read as YAML) to ``config``."""
     if "=" not in assignment:
         raise ConfigError(f"--set expects key=value, got {assignment!r}")
     dotted, raw = assignment.split("=", 1)
@@ -293,7 +294,7 @@ def load_config(
     try:
         _merge(config, file_data, "")
         for assignment in overrides:
-            _set_dotted(config, assignment)
+            set_dotted(config, assignment)
         validate(config)
     except ConfigError as error:
         source = f"{config_file}: " if config_file and not str(error).startswith(str(config_file)) else ""

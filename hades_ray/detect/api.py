@@ -28,7 +28,8 @@ def _ray(config: HadesConfig):
     return init_ray(config.ray.address, config.ray.num_cpus)
 
 
-def _model_config(model_dir: Path) -> HadesConfig:
+def detector_config(model_dir: Path) -> HadesConfig:
+    """The resolved settings a detector folder was trained with (its ``config.resolved.yaml``)."""
     return config_from_dict(yaml.safe_load((model_dir / "config.resolved.yaml").read_text(encoding="utf-8")))
 
 
@@ -197,7 +198,7 @@ def predict_file(model_dir, data_path, output_path, config: HadesConfig | None =
     """Score every instance of ``data_path`` (labelled or not) on a Ray Data actor pool; writes JSONL
     with the input records plus ``p_hallucination`` and ``pred``."""
     model_dir = Path(model_dir)
-    config = config or _model_config(model_dir)
+    config = config or detector_config(model_dir)
     report = LoadReport()
     instances = load_all(data_path, config.detect.skip_bad, report)
     report.write_quarantine(Path(output_path).parent)
@@ -212,7 +213,7 @@ def predict_file(model_dir, data_path, output_path, config: HadesConfig | None =
 def evaluate_file(model_dir, data_path, config: HadesConfig | None = None) -> dict:
     """The paper's metrics on the labelled instances of ``data_path`` (-1 ones are ignored)."""
     model_dir = Path(model_dir)
-    config = config or _model_config(model_dir)
+    config = config or detector_config(model_dir)
     report = LoadReport()
     instances = load_labelled(data_path, config.detect.skip_bad, report)
     _ray(config)
@@ -223,7 +224,7 @@ def evaluate_file(model_dir, data_path, config: HadesConfig | None = None) -> di
 def predict_records(model_dir, records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     """(p(H), predicted label) of in-memory HaDes records, in-process (no Ray): for small sets."""
     model_dir = Path(model_dir)
-    p, pred = _score(model_dir, instances_from_records(records), _model_config(model_dir), executor="local")
+    p, pred = _score(model_dir, instances_from_records(records), detector_config(model_dir), executor="local")
     return np.asarray(p, dtype=np.float64), np.asarray(pred, dtype=int)
 
 

@@ -15,14 +15,15 @@ import numpy as np
 import torch
 
 
-def _special_count(tokenizer) -> int:
+def special_token_count(tokenizer) -> int:
+    """How many special tokens (CLS, SEP, BOS...) the tokenizer adds to one sequence."""
     try:
         return int(tokenizer.num_special_tokens_to_add(pair=False))
     except AttributeError:
         return len(tokenizer("a")["input_ids"]) - len(tokenizer("a", add_special_tokens=False)["input_ids"])
 
 
-def _token_words(tokenizer, words: list[str]) -> np.ndarray:
+def token_words(tokenizer, words: list[str]) -> np.ndarray:
     """Word index of each subword of ``" ".join(words)`` (no special tokens)."""
     text = " ".join(words)
     offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
@@ -31,7 +32,7 @@ def _token_words(tokenizer, words: list[str]) -> np.ndarray:
     return np.searchsorted(starts, ends - 1, side="right") - 1
 
 
-def _word_range(tok_words: np.ndarray, lo: int, hi: int, n_words: int) -> tuple[int, int]:
+def word_range(tok_words: np.ndarray, lo: int, hi: int, n_words: int) -> tuple[int, int]:
     """Whole words covered by subwords ``lo..hi-1``: a word cut by the window is dropped."""
     lo_w = int(tok_words[lo]) + (1 if lo > 0 and tok_words[lo - 1] == tok_words[lo] else 0)
     last = hi - 1
@@ -43,8 +44,8 @@ def context_window(tokenizer, words: list[str], start: int, end: int, mode: str,
     """The text the model sees for span ``start..end`` and the span's character range in it."""
     if mode == "online":
         words = words[: end + 1]
-    budget = max(1, window - _special_count(tokenizer))
-    tok_words = _token_words(tokenizer, words)
+    budget = max(1, window - special_token_count(tokenizer))
+    tok_words = token_words(tokenizer, words)
     n = len(tok_words)
     lo_w, hi_w = 0, len(words)
     if n > budget:
@@ -56,7 +57,7 @@ def context_window(tokenizer, words: list[str], start: int, end: int, mode: str,
             lo_tok = max(0, s - max(0, budget - (e - s)) // 2)
         hi_tok = min(n, lo_tok + budget)
         lo_tok = max(0, hi_tok - budget)
-        lo_w, hi_w = _word_range(tok_words, lo_tok, hi_tok, len(words))
+        lo_w, hi_w = word_range(tok_words, lo_tok, hi_tok, len(words))
         lo_w, hi_w = min(lo_w, start), max(hi_w, end + 1)  # a span longer than the window stays whole
     prefix = " ".join(words[lo_w:start])
     char_start = len(prefix) + (1 if prefix else 0)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hades_ray.detect.spans import _special_count, _token_words, _word_range
+from hades_ray.detect.spans import special_token_count, token_words, word_range
 
 
 def is_causal(model) -> bool:
@@ -32,17 +32,17 @@ def is_causal(model) -> bool:
 
 def text_windows(tokenizer, words: list[str], window: int, stride: int) -> list[tuple[int, int]]:
     """Word ranges ``[lo, hi)`` of the windows a text is scored in (one when it fits)."""
-    budget = max(1, window - _special_count(tokenizer))
+    budget = max(1, window - special_token_count(tokenizer))
     if not words:
         return []
-    tok_words = _token_words(tokenizer, words)
+    tok_words = token_words(tokenizer, words)
     n = len(tok_words)
     if n <= budget:
         return [(0, len(words))]
     ranges, lo = [], 0
     while True:
         hi = min(n, lo + budget)
-        ranges.append(_word_range(tok_words, lo, hi, len(words)))
+        ranges.append(word_range(tok_words, lo, hi, len(words)))
         if hi >= n:
             return ranges
         lo += stride

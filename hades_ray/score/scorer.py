@@ -28,7 +28,7 @@ class WordScorer:
     def __init__(
         self, model_dir, mode: str | None = None, device: str = "cpu", forward_batch: int = 32, stride: int = 0
     ):
-        from hades_ray.detect.api import _model_config, detector_type
+        from hades_ray.detect.api import detector_config, detector_type
 
         self.model_dir = Path(model_dir)
         self.kind = detector_type(self.model_dir)["type"]
@@ -44,7 +44,7 @@ class WordScorer:
             from hades_ray.detect.api import detector_stages
 
             self.trained_mode, self.causal = "offline", False
-            self.stages = detector_stages(self.model_dir, _model_config(self.model_dir))
+            self.stages = detector_stages(self.model_dir, detector_config(self.model_dir))
             for stage in self.stages:
                 stage.setup()
         self.mode = mode or self.trained_mode

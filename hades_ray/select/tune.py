@@ -14,7 +14,7 @@ import json
 import logging
 from pathlib import Path
 
-from hades_ray.config import _set_dotted, config_from_dict, save_config, validate
+from hades_ray.config import set_dotted, config_from_dict, save_config, validate
 from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.select.tune_record import check_resumable, record_sweep
 
@@ -38,7 +38,7 @@ def default_space():
 def apply_trial(base: dict, trial: dict):
     config = config_from_dict(base)
     for key, value in trial.items():
-        _set_dotted(config, f"{key}={json.dumps(value)}")
+        set_dotted(config, f"{key}={json.dumps(value)}")
     validate(config)  # a search space can reach values no preset would pass
     return config
 
