@@ -1,0 +1,154 @@
+"""Floors run one way: every import of ``hades_ray`` (module-level or inside a function) goes to the
+importer's floor or below, no modules or floor entries import each other in a cycle, and no package
+imports another package's private names. The floors are written down in hades_ray/floors.py."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import hades_ray
+from hades_ray.floors import FLOORS, floor_of, unit_of
+
+ROOT = Path(hades_ray.__file__).parent
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # dotted, without "hades_ray."
+    target: str  # the imported module (a name imported from a module counts as that module)
+    name: str  # the name imported, "" for ``import x``
+    where: str  # file:line
+
+    def __str__(self) -> str:
+        shown = f"{self.target}.{self.name}" if self.name else self.target
+        return f"{self.where}: {self.importer} imports {shown}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _absolute(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = ["hades_ray", *importer.split(".")] if importer else ["hades_ray"]
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports_of(path: Path, modules: set[str]) -> list[Import]:
+    importer, is_package = _module_name(path), path.name == "__init__.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        where = f"{path.relative_to(ROOT.parent)}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("hades_ray."):
+                    found.append(Import(importer, alias.name.removeprefix("hades_ray."), "", where))
+        elif isinstance(node, ast.ImportFrom):
+            source = _absolute(node, importer, is_package)
+            if source != "hades_ray" and not source.startswith("hades_ray."):
+                continue
+            source = source.removeprefix("hades_ray").removeprefix(".")
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}" if source else alias.name
+                if submodule in modules:  # ``from hades_ray.select import filters`` imports a module
+                    found.append(Import(importer, submodule, "", where))
+                else:
+                    found.append(Import(importer, source, alias.name, where))
+    return found
+
+
+def _package_graph() -> tuple[set[str], list[Import]]:
+    paths = sorted(ROOT.rglob("*.py"))
+    modules = {_module_name(p) for p in paths}
+    return modules, [i for p in paths for i in _imports_of(p, modules)]
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _explain(component: list[str], imports: list[Import], key) -> str:
+    members = set(component)
+    inside = [
+        str(i) for i in imports if key(i.importer) != key(i.target) and {key(i.importer), key(i.target)} <= members
+    ]
+    return " <-> ".join(component) + "\n    " + "\n    ".join(inside)
+
+
+MODULES, IMPORTS = _package_graph()
+
+
+def test_every_module_has_a_floor():
+    assert not sorted(m for m in MODULES if unit_of(m) is None), "add these to hades_ray/floors.py"
+
+
+def test_every_floor_entry_names_a_module():
+    stale = [e for floor in FLOORS for e in floor if not any(unit_of(m) == e for m in MODULES)]
+    assert not stale, f"hades_ray/floors.py names what no longer exists: {stale}"
+
+
+def test_no_import_from_a_higher_floor():
+    upward = [
+        f"{i} (floor {floor_of(unit_of(i.importer))} {unit_of(i.importer)} -> "
+        f"floor {floor_of(unit_of(i.target))} {unit_of(i.target)})"
+        for i in IMPORTS
+        if floor_of(unit_of(i.target)) > floor_of(unit_of(i.importer))
+    ]
+    assert not upward, "imports from a higher floor:\n" + "\n".join(upward)
+
+
+@pytest.mark.parametrize("level", ["module", "floor entry"])
+def test_no_import_cycle(level):
+    key = (lambda m: m) if level == "module" else unit_of
+    edges: dict[str, set[str]] = {}
+    for i in IMPORTS:
+        if key(i.importer) != key(i.target):
+            edges.setdefault(key(i.importer), set()).add(key(i.target))
+    cycles = _cycles(edges)
+    assert not cycles, f"{level} import cycles:\n" + "\n".join(_explain(c, IMPORTS, key) for c in cycles)
+
+
+def test_no_private_name_imported_from_another_package():
+    def package(module: str) -> str:
+        return module.split(".")[0]
+
+    private = [
+        str(i)
+        for i in IMPORTS
+        if package(i.importer) != package(i.target)
+        and (i.name.startswith("_") or any(p.startswith("_") and p != "__main__" for p in i.target.split(".")))
+    ]
+    assert not private, "private names imported across packages:\n" + "\n".join(private)
