@@ -7,7 +7,7 @@ import argparse
 from hades_ray.cli_common import add_config_args, config_from_args
 from hades_ray.errors import UserError
 from hades_ray.io.demo_corpus import DEMO_INPUT
-from hades_ray.perturb.report import print_report
+from hades_ray.perturb.console import print_summary
 
 
 def add_perturb_args(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         executor=args.executor,
         sample=args.sample,
     )
-    print_report(args.output, summary, examples=args.examples)
+    print_summary(args.output, summary, examples=args.examples)
     return 0
 
 

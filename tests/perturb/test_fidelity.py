@@ -60,7 +60,7 @@ def test_artifact_summary_is_a_rate_with_counts_by_kind():
 
 
 def test_demo_table_shows_the_artifact_rate_when_the_summary_has_it():
-    from hades_ray.perturb.report import summary_table
+    from hades_ray.perturb.console import summary_table
 
     summary = {"read": 3, "kept": 2, "too_short": 1, "no_maskable_words": 0, "quarantined": 0}
     summary |= {"quarantined_by_reason": {}, "instances": 9, "timings": {"wall_seconds": 1.0}}

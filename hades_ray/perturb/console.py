@@ -1,4 +1,5 @@
-"""The end-of-run report: a summary table and a few perturbed examples with the replaced spans marked."""
+"""What ``hades-ray perturb`` prints when it ends: the summary table and a few perturbed examples, their
+replaced spans marked."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def first_rows(output: str | Path, count: int) -> list[dict]:
     return found
 
 
-def print_report(output: str | Path, summary: dict, examples: int = 3) -> None:
+def print_summary(output: str | Path, summary: dict, examples: int = 3) -> None:
     print("\n" + summary_table(summary))
     for row in first_rows(output, examples):
         print(f"\n--- {row['doc_id']} ({row['title']}) ppl={row['ppl']:.2f}, candidate {row['candidate']}")
