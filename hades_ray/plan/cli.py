@@ -14,7 +14,7 @@ from pathlib import Path
 from hades_ray.cli_common import add_config_args, config_from_args, number_in
 from hades_ray.errors import UserError
 from hades_ray.io.demo_corpus import DEMO_INPUT
-from hades_ray.plan.report import print_plan
+from hades_ray.plan.render import print_plan
 
 
 def _positive(kind):

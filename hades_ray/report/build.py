@@ -92,7 +92,7 @@ def build_report(
 ) -> dict:
     """Write ``output``/report.html, report.md, report.json; returns their paths and the section keys."""
     from hades_ray.report.pool import pool_section
-    from hades_ray.report.render import write_report
+    from hades_ray.report.render import write_pages
     from hades_ray.report.rounds import pos_ner_section, rounds_section
     from hades_ray.report.sweeps import read_analyses
 
@@ -124,6 +124,6 @@ def build_report(
         raise ReportInputError("nothing to report: give --pool, --workdir, --dataset, --detector or --analyses")
     inputs = {"pool": pool, "workdir": workdir, "dataset": dataset, "detectors": ", ".join(detectors or []),
               "analyses": analyses}  # fmt: skip
-    paths = write_report(Path(output), TITLE, sections, {k: str(v) for k, v in inputs.items() if v})
+    paths = write_pages(Path(output), TITLE, sections, {k: str(v) for k, v in inputs.items() if v})
     log.info("report written in %.1f s", time.perf_counter() - began)
     return {"paths": paths, "sections": [s.key for s in sections]}

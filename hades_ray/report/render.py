@@ -112,7 +112,7 @@ def _clean(value):
     return value
 
 
-def write_report(output: Path, title: str, sections: list[Section], inputs: dict) -> dict[str, Path]:
+def write_pages(output: Path, title: str, sections: list[Section], inputs: dict) -> dict[str, Path]:
     """Write report.html, report.md, report.json and figures/*.png under ``output``."""
     output.mkdir(parents=True, exist_ok=True)
     (output / "figures").mkdir(exist_ok=True)
