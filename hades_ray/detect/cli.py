@@ -1,4 +1,4 @@
-"""``hades-ray train | evaluate | predict``: thin handlers over ``hades_ray.detect.api``."""
+"""``hades-ray train | evaluate | predict | tune``: thin handlers over ``hades_ray.detect.api`` and ``.tune``."""
 
 from __future__ import annotations
 
@@ -56,6 +56,22 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tune(args: argparse.Namespace) -> int:
+    from hades_ray.detect.tune import tune_detector
+
+    summary = tune_detector(
+        config_from_args(args),
+        args.train,
+        args.valid,
+        args.output,
+        num_samples=args.num_samples,
+        resume=args.resume,
+    )
+    print(f"best {summary['metric']}: {summary['best_score']} with {json.dumps(summary['best_config'])}")
+    print(f"results: {args.output}/best.json; trials under {summary['experiment']}")
+    return 0
+
+
 def register(subparsers) -> None:
     train = subparsers.add_parser("train", help="train a hallucination detector (transformer, lr or svm)")
     train.add_argument("--train", required=True, help="HaDes JSONL (published files or instances.jsonl)")
@@ -84,3 +100,16 @@ def register(subparsers) -> None:
     predict.add_argument("--skip-bad", action="store_true")
     add_config_args(predict)
     predict.set_defaults(func=_predict)
+
+    parser = subparsers.add_parser("tune", help="sweep the detector's configuration with Ray Tune (ASHA)")
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--valid", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--num-samples", type=int, default=4)
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted sweep in --output (only one this tool created and recorded)",
+    )
+    add_config_args(parser)
+    parser.set_defaults(func=_tune)

@@ -1,4 +1,4 @@
-"""``hades-ray round | tune | tune-selection``."""
+"""``hades-ray round | tune-selection``."""
 
 from __future__ import annotations
 
@@ -26,22 +26,6 @@ def _round(args) -> int:
     return 0
 
 
-def _tune(args) -> int:
-    from hades_ray.select.tune import tune_detector
-
-    summary = tune_detector(
-        config_from_args(args),
-        args.train,
-        args.valid,
-        args.output,
-        num_samples=args.num_samples,
-        resume=args.resume,
-    )
-    print(f"best {summary['metric']}: {summary['best_score']} with {json.dumps(summary['best_config'])}")
-    print(f"results: {args.output}/best.json; trials under {summary['experiment']}")
-    return 0
-
-
 def _tune_selection(args) -> int:
     from hades_ray.select.tune_selection import tune_selection
 
@@ -65,19 +49,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_config_args(parser)
     parser.set_defaults(func=_round)
-
-    parser = subparsers.add_parser("tune", help="sweep the detector's configuration with Ray Tune (ASHA)")
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--valid", required=True)
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--num-samples", type=int, default=4)
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the interrupted sweep in --output (only one this tool created and recorded)",
-    )
-    add_config_args(parser)
-    parser.set_defaults(func=_tune)
 
     parser = subparsers.add_parser("tune-selection", help="sweep a round's p(H) and similarity cuts over stored scores")
     parser.add_argument("--workdir", required=True)

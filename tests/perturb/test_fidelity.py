@@ -231,7 +231,7 @@ def test_learning_rate_follows_the_backbone_family_unless_set(micro_home):
 
 
 def test_tune_range_holds_the_papers_learning_rates():
-    from hades_ray.select.tune import default_space
+    from hades_ray.detect.tune import default_space
 
     space = default_space()["detect.lr"]
     assert space.lower <= 1e-3 and space.upper >= 5e-3

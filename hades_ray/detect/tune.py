@@ -1,4 +1,5 @@
-"""Ray Tune sweeps: the detector's configuration (Ray Train inside Tune) and a round's selection cuts.
+"""Ray Tune sweep of the detector's configuration (Ray Train inside Tune); hades_ray/select/tune_selection.py
+sweeps a round's selection cuts.
 
 Train V2 cannot be passed to ``Tuner`` (hades_ray/docs/ray.md): each trial is a function that runs the detect
 package's own ``TorchTrainer`` setup with ``TuneReportCallback``, so every epoch's validation report
@@ -14,9 +15,9 @@ import json
 import logging
 from pathlib import Path
 
-from hades_ray.config import set_dotted, config_from_dict, save_config, validate
+from hades_ray.config import config_from_dict, save_config, set_dotted, validate
+from hades_ray.detect.tune_record import check_resumable, record_sweep
 from hades_ray.pipeline.storage import write_json_atomic
-from hades_ray.select.tune_record import check_resumable, record_sweep
 
 log = logging.getLogger(__name__)
 EXPERIMENT = "tune_detector"
