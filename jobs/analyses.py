@@ -1,5 +1,7 @@
 """The report's sweeps on the demo pool and the offline model kit: context length (Ray Tune) and
-decoding strategies. Writes OUTPUT/analyses.json, which `hades-ray report --analyses` reads.
+decoding strategies (jobs/context_sweep.py, jobs/decoding_sweep.py: experiments that train and perturb, so
+they live here and hades_ray/report/ only reads their results). Writes OUTPUT/analyses.json, which
+`hades-ray report --analyses` reads.
 
     python jobs/analyses.py --pool out/demo --output out/analyses
 
@@ -52,7 +54,7 @@ def overrides(args) -> list[str]:
 
 def part(name: str, path: Path, force: bool, make) -> dict:
     """A part's results: reused from ``path`` when there, else made, timed and saved."""
-    from hades_ray.report.context_sweep import save
+    from jobs.context_sweep import save
 
     if path.is_file() and not force:
         print(f"{name}: reusing {path} (--force reruns it)", flush=True)
@@ -107,8 +109,8 @@ def main(argv=None) -> int:
     from hades_ray.cli_common import setup_logging
     from hades_ray.config import load_config
     from hades_ray.ray_runtime import init_ray
-    from hades_ray.report.context_sweep import print_trials, run_context_sweep, save
-    from hades_ray.report.decoding_sweep import run_decoding_sweep
+    from jobs.context_sweep import print_trials, run_context_sweep, save
+    from jobs.decoding_sweep import run_decoding_sweep
 
     setup_logging()  # the jobs' own progress lines (shards written, detectors saved) between this job's
     began = time.perf_counter()

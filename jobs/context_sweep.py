@@ -1,7 +1,7 @@
 """The context-length analysis (the paper's Fig. 6): span classifiers in offline and online mode,
 trained with each context window as a Ray Tune grid, G-Mean and AUC on held-out documents.
 
-Each trial is the select package's Tune trial (``hades_ray.detect.tune.detector_trial``: the detect
+Each trial is the detector's Tune trial (``hades_ray.detect.tune.detector_trial``: the detect
 package's ``TorchTrainer`` reporting every epoch through ``TuneReportCallback``). The epochs are fixed
 and nothing is chosen on the held-out part, so a trial's last report is its test score.
 """
@@ -52,8 +52,8 @@ def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_
     """Grid over ``detect.mode`` x ``detect.window``; returns the results analyses.json holds."""
     from ray import tune
 
-    from hades_ray.ray_runtime import init_ray
     from hades_ray.detect.tune import concurrent_trials, detector_trial
+    from hades_ray.ray_runtime import init_ray
 
     folder = folder.resolve()
     sizes = sweep_data(pool, folder, config.seed, max_instances)
