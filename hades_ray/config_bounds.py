@@ -44,7 +44,7 @@ BOUNDS: dict[str, str] = {
     "ray.num_cpus": "[0, 100000]",  # 0: the machine's cores
     "detect.window": "[8, 1000000]",
     "detect.mlp_layers": "[1, 16]",
-    "detect.lr": "[0, 1]",  # 0: the paper's value for the backbone family (detect/settings.py)
+    "detect.lr": "[0, 1]",  # 0: the paper's value for the backbone family (detect/learning_rate.py)
     "detect.epochs": "[1, 10000]",
     "detect.batch_size": "[1, 100000]",
     "detect.workers": "[1, 10000]",
@@ -111,8 +111,6 @@ def numeric_keys(section: typing.Any, prefix: str = "") -> typing.Iterator[tuple
     """``(dotted key, value)`` of every numeric field under a config dataclass (lists item by item)."""
     hints = typing.get_type_hints(type(section))
     for item in dataclasses.fields(section):
-        if item.name == "extra":
-            continue
         value, key = getattr(section, item.name), prefix + item.name
         if dataclasses.is_dataclass(value):
             yield from numeric_keys(value, key + ".")

@@ -9,3 +9,7 @@ from __future__ import annotations
 
 class UserError(ValueError):
     """Bad input (a file, a line, a config key, a model reference), described fully by the message."""
+
+
+class ConfigError(UserError):
+    """A configuration key or value that cannot be used; raised before any work starts."""

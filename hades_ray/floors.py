@@ -15,13 +15,16 @@ from fnmatch import fnmatchcase
 FLOORS: tuple[tuple[str, ...], ...] = (
     # Foundations: no imports from the package; ``__init__`` is ``hades_ray/__init__.py`` and this file.
     ("__init__", "floors", "errors", "config_bounds", "text"),
+    # Every package's config section (its ``settings.py``): plain dataclasses and their checks, so that
+    # building a config imports no model or data library.
+    ("*.settings",),
     # Generic machinery: paths and storage, shards, stages, the executor; joining Ray; metrics.
     ("pipeline", "ray_runtime", "metrics"),
     # Formats on disk: inputs, HaDes files, CSV; the work directory's layout (pool, rounds).
     ("io", "workdir"),
     # The model registry and the offline kit.
     ("models",),
-    # Settings (config.py validates model references through models/registry.py).
+    # The one config over those sections: load, merge, coerce, presets, the resolved YAML.
     ("config",),
     # The two engines over text: perturbation, and detectors (which reuse perturb's span bookkeeping).
     ("perturb", "detect"),

@@ -30,7 +30,7 @@ def plain_loop(config, rows: list[dict], threads: int) -> float:
     import torch
 
     from hades_ray.detect.model import build_classifier
-    from hades_ray.detect.settings import resolve_lr
+    from hades_ray.detect.learning_rate import resolve_lr
     from hades_ray.detect.spans import encode_spans
     from hades_ray.detect.trainer import detector_settings
     from hades_ray.models.registry import resolve_model

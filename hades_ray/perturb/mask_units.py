@@ -6,7 +6,7 @@ punctuation never are.
 
 from __future__ import annotations
 
-from hades_ray.config import MaskConfig
+from hades_ray.perturb.settings import MaskConfig
 
 
 def _is_clitic(text: str) -> bool:

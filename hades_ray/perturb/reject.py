@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hades_ray.config import ReadConfig
+from hades_ray.perturb.settings import ReadConfig
 
 _HTML = re.compile(r"<\s*(script|style|iframe|/?[a-zA-Z][a-zA-Z0-9]*(\s[^<>]*)?/?)\s*>|&lt;\s*script", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hades_ray.config import ReplaceConfig
+from hades_ray.perturb.settings import ReplaceConfig
 
 NEG_INF = float("-inf")
 MAX_BATCH_TOKENS = 32_768  # rows x width of one forward; hades_ray/plan counts the same chunks

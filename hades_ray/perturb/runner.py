@@ -7,6 +7,7 @@ shard's files and marker themselves, and only a small stats row per shard comes 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -38,11 +39,12 @@ class StaleShardError(FileExistsError):
 
 
 def config_digest(config: HadesConfig) -> str:
-    """What the output depends on: every setting but resources, Ray and the later stages' sections."""
-    relevant = config.to_dict()
-    for key in ("ray", "detect", "select", "annotate"):
-        relevant.pop(key, None)
-    relevant["perturb"].pop("resources", None)
+    """What the output depends on, named one by one so that a new section never changes it: the preset,
+    seed, spaCy model, models and the perturb section without its resources."""
+    perturb = dataclasses.asdict(config.perturb)
+    del perturb["resources"]
+    relevant = {"preset": config.preset, "seed": config.seed, "spacy_model": config.spacy_model}
+    relevant |= {"models": dataclasses.asdict(config.models), "perturb": perturb}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
 

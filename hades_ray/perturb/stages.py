@@ -133,11 +133,11 @@ class RankStage(PerturbStage):
 
 
 def perturb_stages(config: HadesConfig) -> list[Stage]:
-    """The ordered stages with the resources the config gives them (the CPU stages share ``annotate``'s)."""
+    """The ordered stages with the resources the config gives them (the CPU stages share ``prepare``'s)."""
     res = config.perturb.resources
     return [
-        PrepareStage(config, Resources.of(res.annotate)),
+        PrepareStage(config, Resources.of(res.prepare)),
         ReplaceStage(config, Resources.of(res.replace)),
-        AssembleStage(config, Resources.of(res.annotate)),
+        AssembleStage(config, Resources.of(res.prepare)),
         RankStage(config, Resources.of(res.rank)),
     ]

@@ -164,7 +164,7 @@ def prepare_sample(
     for shard in plan_shards(str(input_path), config.perturb.read.shard_size, limit, sample, config.seed):
         rows = read_shard(shard).to_pylist()
         started = time.process_time()  # CPU time: one core's own speed, whatever the neighbours do
-        for batch in batches(rows, config.perturb.resources.annotate.batch_size):
+        for batch in batches(rows, config.perturb.resources.prepare.batch_size):
             steps.prepare_rows(batch, nlp, tokenizers.mlm, config)
         seconds += time.process_time() - started
         shards.append(rows)

@@ -1,6 +1,2 @@
 """Model-in-the-loop selection of the instances judges see, one round at a time (paper Sec. 3.2); the
 simulated judge panel and the dataset built from the judged rounds (both read the pool's features)."""
-
-from hades_ray.select.ratio import detector_rates, explain_ratio, subsampling_ratio
-
-__all__ = ["detector_rates", "explain_ratio", "subsampling_ratio"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hades_ray.config import ConfigError, register_section
+from hades_ray.errors import ConfigError
 
 
 @dataclass
@@ -76,6 +76,3 @@ class SelectConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
-
-
-register_section("select", SelectConfig)

@@ -66,7 +66,7 @@ def fits(nodes: list[dict], actors: list[dict], spare_cpus: float = 1.0) -> bool
 def paper_actors() -> list[dict]:
     resources = load_config("paper").perturb.resources
     stages = [f.name for f in dataclasses.fields(resources)]  # every actor-pool stage the config knows
-    assert {"annotate", "replace", "rank"} <= set(stages)
+    assert {"prepare", "replace", "rank"} <= set(stages)
     return [
         {"stage": stage, "CPU": res.num_cpus, "GPU": res.num_gpus}
         for stage in stages

@@ -220,7 +220,7 @@ def test_paper_preset_detector_trains_only_the_head(micro_home):
 
 
 def test_learning_rate_follows_the_backbone_family_unless_set(micro_home):
-    from hades_ray.detect.settings import resolve_lr
+    from hades_ray.detect.learning_rate import resolve_lr
 
     bert = str(micro_home / "models" / "mlm")
     gpt2 = str(micro_home / "models" / "gpt2")

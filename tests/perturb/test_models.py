@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from hades_ray.config import ReplaceConfig, load_config
+from hades_ray.config import load_config
+from hades_ray.perturb.settings import ReplaceConfig
 from hades_ray.perturb.rank import encode_for_perplexity, most_fluent, perplexities
 from hades_ray.perturb.replace import MaskedSequence, choose_tokens, fill_masks, vocabulary_bans
 from hades_ray.perturb.steps import assemble_rows, prepare_rows, rank_rows, replace_rows

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hades_ray.config import MaskConfig, ReadConfig
+from hades_ray.perturb.settings import MaskConfig, ReadConfig
 from hades_ray.io.hades_format import parse_instance
 from hades_ray.io.readers import InputError, plan_shards, read_shard
 from hades_ray.perturb.mask import align_units, choose_spans, spans_to_mask

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from hades_ray.select import explain_ratio, subsampling_ratio
+from hades_ray.select.ratio import explain_ratio, subsampling_ratio
 from hades_ray.select.ratio import detector_rates
 
 

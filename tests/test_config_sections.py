@@ -1,0 +1,81 @@
+"""One config: every section is a typed field of ``HadesConfig`` defined in its package's
+``settings.py``; unknown and renamed keys are refused; digests derived from the config keep their
+values, so the markers of outputs written before stay valid."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import typing
+
+import pytest
+import yaml
+
+from hades_ray.config import ConfigError, HadesConfig, config_from_dict, default_config, load_config
+from hades_ray.perturb.runner import config_digest
+from hades_ray.select.feature_job import features_digest
+
+# Computed on main before the sections moved (and before score/guard had sections).
+DIGESTS = {
+    "local": ("3d5cf218335ebe370507b15127e78b099d1c4394726c94aa2265a2112d9bcb9f", "c5686cb579ef9d34"),
+    "paper": ("629d0589e638ba83a54deedb65f109f23e286b4d7b90d09a6363335d68ef2500", "f25024fa7f4a964d"),
+}
+CENTRAL = {"ray"}  # read by every sharded job, so defined in config.py itself
+
+
+def test_every_section_is_a_typed_attribute_from_its_package():
+    config = load_config()
+    hints = typing.get_type_hints(HadesConfig)
+    sections = [f.name for f in dataclasses.fields(HadesConfig) if dataclasses.is_dataclass(hints[f.name])]
+    assert {"models", "perturb", "ray", "detect", "select", "annotate"} <= set(sections)
+    for name in sections:
+        section = getattr(config, name)
+        assert type(section) is hints[name], name
+        home = "hades_ray.config" if name in CENTRAL else f"hades_ray.{name}.settings"
+        assert type(section).__module__ == home, name
+    assert not hasattr(config, "extra") and not hasattr(HadesConfig, "__getattr__")
+
+
+def test_building_a_config_imports_no_model_or_data_library():
+    code = "import sys, hades_ray.config as c; c.load_config('paper'); print(sorted(sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    heavy = [m for m in ("torch", "ray", "transformers", "pandas", "pyarrow", "numpy") if f"'{m}'" in loaded]
+    assert heavy == []
+
+
+@pytest.mark.parametrize("key", ["nosuch", "detect.nosuch", "perturb.resources.replace.gpus"])
+def test_unknown_key_is_refused_naming_it(key):
+    with pytest.raises(ConfigError, match=f"unknown config key '{key}'; known keys here: "):
+        load_config(overrides=[f"{key}=1"])
+
+
+def test_renamed_key_is_one_line_naming_the_new_one(tmp_path):
+    expected = "perturb.resources.annotate was renamed: use perturb.resources.prepare"
+    with pytest.raises(ConfigError) as error:
+        load_config(overrides=["perturb.resources.annotate.num_cpus=1"])
+    assert str(error.value) == expected
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump({"perturb": {"resources": {"annotate": {"num_cpus": 1}}}}), encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_config(config_file=path)
+    assert str(error.value) == f"{path}: {expected}"
+    data = default_config().to_dict()
+    data["perturb"]["resources"]["annotate"] = data["perturb"]["resources"].pop("prepare")
+    with pytest.raises(ConfigError, match=expected):
+        config_from_dict(data)
+    assert load_config(overrides=["perturb.resources.prepare.num_cpus=1"]).perturb.resources.prepare.num_cpus == 1
+
+
+@pytest.mark.parametrize("preset", sorted(DIGESTS))
+def test_digests_keep_their_values(preset):
+    config = load_config(preset)
+    assert (config_digest(config), features_digest(config)) == DIGESTS[preset]
+
+
+def test_perturb_digest_ignores_other_sections_and_resources():
+    base = config_digest(load_config())
+    others = ["ray.num_cpus=3", "detect.epochs=9", "select.p_low=0.1", "annotate.judges=3"]
+    others += ["perturb.resources.replace.concurrency=3"]
+    assert config_digest(load_config(overrides=others)) == base
+    assert config_digest(load_config(overrides=["perturb.mask.ratio=0.2"])) != base
