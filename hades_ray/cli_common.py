@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 
 from hades_ray.config import HadesConfig, load_config
@@ -28,6 +29,31 @@ def number_in(kind, low: float, high: float, low_open: bool = False):
 POSITIVE_INT = number_in(int, 1, 2**31)
 PROBABILITY = number_in(float, 0.0, 1.0)
 GPU_SHARE = number_in(float, 0.0, 64.0)
+
+
+class _Override(argparse.Action):
+    """A flag that is a shorthand for ``--set KEY=VALUE``: it joins ``--set``'s list in command-line order,
+    so the config section stays the one place that holds the value and its default."""
+
+    def __init__(self, option_strings, dest, key: str, **kwargs):
+        self.key = key
+        super().__init__(option_strings, dest="overrides", default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        value = self.const if self.nargs == 0 else values
+        overrides = [*getattr(namespace, "overrides", []), f"{self.key}={json.dumps(value)}"]
+        namespace.overrides = overrides
+
+
+def add_override(parser: argparse.ArgumentParser, flag: str, key: str, help: str, **kwargs) -> None:
+    """``flag VALUE`` sets config ``key`` (``type``/``choices`` check it first, as for any flag); give
+    ``switch=True`` for an on/off flag that sets true."""
+    if kwargs.pop("switch", False):
+        kwargs |= {"nargs": 0, "const": True}
+    elif "choices" not in kwargs:
+        kwargs.setdefault("metavar", key.rsplit(".", 1)[-1].upper())
+    shown = "true" if kwargs.get("nargs") == 0 else "..."
+    parser.add_argument(flag, action=_Override, key=key, help=f"{help} (= --set {key}={shown})", **kwargs)
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:

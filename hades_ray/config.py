@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import types
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
@@ -19,11 +20,14 @@ import yaml
 from hades_ray.annotate.settings import AnnotateConfig
 from hades_ray.detect.settings import DetectConfig
 from hades_ray.errors import ConfigError
+from hades_ray.guard.settings import GuardConfig
 from hades_ray.models.settings import ModelsConfig, pin_revisions
 from hades_ray.perturb.settings import PerturbConfig
+from hades_ray.score.settings import ScoreConfig
 from hades_ray.select.settings import SelectConfig
 
 PRESETS = ("local", "paper")
+RESOLVED_NAME = "config.resolved.yaml"
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few KiB; anything this large is not one
 
 
@@ -51,6 +55,8 @@ class HadesConfig:
     detect: DetectConfig = field(default_factory=DetectConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     annotate: AnnotateConfig = field(default_factory=AnnotateConfig)
+    score: ScoreConfig = field(default_factory=ScoreConfig)
+    guard: GuardConfig = field(default_factory=GuardConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -71,6 +77,11 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def _coerce(value: Any, hint: Any, key: str) -> Any:
     origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):  # ``X | None``: null (or none, ~, empty) means "not set"
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none", "~")):
+            return None
+        (inner,) = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _coerce(value, inner, key)
     if hint is bool:
         if isinstance(value, bool):
             return value
@@ -214,11 +225,16 @@ def validate(config: HadesConfig) -> None:
             check()
 
 
-def save_config(config: HadesConfig, directory: str | Path, name: str = "config.resolved.yaml") -> Path:
-    """Write the resolved configuration beside an output (YAML, loadable with ``--config``)."""
+def resolved_yaml(config: HadesConfig) -> str:
+    """The resolved configuration as YAML, loadable with ``--config`` (written beside every output)."""
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)
+
+
+def save_config(config: HadesConfig, directory: str | Path, name: str = RESOLVED_NAME) -> Path:
+    """Write the resolved configuration into a local folder (a job's output URI: ``resolved_yaml``)."""
     path = Path(directory) / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+    path.write_text(resolved_yaml(config), encoding="utf-8")
     return path
 
 

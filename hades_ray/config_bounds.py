@@ -17,6 +17,7 @@ from fnmatch import fnmatchcase
 
 DEFAULT_BOUND = "[0, 1000000000]"
 BIG = "1000000000"
+INT32 = "2147483648"  # what the CLI's integer flags accept (cli_common.POSITIVE_INT)
 
 BOUNDS: dict[str, str] = {
     "seed": "[0, 4294967295]",  # numpy and torch both take 32-bit seeds
@@ -88,6 +89,21 @@ BOUNDS: dict[str, str] = {
     "annotate.split": f"[0, {BIG}]",
     "annotate.simulate_noise": "[0, 0.5]",
     "annotate.simulate_similarity": "[-1, 1]",
+    "score.threshold": "[0, 1]",
+    "score.max_chars": f"[1, {INT32}]",
+    "score.shard_size": f"[1, {INT32}]",
+    "score.num_gpus": "[0, 64]",
+    "score.stride": f"[0, {INT32}]",  # 0: a quarter window
+    "guard.threshold": "[0, 1]",
+    "guard.max_retries": f"[0, {BIG}]",
+    "guard.max_new_tokens": f"[1, {BIG}]",
+    "guard.temperature": f"(0, {BIG}]",
+    "guard.top_k": f"[0, {BIG}]",
+    "guard.top_p": "(0, 1]",
+    "guard.batch_size": f"[1, {BIG}]",
+    "guard.shard_size": f"[1, {BIG}]",
+    "guard.actors": "[1, 10000]",
+    "guard.num_gpus": "[0, 64]",
 }
 
 _INTERVAL = re.compile(r"^([\[(])\s*(-?[0-9.e+]+)\s*,\s*(-?[0-9.e+]+)\s*([\])])$")
@@ -108,13 +124,16 @@ def in_interval(value: float, interval: str) -> bool:
 
 
 def numeric_keys(section: typing.Any, prefix: str = "") -> typing.Iterator[tuple[str, typing.Any]]:
-    """``(dotted key, value)`` of every numeric field under a config dataclass (lists item by item)."""
+    """``(dotted key, value)`` of every numeric field under a config dataclass (lists item by item; an
+    optional number left at None, which means "the default of elsewhere", is skipped)."""
     hints = typing.get_type_hints(type(section))
     for item in dataclasses.fields(section):
         value, key = getattr(section, item.name), prefix + item.name
+        hint = hints[item.name]
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
         if dataclasses.is_dataclass(value):
             yield from numeric_keys(value, key + ".")
-        elif hints[item.name] in (int, float) or typing.get_args(hints[item.name]) in ((int,), (float,)):
+        elif value is not None and (hint in (int, float) or inner in ([int], [float])):
             yield key, value
 
 

@@ -79,3 +79,70 @@ def test_perturb_digest_ignores_other_sections_and_resources():
     others += ["perturb.resources.replace.concurrency=3"]
     assert config_digest(load_config(overrides=others)) == base
     assert config_digest(load_config(overrides=["perturb.mask.ratio=0.2"])) != base
+
+
+def _config(argv: list[str]):
+    from hades_ray.cli import build_parser
+    from hades_ray.cli_common import config_from_args
+
+    return config_from_args(build_parser().parse_args(argv))
+
+
+SCORE = ["score", "--model", "m", "--text", "t", "--output", "o"]
+GENERATE = ["generate", "--prompts", "p", "--output", "o"]
+# (command, a flag as typed, the same as --set)
+FLAG_FORMS = [
+    (SCORE, "--threshold 0.7", "score.threshold=0.7"),
+    (SCORE, "--mode online", "score.mode=online"),
+    (SCORE, "--words all", "score.words=all"),
+    (SCORE, "--max-chars 500", "score.max_chars=500"),
+    (SCORE, "--shard-size 8", "score.shard_size=8"),
+    (SCORE, "--num-gpus 0.5", "score.num_gpus=0.5"),
+    (SCORE, "--stride 1", "score.stride=1"),
+    (SCORE, "--html", "score.html=true"),
+    (GENERATE, "--threshold 0.7", "guard.threshold=0.7"),
+    (GENERATE, "--max-retries 0", "guard.max_retries=0"),
+    (GENERATE, "--words all", "guard.words=all"),
+    (GENERATE, "--max-new-tokens 12", "guard.max_new_tokens=12"),
+    (GENERATE, "--no-end", "guard.no_end=true"),
+    (GENERATE, "--temperature 0.8", "guard.temperature=0.8"),
+    (GENERATE, "--top-k 30", "guard.top_k=30"),
+    (GENERATE, "--top-p 0.9", "guard.top_p=0.9"),
+    (GENERATE, "--dtype auto", "guard.dtype=auto"),
+    (GENERATE, "--batch-size 2", "guard.batch_size=2"),
+    (GENERATE, "--shard-size 6", "guard.shard_size=6"),
+    (GENERATE, "--actors 2", "guard.actors=2"),
+    (GENERATE, "--num-gpus 0.25", "guard.num_gpus=0.25"),
+    (GENERATE, "--html", "guard.html=true"),
+]
+
+
+@pytest.mark.parametrize("command,flag,assignment", FLAG_FORMS, ids=[f[1] for f in FLAG_FORMS])
+def test_score_and_generate_flags_are_their_sections_set_forms(command, flag, assignment):
+    section = command[0].replace("generate", "guard")
+    by_flag = getattr(_config([*command, *flag.split()]), section)
+    by_set = getattr(_config([*command, "--set", assignment]), section)
+    assert by_flag == by_set != getattr(_config(command), section)
+
+
+def test_flag_defaults_are_the_sections_and_the_last_one_given_wins():
+    assert _config(SCORE).score == default_config().score and default_config().score.threshold is None
+    assert _config(GENERATE).guard == default_config().guard and default_config().guard.max_retries == 3
+    assert _config([*SCORE, "--set", "score.threshold=0.2", "--threshold", "0.7"]).score.threshold == 0.7
+    assert _config([*SCORE, "--threshold", "0.7", "--set", "score.threshold=null"]).score.threshold is None
+
+
+@pytest.mark.parametrize(
+    "assignment,expected",
+    [
+        ("score.threshold=1.5", "score.threshold must be in [0, 1], got 1.5"),
+        ("score.mode=both", "score.mode: offline or online (or null: the detector's)"),
+        ("guard.top_p=0", "guard.top_p must be in (0, 1], got 0.0"),
+        ("guard.words=some", "guard.words: content or all"),
+        ("guard.temperature=hot", "guard.temperature: expected a number, got 'hot'"),
+    ],
+)
+def test_score_and_guard_values_are_checked_like_any_other(assignment, expected):
+    with pytest.raises(ConfigError) as error:
+        load_config(overrides=[assignment])
+    assert str(error.value) == expected

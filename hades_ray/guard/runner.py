@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from hades_ray.config import RESOLVED_NAME, HadesConfig, resolved_yaml
 from hades_ray.errors import UserError
 from hades_ray.guard.prompts import PROMPT_SCHEMA, plan_prompt_shards, read_prompt_shard
 from hades_ray.guard.stages import GenerateJob, GenerateStage
@@ -51,36 +52,32 @@ def read_with_fingerprint(digest: str, shard: Shard) -> pa.Table:
 
 
 def run_generate(
-    job: GenerateJob,
-    prompts: str,
-    output: str,
-    resources: Resources,
-    executor: str = "ray",
-    shard_size: int = 1000,
-    force: bool = False,
-    html: bool = False,
-    ray_address: str = "",
+    job: GenerateJob, prompts: str, output: str, config: HadesConfig, executor: str = "ray", force: bool = False
 ) -> dict:
-    """Generate for every prompt of ``prompts`` into ``output``; returns the summary."""
+    """Generate for every prompt of ``prompts`` into ``output`` (actors, shards and report from the
+    ``guard`` section); returns the summary."""
     from hades_ray.models.registry import resolve_model
     from hades_ray.perturb.runner import plan_work
 
+    g = config.guard
+    resources = Resources.of_detect(config.detect, g.num_gpus, g.batch_size, max_actors=g.actors)
     started = time.perf_counter()
     output, digest = str(output), job_digest(job, resources.batch_size)
     resolve_model(job.generator)  # a missing model is a user error here, not an actor failing on a worker
     with OutputLock(output):
-        mapper = task_mapper(ray_address) if executor == "ray" else None
-        shards = plan_prompt_shards(str(prompts), shard_size, mapper)
+        mapper = task_mapper(config.ray.address) if executor == "ray" else None
+        shards = plan_prompt_shards(str(prompts), g.shard_size, mapper)
         todo, skipped = plan_work(shards, read_markers(output), digest, force)
         settings = {"job": job.to_dict(), "resources": resources.__dict__, "prompts": str(prompts)}
         storage.write_text(storage.join(output, "settings.resolved.json"), json.dumps(settings, indent=2))
+        storage.write_text(storage.join(output, RESOLVED_NAME), resolved_yaml(config))
         log.info("%d shards planned: %d to run, %d already finished", len(shards), len(todo), skipped)
         stages = [GenerateStage(resources, job)]
         read = functools.partial(read_with_fingerprint, digest)
         write = functools.partial(write_generation_shards, output=output, config_digest=digest, threshold=job.threshold)
         log_progress(run_shards(executor, todo, read, stages, write), len(todo), "written")
         summary = write_summary(output, job, len(todo), skipped, time.perf_counter() - started)
-        if html:
+        if g.html:
             summary["report"] = write_html(output, job, summary["generated"])
         return summary
 

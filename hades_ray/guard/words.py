@@ -15,7 +15,6 @@ from hades_ray.text.stopwords import english_stop_words
 
 DETECTOR_WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 WORD_CHAR = re.compile(r"\w", re.UNICODE)
-WORD_CHOICES = ("content", "all")
 
 
 def detector_words(text: str) -> list[str]:

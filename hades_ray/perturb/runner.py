@@ -17,9 +17,8 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
-import yaml
 
-from hades_ray.config import HadesConfig
+from hades_ray.config import RESOLVED_NAME, HadesConfig, resolved_yaml
 from hades_ray.io.readers import plan_shards, read_shard
 from hades_ray.perturb.artifacts import artifact_summary
 from hades_ray.perturb.stages import perturb_stages
@@ -109,9 +108,7 @@ def run_perturb(
         mapper = task_mapper(config.ray.address, config.ray.num_cpus) if executor == "ray" else None
         shards = plan_shards(str(input_path), config.perturb.read.shard_size, limit, sample, config.seed, mapper)
         todo, skipped = plan_work(shards, read_markers(output), digest, force)
-        storage.write_text(
-            storage.join(output, "config.resolved.yaml"), yaml.safe_dump(config.to_dict(), sort_keys=False)
-        )
+        storage.write_text(storage.join(output, RESOLVED_NAME), resolved_yaml(config))
         log.info("%d shards planned: %d to run, %d already finished", len(shards), len(todo), skipped)
         stages = perturb_stages(config)
         read = functools.partial(read_with_fingerprint, digest)

@@ -15,9 +15,9 @@ import pyarrow as pa
 
 from hades_ray.io.readers import InputError, decode_json_line, decode_line, parquet_rows, plan_shards, shard_lines
 from hades_ray.pipeline.shards import Shard
+from hades_ray.score.settings import MAX_CHARS
 
 EMPTY_SHARD_ROW = -1  # the placeholder of a shard with no rows, so that its marker is written too
-MAX_CHARS = 20_000  # the default over-long limit: about 4,000 words, pages of generated text
 TEXT_SCHEMA = pa.schema(
     [
         ("shard", pa.int32()),

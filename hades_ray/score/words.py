@@ -16,7 +16,6 @@ from hades_ray.text.stopwords import english_stop_words
 
 UNIT = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 WORD = re.compile(r"\w", re.UNICODE)
-WORD_CHOICES = ("content", "all")
 
 
 @dataclass(frozen=True)

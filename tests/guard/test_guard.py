@@ -223,7 +223,7 @@ def test_cli_guard_emits_flagged_words_only_after_its_retries(detector, tmp_path
     [
         (["--html"], "--html shades words"),
         (["--threshold", "0.3"], "--threshold needs --guard"),
-        (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
+        (["--max-new-tokens", "0"], "guard.max_new_tokens must be in [1, "),
         (["--guard", "/nonexistent/detector"], "is not a detector folder"),
     ],
 )
