@@ -180,7 +180,7 @@ def online_p(judge, texts: list[tuple[str, str]]) -> list[np.ndarray]:
 
 def lr_p(lr_dir: str, config, texts: list[tuple[str, str]]) -> list[np.ndarray]:
     """The LR detector's p(H) of the same words (offline: it sees both sides, as it was trained)."""
-    from hades_ray.detect.api import detector_stages
+    from hades_ray.detect.detector import Detector
     from hades_ray.detect.scoring import score_instances
     from hades_ray.io.hades_format import Instance
 
@@ -189,7 +189,7 @@ def lr_p(lr_dir: str, config, texts: list[tuple[str, str]]) -> list[np.ndarray]:
         words, picked = generated_words(prompt, generation)
         instances += [Instance(words, i, i, -1, {"id": f"{k}#{i}", "doc_id": str(k)}) for i in picked]
         owners += [k] * len(picked)
-    p, _ = score_instances(detector_stages(lr_dir, config), instances, "local", check=False)
+    p, _ = score_instances(Detector.open(lr_dir).stages(config.detect), instances, "local", check=False)
     return [p[np.array(owners) == k] for k in range(len(texts))]
 
 
@@ -537,7 +537,8 @@ def main(argv=None) -> int:
 
 
 def measure(args, config, prompts: list[dict], detectors: dict, generator) -> dict:
-    from hades_ray.guard.judge import OnlineJudge, stored_threshold
+    from hades_ray.detect.detector import Detector
+    from hades_ray.guard.judge import OnlineJudge
     from hades_ray.guard.sampling import Sampling, prepare_tokenizer
     from hades_ray.guard.text import TokenText
 
@@ -554,7 +555,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     # arm's when their tokens match (checked above), else they are scored here.
     recorded = {name: [np.array([w["p"] for w in r["scores"]]) for r in arms[name]["results"]] for name in ARMS[1:]}
     figures, agree, drift, lr_scores = {}, {}, {}, {}
-    t_lr, k = stored_threshold(detectors["lr"]["dir"]), args.agreement_outputs
+    t_lr, k = Detector.open(detectors["lr"]["dir"]).threshold, args.agreement_outputs
     for name, arm in arms.items():
         texts = [(p, r["generation"]) for p, r in zip(texts_in, arm["results"])]
         p_online = recorded.get(name) or (recorded["scored"] if same else online_p(judge, texts))

@@ -1,7 +1,8 @@
 """The detector API the CLI, the jobs and the annotation rounds share.
 
-A detector folder holds ``detector.json`` (its ``type``: transformer, lr or svm), its weights, the
-resolved config and ``metrics.json`` of the best epoch on the validation set.
+A detector folder holds ``detector.json`` (its ``type``: transformer, lr or svm; read and written by
+``hades_ray/detect/detector.py``), its weights, the resolved config and ``metrics.json`` of the best
+epoch on the validation set.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import logging
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-from hades_ray.config import ConfigError, HadesConfig, config_from_dict, save_config
+from hades_ray.config import ConfigError, HadesConfig, save_config
 from hades_ray.detect.data import LoadReport, instances_from_records, load_all, load_labelled
+from hades_ray.detect.description import write_description
+from hades_ray.detect.detector import Detector
 from hades_ray.detect.settings import DETECTORS, MODES
 from hades_ray.io.hades_format import Instance, write_instances
 from hades_ray.metrics import binary_metrics, write_metrics
@@ -28,28 +30,6 @@ def _ray(config: HadesConfig):
     return init_ray(config.ray.address, config.ray.num_cpus)
 
 
-def detector_config(model_dir: Path) -> HadesConfig:
-    """The resolved settings a detector folder was trained with (its ``config.resolved.yaml``)."""
-    return config_from_dict(yaml.safe_load((model_dir / "config.resolved.yaml").read_text(encoding="utf-8")))
-
-
-def detector_type(model_dir: Path) -> dict:
-    """A detector folder's ``detector.json`` (its ``type``, ``mode`` ...); a missing, unreadable or foreign
-    one is a one-line error naming the file."""
-    from hades_ray.models.registry import CheckpointError
-
-    path = Path(model_dir) / "detector.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{model_dir} is not a detector folder (no detector.json); train one first")
-    try:
-        meta = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise CheckpointError(f"{path}: not a valid detector description ({error})") from None
-    if not isinstance(meta, dict) or meta.get("type") not in DETECTORS:
-        raise CheckpointError(f"{path}: field 'type': expected one of {', '.join(DETECTORS)}")
-    return meta
-
-
 def _linear_settings(config: HadesConfig, kind: str) -> dict:
     d = config.detect
     return {
@@ -61,12 +41,6 @@ def _linear_settings(config: HadesConfig, kind: str) -> dict:
     }
 
 
-def _with_source(settings: dict) -> dict:
-    from hades_ray.models.registry import resolve_model
-
-    return {**settings, "mlm_source": resolve_model(settings["mlm"])}
-
-
 def _train_linear(config: HadesConfig, kind: str, train: list[Instance], valid: list[Instance], out: Path) -> dict:
     from hades_ray.detect.feature_pipeline import FEATURE_NAMES, feature_matrix
     from hades_ray.detect.lexical import LexicalStats
@@ -75,13 +49,13 @@ def _train_linear(config: HadesConfig, kind: str, train: list[Instance], valid: 
     d = config.detect
     settings = _linear_settings(config, kind)
     lexical = LexicalStats.fit([i.words for i in train], d.ppmi_vocab, d.ppmi_window)
-    X = feature_matrix(train + valid, lexical, _with_source(settings), d)  # judged sets: small, in-process
+    X = feature_matrix(train + valid, lexical, settings, d)  # judged sets: small, in-process
     y = np.array([i.label for i in train])
     params = fit_linear(kind, X[: len(train)], y, d, config.seed, list(FEATURE_NAMES))
     p, pred = predict_linear(params, X[len(train) :])
     save_linear(params, out)
     lexical.save(out)
-    (out / "detector.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    write_description(out, settings)
     return {"iterations": params["iterations"], **binary_metrics([i.label for i in valid], pred, p)}
 
 
@@ -158,52 +132,35 @@ def train_detector(
 
 def _store_validation_threshold(model_dir: Path, valid: list[Instance], config: HadesConfig) -> dict:
     """Score the validation set with the exported detector and store the threshold ``score`` flags at."""
-    from hades_ray.detect.threshold import choose_threshold, store_threshold
+    from hades_ray.detect.threshold import choose_threshold
 
-    p, _ = _score(model_dir, valid, config)
+    detector = Detector.open(model_dir)
+    p, _ = _score(detector, valid, config)
     choice = choose_threshold([i.label for i in valid], p)
-    store_threshold(model_dir, choice)
+    detector.store_threshold(choice)
     return choice
 
 
-def detector_stages(model_dir, config: HadesConfig, num_gpus: float = 0.0) -> list:
-    """The pipeline stages that add ``p_hallucination`` and ``pred`` to a table of ``words``, ``start``,
-    ``end``: the span classifier (an actor pool), or spaCy tags + MLM features + the linear model."""
-    from hades_ray.pipeline.stage import Resources
-
-    model_dir = Path(model_dir).resolve()
-    meta = detector_type(model_dir)
-    d = config.detect
-    if meta["type"] == "transformer":
-        from hades_ray.detect.scoring import SpanScoreStage
-
-        resources = Resources.of_detect(d, num_gpus, batch_size=d.score_batch_size * 8)
-        return [SpanScoreStage(resources, str(model_dir), d.score_batch_size)]
-    from hades_ray.detect.feature_pipeline import LinearScoreStage, model_feature_stages
-
-    linear = Resources(num_cpus=0.25, batch_size=1024)
-    return [*model_feature_stages(_with_source(meta), d), LinearScoreStage(linear, str(model_dir))]
-
-
-def _score(model_dir: Path, instances: list[Instance], config: HadesConfig, executor: str = "local") -> tuple:
+def _score(detector: Detector, instances: list[Instance], config: HadesConfig, executor: str = "local") -> tuple:
     """(p(H), pred) for instances, through the detector's stages on the pipeline executor."""
     from hades_ray.detect.scoring import score_instances
 
     if not instances:
         return np.zeros(0), np.zeros(0, dtype=int)
-    return score_instances(detector_stages(model_dir, config), instances, executor, config.ray.check_resources)
+    stages = detector.stages(config.detect)
+    return score_instances(stages, instances, executor, config.ray.check_resources)
 
 
 def predict_file(model_dir, data_path, output_path, config: HadesConfig | None = None) -> Path:
     """Score every instance of ``data_path`` (labelled or not) on a Ray Data actor pool; writes JSONL
     with the input records plus ``p_hallucination`` and ``pred``."""
-    model_dir = Path(model_dir)
-    config = config or detector_config(model_dir)
+    detector = Detector.open(model_dir)
+    config = config or detector.config()
     report = LoadReport()
     instances = load_all(data_path, config.detect.skip_bad, report)
     report.write_quarantine(Path(output_path).parent)
     _ray(config)
-    p, pred = _score(model_dir, instances, config, executor="ray")
+    p, pred = _score(detector, instances, config, executor="ray")
     records = [
         {**inst.to_json(), "p_hallucination": float(pi), "pred": int(yi)} for inst, pi, yi in zip(instances, p, pred)
     ]
@@ -212,19 +169,19 @@ def predict_file(model_dir, data_path, output_path, config: HadesConfig | None =
 
 def evaluate_file(model_dir, data_path, config: HadesConfig | None = None) -> dict:
     """The paper's metrics on the labelled instances of ``data_path`` (-1 ones are ignored)."""
-    model_dir = Path(model_dir)
-    config = config or detector_config(model_dir)
+    detector = Detector.open(model_dir)
+    config = config or detector.config()
     report = LoadReport()
     instances = load_labelled(data_path, config.detect.skip_bad, report)
     _ray(config)
-    p, pred = _score(model_dir, instances, config, executor="ray")
+    p, pred = _score(detector, instances, config, executor="ray")
     return {**binary_metrics([i.label for i in instances], pred, p), **report.summary()}
 
 
 def predict_records(model_dir, records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     """(p(H), predicted label) of in-memory HaDes records, in-process (no Ray): for small sets."""
-    model_dir = Path(model_dir)
-    p, pred = _score(model_dir, instances_from_records(records), detector_config(model_dir), executor="local")
+    detector = Detector.open(model_dir)
+    p, pred = _score(detector, instances_from_records(records), detector.config(), executor="local")
     return np.asarray(p, dtype=np.float64), np.asarray(pred, dtype=int)
 
 

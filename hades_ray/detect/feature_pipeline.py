@@ -14,7 +14,7 @@ from hades_ray.detect.features import TAG_NAMES, mlm_span_features, tag_spans
 from hades_ray.detect.lexical import LexicalStats
 from hades_ray.detect.scoring import SCORE_OUTPUTS, SPAN_INPUTS, items_from_table
 from hades_ray.io.hades_format import Instance
-from hades_ray.pipeline.stage import Resources, Stage
+from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 
 FEATURE_NAMES = ("mlm_prob", "mlm_entropy", "tfidf", "ppmi") + TAG_NAMES
 VECTOR = pa.list_(pa.float32())
@@ -52,14 +52,11 @@ class MlmFeatureStage(Stage):
         self.source, self.window = source, window
 
     def setup(self) -> None:
-        import torch
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-        torch.set_num_threads(max(1, self.resources.torch_threads))
+        device = setup_torch(self.resources)
         self.tokenizer = AutoTokenizer.from_pretrained(self.source)
-        self.model = AutoModelForMaskedLM.from_pretrained(self.source).eval()
-        if self.resources.num_gpus > 0 and torch.cuda.is_available():
-            self.model = self.model.to("cuda")
+        self.model = AutoModelForMaskedLM.from_pretrained(self.source).eval().to(device)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         return {"mlm": list(mlm_span_features(self.model, self.tokenizer, items_from_table(batch), self.window))}
@@ -101,14 +98,17 @@ class LinearScoreStage(Stage):
 
 
 def model_feature_stages(settings: dict, d) -> list[Stage]:
-    """spaCy tags (one actor) and MLM features (``detect.actors`` actors) with the detect section's resources."""
+    """spaCy tags (one actor) and MLM features (``detect.actors`` actors) with the detect section's resources;
+    ``settings`` are a feature detector's (``mlm``, ``feature_window``, ``spacy_model``)."""
+    from hades_ray.models.registry import resolve_model
+
     tag = Resources(num_cpus=d.actor_cpus, batch_size=d.feature_batch_size * 4, torch_threads=d.torch_threads)
     mlm = Resources(
         num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=d.feature_batch_size, torch_threads=d.torch_threads
     )
     return [
         SpanTagStage(tag, settings["spacy_model"]),
-        MlmFeatureStage(mlm, settings["mlm_source"], settings["feature_window"]),
+        MlmFeatureStage(mlm, resolve_model(settings["mlm"]), settings["feature_window"]),
     ]
 
 

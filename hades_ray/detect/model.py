@@ -11,7 +11,6 @@ half a file; a failed export before that leaves the old detector as it was.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,10 +18,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from hades_ray.detect.description import DETECTOR_JSON, SPAN_FORMAT, read_description, write_description
 from hades_ray.pipeline import storage
 
-FORMAT = "hades_ray.span_classifier/1"
-DETECTOR_JSON, WEIGHTS, TOKENIZER = "detector.json", "weights.safetensors", "tokenizer"
+WEIGHTS, TOKENIZER = "weights.safetensors", "tokenizer"
 
 
 def _layers(backbone: nn.Module) -> nn.ModuleList | None:
@@ -122,8 +121,7 @@ def export_detector(directory: str | Path, state: dict[str, torch.Tensor], setti
             # Without detector.json the folder is no detector, so nothing reads it until the new one lands.
             (directory / DETECTOR_JSON).unlink(missing_ok=True)
         _swap_tokenizer(stage, directory)
-        meta = {"format": FORMAT, "type": "transformer", **settings}
-        storage.write_text(directory / DETECTOR_JSON, json.dumps(meta, indent=2) + "\n")
+        write_description(directory, {"format": SPAN_FORMAT, "type": "transformer", **settings})
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return directory
@@ -134,25 +132,6 @@ def _swap_tokenizer(stage: Path, directory: Path) -> None:
     if old_tokenizer.exists():
         old_tokenizer.rename(stage / "old-tokenizer")
     (stage / TOKENIZER).rename(old_tokenizer)
-
-
-def read_detector_json(directory: Path) -> dict:
-    """The detector's description; a missing, unreadable or foreign file is a clear error."""
-    from hades_ray.models.registry import CheckpointError, ModelNotFoundError
-
-    path = directory / DETECTOR_JSON
-    if not path.is_file():
-        raise ModelNotFoundError(f"{directory} is not a detector folder (no {DETECTOR_JSON})")
-    try:
-        meta = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise CheckpointError(f"{path}: not a valid detector description ({error})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: field 'format': expected {FORMAT!r}")
-    missing = [k for k in ("backbone", "mode", "window", "pooling", "mlp_layers", "freeze") if k not in meta]
-    if missing:
-        raise CheckpointError(f"{path}: missing field(s) {', '.join(missing)}")
-    return meta
 
 
 def check_state(model: nn.Module, state: dict[str, torch.Tensor], where: Path) -> None:
@@ -182,7 +161,9 @@ def load_detector(directory: str | Path, device: str = "cpu"):
     from hades_ray.models.registry import CheckpointError, ModelNotFoundError, resolve_model
 
     directory = Path(directory)
-    settings = read_detector_json(directory)
+    settings = read_description(directory)
+    if settings["type"] != "transformer":
+        raise CheckpointError(f"{directory} is an {settings['type']} detector, not a span classifier")
     weights = directory / WEIGHTS
     if not weights.is_file():
         raise ModelNotFoundError(f"{directory}: no {WEIGHTS}")

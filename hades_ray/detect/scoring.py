@@ -13,7 +13,7 @@ import torch
 
 from hades_ray.detect.spans import encode_spans
 from hades_ray.detect.stable import backbone_states, head_probabilities, pool_span
-from hades_ray.pipeline.stage import Resources, Stage
+from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 
 
 @torch.no_grad()
@@ -70,13 +70,7 @@ class SpanScoreStage(Stage):
     def setup(self) -> None:
         from hades_ray.detect.model import load_detector
 
-        torch.set_num_threads(max(1, self.resources.torch_threads))
-        try:
-            torch.set_num_interop_threads(1)
-        except RuntimeError:
-            pass  # a reused worker process already set it
-        device = "cuda" if self.resources.num_gpus > 0 and torch.cuda.is_available() else "cpu"
-        self.tokenizer, self.model, self.settings = load_detector(self.model_dir, device=device)
+        self.tokenizer, self.model, self.settings = load_detector(self.model_dir, device=setup_torch(self.resources))
 
     def process(self, batch: pa.Table) -> dict[str, np.ndarray]:
         mode, window = self.settings["mode"], self.settings["window"]

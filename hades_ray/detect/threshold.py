@@ -3,18 +3,13 @@
 The paper reports its metrics at the classifier's argmax (p >= 0.5), and ``evaluate``/``predict`` keep
 that so their numbers stay comparable with its tables. A class-weighted detector's probabilities are
 not calibrated, though, so ``hades-ray score`` and the guard flag at the threshold that maximises the
-G-Mean (the paper's balanced metric) on the validation set, stored in ``detector.json``.
+G-Mean (the paper's balanced metric) on the validation set, stored in ``detector.json``
+(``hades_ray/detect/detector.py`` reads and writes it).
 """
 
 from __future__ import annotations
 
-import json
-import math
-from pathlib import Path
-
 import numpy as np
-
-from hades_ray.pipeline import storage
 
 DEFAULT_THRESHOLD = 0.5  # detectors trained before thresholds were stored: the argmax
 
@@ -37,24 +32,3 @@ def choose_threshold(labels, p) -> dict:
         "valid_gmean": float(gmean[best]),
         "valid_n": int(labels.size),
     }
-
-
-def store_threshold(model_dir: str | Path, choice: dict) -> None:
-    """Add the choice to ``detector.json`` (written to a temp file, then renamed over it)."""
-    path = Path(model_dir) / "detector.json"
-    meta = json.loads(path.read_text(encoding="utf-8"))
-    meta["threshold"] = choice
-    storage.write_text(path, json.dumps(meta, indent=2) + "\n")
-
-
-def detector_threshold(model_dir: str | Path) -> float:
-    """The stored threshold of a detector folder; 0.5 for one trained before thresholds were stored."""
-    path = Path(model_dir) / "detector.json"
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8")).get("threshold")
-    except (OSError, ValueError, AttributeError):
-        return DEFAULT_THRESHOLD
-    value = stored.get("threshold") if isinstance(stored, dict) else None
-    if isinstance(value, (int, float)) and math.isfinite(value) and 0.0 <= value <= 1.0:
-        return float(value)
-    return DEFAULT_THRESHOLD

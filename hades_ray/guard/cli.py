@@ -64,31 +64,8 @@ def _check(args: argparse.Namespace, settings: GuardConfig) -> None:
         raise UserError("--html shades words by the guard's p(H): it needs --guard DETECTOR")
 
 
-def _check_detector(folder: Path) -> None:
-    """A folder that is no online span classifier is one clear error before any work."""
-    from hades_ray.detect.model import read_detector_json
-
-    meta_file = folder / "detector.json"
-    if meta_file.is_file():
-        try:
-            kind = json.loads(meta_file.read_text(encoding="utf-8")).get("type")
-        except (ValueError, UnicodeDecodeError, AttributeError):
-            kind = None
-        if kind in ("lr", "svm"):
-            raise UserError(
-                f"{folder} is an {kind} detector; the guard needs an online transformer detector "
-                "(hades-ray train --detector transformer --mode online)"
-            )
-    meta = read_detector_json(folder)
-    if meta.get("mode") != "online":
-        raise UserError(
-            f"{folder}: the guard needs an online detector (it sees only the text before each word), but this "
-            f"one was trained with mode={meta.get('mode')!r}; train one with --mode online"
-        )
-
-
 def run(args: argparse.Namespace) -> int:
-    from hades_ray.guard.judge import stored_threshold
+    from hades_ray.detect.detector import Detector
     from hades_ray.guard.runner import run_generate
     from hades_ray.guard.sampling import Sampling
     from hades_ray.guard.stages import GenerateJob
@@ -98,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
     _check(args, g)
     threshold = g.threshold
     if args.guard:
-        _check_detector(Path(args.guard))
-        threshold = stored_threshold(args.guard) if threshold is None else threshold
+        detector = Detector.open(args.guard)
+        detector.require_online()  # a folder that is no online span classifier fails before any work
+        threshold = detector.threshold if threshold is None else threshold
     job = GenerateJob(
         generator=args.model or config.models.causal_lm,
         sampling=Sampling(g.max_new_tokens, g.temperature, g.top_k, g.top_p, g.no_end),

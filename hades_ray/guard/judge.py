@@ -4,31 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from hades_ray.errors import UserError
 from hades_ray.guard.words import chunk_items
-
-
-def stored_threshold(model_dir: str) -> float:
-    """The threshold the detector chose on validation data when it was trained (0.5 for detectors
-    older than stored thresholds)."""
-    from hades_ray.detect.threshold import detector_threshold
-
-    return float(detector_threshold(model_dir))
 
 
 class OnlineJudge:
     """p(H) of each chunk's judged words, batched across prompts: one forward pass group per call."""
 
     def __init__(self, model_dir: str, threshold: float | None, words: str = "content", device: str = "cpu"):
+        from hades_ray.detect.detector import Detector
         from hades_ray.detect.model import load_detector
 
+        detector = Detector.open(model_dir)
+        detector.require_online()
         self.tokenizer, self.model, self.settings = load_detector(model_dir, device=device)
-        if self.settings.get("mode") != "online":
-            raise UserError(
-                f"{model_dir}: the guard needs an online detector (it sees only the text before each word), "
-                f"but this one was trained with mode={self.settings.get('mode')!r}; train one with --mode online"
-            )
-        self.threshold = stored_threshold(model_dir) if threshold is None else float(threshold)
+        self.threshold = detector.threshold if threshold is None else float(threshold)
         self.words = words
         self.batch_size = 32
 

@@ -19,8 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from hades_ray.config import RESOLVED_NAME, HadesConfig, resolved_yaml
-from hades_ray.detect.api import detector_type
-from hades_ray.detect.threshold import detector_threshold
+from hades_ray.detect.detector import Detector
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import log_progress, run_shards
 from hades_ray.pipeline.lock import OutputLock
@@ -68,8 +67,9 @@ def run_score(
     ``executor`` auto: in-process for one text and stdin, Ray Data for files."""
     started = time.perf_counter()
     settings = config.score
-    meta = detector_type(model)  # a missing or broken detector fails here, before any worker starts
-    threshold = settings.threshold if settings.threshold is not None else detector_threshold(model)
+    detector = Detector.open(model)  # a missing or broken detector fails here, before any worker starts
+    mode = detector.scoring_mode(settings.mode)
+    threshold = settings.threshold if settings.threshold is not None else detector.threshold
     digest = settings_digest(model, settings, threshold)
     in_memory = text is not None or input == "-"
     executor = ("local" if in_memory else "ray") if executor == "auto" else executor
@@ -92,7 +92,7 @@ def run_score(
         summary = merge_outputs(output, [s.index for s in shards])
         summary = {
             "detector": str(model),
-            "mode": settings.mode or meta.get("mode", "offline"),
+            "mode": mode,
             "words": settings.words,
             "threshold": threshold,
             "threshold_from": "--threshold" if settings.threshold is not None else "detector",

@@ -17,8 +17,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from hades_ray.config import ConfigError
-from hades_ray.detect.settings import MODES
 from hades_ray.score.words import Targets
 
 
@@ -28,30 +26,23 @@ class WordScorer:
     def __init__(
         self, model_dir, mode: str | None = None, device: str = "cpu", forward_batch: int = 32, stride: int = 0
     ):
-        from hades_ray.detect.api import detector_config, detector_type
+        from hades_ray.detect.detector import Detector
 
         self.model_dir = Path(model_dir)
-        self.kind = detector_type(self.model_dir)["type"]
+        detector = Detector.open(self.model_dir)
+        self.kind, self.mode = detector.kind, detector.scoring_mode(mode)
         self.forward_batch, self.stride = forward_batch, stride
         if self.kind == "transformer":
             from hades_ray.detect.model import load_detector
             from hades_ray.score.causal import is_causal
 
             self.tokenizer, self.model, settings = load_detector(self.model_dir, device=device)
-            self.window, self.trained_mode = settings["window"], settings["mode"]
-            self.causal = is_causal(self.model)
+            self.window, self.causal = settings["window"], is_causal(self.model)
         else:
-            from hades_ray.detect.api import detector_stages
-
-            self.trained_mode, self.causal = "offline", False
-            self.stages = detector_stages(self.model_dir, detector_config(self.model_dir))
+            self.causal = False
+            self.stages = detector.stages(detector.config().detect)
             for stage in self.stages:
                 stage.setup()
-        self.mode = mode or self.trained_mode
-        if self.mode not in MODES:
-            raise ConfigError(f"--mode {self.mode!r}: online or offline")
-        if self.kind != "transformer" and self.mode != "offline":
-            raise ConfigError(f"{self.model_dir}: an {self.kind} detector scores offline only (use --mode offline)")
 
     @property
     def one_forward(self) -> bool:

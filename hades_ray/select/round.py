@@ -89,7 +89,7 @@ def run_round(config, workdir: str | Path, round_index: int, pool: str | None = 
 def _band(config, workdir, round_index, model_dir, rule: Rule, size: int, summary: dict, executor: str) -> Rule:
     """Eq. 1's R from the calibration rates, p(H) of the pool, and the p(H) band placed so that the
     candidate target is met after every filter (R included)."""
-    from hades_ray.detect import api
+    from hades_ray.detect.detector import Detector
 
     sel, rates = config.select, summary["rates"]
     ratio = explain_ratio(rates["alpha"], rates["beta"], rates["gamma"])
@@ -98,7 +98,7 @@ def _band(config, workdir, round_index, model_dir, rule: Rule, size: int, summar
         summary["messages"].append(ratio.message)
         log.warning(ratio.message)
     rule = dataclasses.replace(rule, ratio=ratio.value)
-    stages = api.detector_stages(model_dir, config, num_gpus=sel.score_num_gpus)
+    stages = Detector.open(model_dir).stages(config.detect, num_gpus=sel.score_num_gpus)
     histogram = score_pool(config, workdir, round_index, stages, detector_token(model_dir), rule, executor)
     target = sel.candidate_target or 3 * size
     low, high = filters.thresholds_from_histogram(histogram, target, sel.p_low, sel.p_high)

@@ -54,7 +54,7 @@ BAD_FOLDERS = [
     ("no detector.json", lambda f: (f / "detector.json").unlink(), "is not a detector folder"),
     ("detector.json not JSON", lambda f: (f / "detector.json").write_text("{nope"), "not a valid detector description"),
     ("detector.json invalid UTF-8", lambda f: (f / "detector.json").write_bytes(b'{"a": "\xff"}'), "not a valid"),
-    ("detector.json a list", lambda f: (f / "detector.json").write_text("[]"), "field 'format'"),
+    ("detector.json a list", lambda f: (f / "detector.json").write_text("[]"), "not a valid detector description"),
     ("foreign format", lambda f: _meta(f, format="other/1"), "field 'format'"),
     ("missing field", lambda f: _strip(f, "pooling"), "missing field(s) pooling"),
     ("no weights", lambda f: (f / "weights.safetensors").unlink(), "no weights.safetensors"),
@@ -109,3 +109,27 @@ def test_export_is_staged_and_renamed_into_place(good_detector, tmp_path):
     reloaded = load_file(str(folder / "weights.safetensors"))
     assert all(torch.equal(reloaded[k], state[k]) for k in state)
     load_detector(folder)
+
+
+def test_a_detector_describes_itself_and_gives_its_scoring_stages(good_detector, tmp_path):
+    from hades_ray.config import default_config
+    from hades_ray.detect.detector import Detector
+    from hades_ray.errors import UserError
+
+    detector = Detector.open(shutil.copytree(good_detector, tmp_path / "described"))
+    assert (detector.kind, detector.mode, detector.backbone, detector.revision) == (
+        "transformer",
+        "offline",
+        "local:mlm",
+        None,
+    )
+    assert detector.threshold == 0.5  # nothing stored: the argmax, as before thresholds were stored
+    detector.store_threshold({"threshold": 0.25, "chosen_by": "max G-Mean on validation"})
+    assert Detector.open(detector.folder).threshold == 0.25
+    assert sorted(p.name for p in detector.folder.iterdir()) == ["detector.json", "tokenizer", "weights.safetensors"]
+    [stage] = detector.stages(default_config().detect, num_gpus=0.0)
+    assert stage.name == "detector" and stage.model_dir == str(detector.folder.resolve())
+    with pytest.raises(UserError, match="needs an online detector"):
+        detector.require_online()
+    with pytest.raises(UserError, match="scores offline only"):
+        Detector(detector.folder, {"type": "lr", "mode": "offline"}).scoring_mode("online")

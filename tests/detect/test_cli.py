@@ -63,13 +63,14 @@ def test_transformer_train_evaluate_predict(data, micro_home, ray_local, capsys)
 def _threshold_is_the_validation_choice(model, valid):
     """Training stored the threshold that maximises G-Mean on the validation set, and score flags at it."""
     from hades_ray.detect.api import score_records
-    from hades_ray.detect.threshold import choose_threshold, detector_threshold
+    from hades_ray.detect.detector import Detector
+    from hades_ray.detect.threshold import choose_threshold
     from hades_ray.io.hades_format import read_instances
 
     instances = read_instances(valid)
     p = score_records(model, [i.to_json() for i in instances])
     expected = choose_threshold([i.label for i in instances], p)
-    assert detector_threshold(model) == expected["threshold"] and 0 < expected["threshold"] <= 1
+    assert Detector.open(model).threshold == expected["threshold"] and 0 < expected["threshold"] <= 1
     out = model.parent / f"{model.name}-score"
     text = "the river flows north through the valley past three old mills"
     assert main(["score", "--model", str(model), "--text", text, "--words", "all", "--output", str(out)]) == 0

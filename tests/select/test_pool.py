@@ -112,7 +112,7 @@ class HashDetector(Stage):
 @pytest.fixture
 def stand_in_detector(monkeypatch, tmp_path):
     """Round K's detector replaced by fixed rates (Eq. 1 gives R = 3/13) and the hash stage."""
-    from hades_ray.detect import api
+    from hades_ray.detect.detector import Detector
     from hades_ray.select import round as round_module
 
     model_dir = tmp_path / "detector"
@@ -124,7 +124,8 @@ def stand_in_detector(monkeypatch, tmp_path):
         return model_dir
 
     monkeypatch.setattr(round_module, "train_round_detector", train)
-    monkeypatch.setattr(api, "detector_stages", lambda *a, **k: [HashDetector(Resources(batch_size=16))])
+    monkeypatch.setattr(Detector, "open", classmethod(lambda cls, folder: cls(folder, {"type": "lr"})))
+    monkeypatch.setattr(Detector, "stages", lambda self, *a, **k: [HashDetector(Resources(batch_size=16))])
 
 
 def test_candidate_target_accounts_for_r(micro_home, tmp_path, stand_in_detector):
