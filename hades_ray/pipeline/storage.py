@@ -189,12 +189,9 @@ def write_table(path: str, table: pa.Table) -> None:
 
 
 def write_json_atomic(path: str | Path, data) -> Path:
-    """Indented UTF-8 JSON (numpy values as plain numbers) put in place by a rename."""
+    """Indented UTF-8 JSON (numpy values as plain numbers), written atomically by ``write_text``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n")
     return path
 
 
