@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 from hades_ray.errors import UserError
+from hades_ray.pipeline import storage
 
 TUNER_PKL = "tuner.pkl"  # the file Ray Tune writes when a Tuner is created (ray/tune/impl/tuner_internal.py)
 
@@ -43,10 +44,7 @@ def record_sweep(output: Path, experiment: Path) -> Path:
         "tuner_pkl_sha256": _digest(experiment / TUNER_PKL),
     }
     path = _record_path(output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    storage.write_text(path, json.dumps(record, indent=2) + "\n")
     return path
 
 
