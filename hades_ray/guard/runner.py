@@ -57,7 +57,7 @@ def run_generate(
     """Generate for every prompt of ``prompts`` into ``output`` (actors, shards and report from the
     ``guard`` section); returns the summary."""
     from hades_ray.models.registry import resolve_model
-    from hades_ray.perturb.runner import plan_work
+    from hades_ray.pipeline.shards import plan_work
 
     g = config.guard
     resources = Resources.of_detect(config.detect, g.num_gpus, g.batch_size, max_actors=g.actors)

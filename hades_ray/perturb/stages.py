@@ -57,7 +57,7 @@ class ReplaceStage(PerturbStage):
     name = "replace"
     inputs = {"doc_id": pa.string(), "status": pa.string(), "input_ids": IDS, "units": pa.list_(UNIT_TYPE)}
     inputs |= {"chosen": pa.list_(IDS)}
-    outputs = {"fills": pa.list_(IDS), "replace_forward_seconds": pa.float64()}
+    outputs = {"fills": pa.list_(IDS), "seconds_replace_forward": pa.float64()}
     drops = ("input_ids",)
 
     def setup(self) -> None:
@@ -76,7 +76,7 @@ class ReplaceStage(PerturbStage):
         timings = {"forward": 0.0}
         rows = steps.replace_rows(self.rows(batch), self.model, self.tokenizer, self.bans, self.config, timings)
         for row in rows:
-            row["replace_forward_seconds"] = timings["forward"] / max(len(rows), 1)
+            row["seconds_replace_forward"] = timings["forward"] / max(len(rows), 1)
         return self.columns(rows)
 
 

@@ -1,18 +1,16 @@
-"""The perturbation job's shard writer, run on a worker: the kept candidate of every document, the
-shard's files (data first, each atomically), then its marker with the shard's counts.
+"""The perturbation job's shard writer, run on a worker: the kept candidate of every document and the
+shard's files, each atomically; the executor writes the shard's marker (``_markers/``) after them.
 
 Files of shard k (all keyed by ``part-0000k``): ``pool/`` (Parquet, one row per perturbed document with
 every candidate's perplexity), ``instances/`` (HaDes instances as Parquet for the selection job and as
-JSONL in the published format), ``quarantine/`` (JSONL: rows set aside, with reason and source), and
-``markers/`` last.
+JSONL in the published format) and ``quarantine/`` (JSONL: rows set aside, with reason and source).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,57 +20,22 @@ from hades_ray.perturb.rank import most_fluent
 from hades_ray.perturb.schema import INSTANCE_SCHEMA, POOL_SCHEMA
 from hades_ray.perturb.spans import hades_instances, words_with_span_indices
 from hades_ray.pipeline import storage
-from hades_ray.pipeline.shards import part_name, write_marker
+from hades_ray.pipeline.shards import part_name
 
 QUARANTINE_KEEPS = ("too_short", "no_maskable_words")  # normal filtering: counted, not quarantined
-EMPTY_SHARD_ROW = -1  # the reader's placeholder for a shard with no rows, so that its marker is written too
 
 
-class IncompleteShardError(RuntimeError):
-    """A shard reached the writer without all of its rows."""
-
-
-def write_shards(table: pa.Table, output: str, config_digest: str, lowercase: bool) -> pa.Table:
-    """Write every shard in ``table`` (the executor hands one per block); returns one stats row each."""
-    by_shard: dict[int, list[dict]] = defaultdict(list)
-    for row in table.to_pylist():
-        by_shard[int(row["shard"])].append(row)
-    stats = [_write_one(shard, rows, output, config_digest, lowercase) for shard, rows in sorted(by_shard.items())]
-    return pa.table({"shard": [s["shard"] for s in stats], "marker": [json.dumps(s) for s in stats]})
-
-
-def _write_one(shard: int, rows: list[dict], output: str, config_digest: str, lowercase: bool) -> dict:
-    real = sorted((r for r in rows if r["row"] != EMPTY_SHARD_ROW), key=lambda r: r["row"])
-    expected = int(rows[0]["shard_rows"])
-    if len(real) != expected:
-        raise IncompleteShardError(f"shard {shard}: {len(real)} of {expected} rows reached the writer")
-    pool, instances, quarantine, counts = shard_outputs(shard, real, lowercase)
-    name = part_name(shard)
+def write_shard(index: int, table: pa.Table, output: str, lowercase: bool) -> dict:
+    """Write shard ``index``'s files (the executor writes its marker after them); returns its stats."""
+    rows = sorted(table.to_pylist(), key=lambda r: r["row"])
+    pool, instances, quarantine, counts = shard_outputs(index, rows, lowercase)
+    name = part_name(index)
     storage.write_bytes(storage.join(output, "pool", f"{name}.parquet"), _parquet(pool, POOL_SCHEMA))
     columns = [c for _, c in instances]
     storage.write_bytes(storage.join(output, "instances", f"{name}.parquet"), _parquet(columns, INSTANCE_SCHEMA))
     storage.write_text(storage.join(output, "instances", f"{name}.jsonl"), _jsonl([r for r, _ in instances]))
     storage.write_text(storage.join(output, "quarantine", f"{name}.jsonl"), _jsonl(quarantine))
-    stats = {
-        "shard": shard,
-        "fingerprint": rows[0]["fingerprint"],
-        "config_digest": config_digest,
-        "counts": dict(counts),
-        "artifacts": dict(count_artifacts(pool)),
-        "stage_seconds": _stage_seconds(rows),
-        "finished_at": time.time(),
-    }
-    write_marker(output, shard, stats)  # last: a shard with a marker is whole
-    return stats
-
-
-def _stage_seconds(rows: list[dict]) -> dict[str, float]:
-    seconds: Counter = Counter()
-    for row in rows:
-        for key, value in row.items():
-            if (key.startswith("seconds_") or key.endswith("_forward_seconds")) and value:
-                seconds[key.removeprefix("seconds_")] += float(value)
-    return {k: round(v, 4) for k, v in sorted(seconds.items())}
+    return {"counts": dict(counts), "artifacts": dict(count_artifacts(pool))}
 
 
 def shard_outputs(shard: int, rows: list[dict], lowercase: bool) -> tuple[list, list, list, Counter]:

@@ -1,35 +1,124 @@
-"""One executor for every job with model stages: an ordered list of stages between a shard reader and
-a shard writer, run on Ray Data (actor pools that live for the whole job) or serially in-process.
+"""One executor for every sharded job (``hades_ray/pipeline/job.py`` declares one): it owns the output
+lock, joining or starting Ray, the resource check, the skip policy, the markers, the completeness
+check, the merge of the shards' stats into ``summary.json``, and progress.
 
-The reader turns one shard into one block and every stage takes whole blocks (``batch_size=None``),
-so a shard's rows stay together from reader to writer; stages cut blocks into their own batches.
-The writer runs on a worker, writes the shard's files and its marker, and returns one small stats
-row: that row is all the driver ever receives.
+On Ray the stages run on Ray Data (actor pools that live for the whole job); ``kind="local"`` runs the
+same stages serially in this process, for debugging and small inputs. The reader turns one shard into
+one block and every stage takes whole blocks (``batch_size=None``), so a shard's rows stay together
+from reader to writer; stages cut blocks into their own batches. The writer runs on a worker, writes
+the shard's files and its marker, and returns one small stats row: all the driver ever receives.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 from ray.data.datasource import Datasource
 
+from hades_ray.pipeline import storage
 from hades_ray.pipeline.errors import ResourceError
-from hades_ray.pipeline.shards import Shard
+from hades_ray.pipeline.job import Mapper, ShardJob, merge_stats, read_shard, write_shards
+from hades_ray.pipeline.lock import OutputLock
+from hades_ray.pipeline.progress import Progress
+from hades_ray.pipeline.shards import Shard, check_layout, iter_markers, part_name, plan_work, read_markers
 from hades_ray.pipeline.stage import Stage, StageActor
 
 log = logging.getLogger(__name__)
 ShardReader = Callable[[Shard], pa.Table]
-ShardWriter = Callable[[pa.Table], pa.Table]
+BlockWriter = Callable[[pa.Table], pa.Table]  # a block of shards -> their stats rows
 # Read and write tasks take little CPU; a fractional share keeps them schedulable next to actor pools
 # that hold the other logical CPUs (a 2-CPU cluster otherwise deadlocks silently).
 IO_TASK_CPUS = 0.25
 SHARD_BLOCK_BYTES = 2 * 1024**3  # a shard stays one block: Ray Data must never split it
 
 
-def run_in_process(shards: list[Shard], read: ShardReader, stages: list[Stage], write: ShardWriter) -> Iterator[dict]:
+EXECUTORS = ("ray", "local")
+SUMMARY = "summary.json"
+
+
+@dataclass(frozen=True)
+class Executor:
+    """Runs any ``ShardJob``: ``kind`` ray (a Ray Data job on ``address``, or a private local cluster)
+    or local (in-process); ``force`` redoes finished shards instead of skipping them."""
+
+    kind: str = "ray"
+    force: bool = False
+    address: str = ""  # empty: RAY_ADDRESS if set, else a private cluster on 127.0.0.1
+    num_cpus: int = 0  # a private local cluster's CPUs (0: the machine's)
+    check_resources: bool = True  # stop before any work when some stage's actor cannot be placed
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise ValueError(f"executor {self.kind!r}: choose one of {', '.join(EXECUTORS)}")
+
+    @classmethod
+    def of(cls, ray_config, kind: str = "ray", force: bool = False) -> Executor:
+        """From the config's ``ray`` section and the command's ``--executor`` and ``--force``."""
+        return cls(kind, force, ray_config.address, ray_config.num_cpus, ray_config.check_resources)
+
+    def mapper(self) -> Mapper:
+        """Runs planning work (indexing input files) as small Ray tasks next to the data, or in-process."""
+        if self.kind == "local":
+            return lambda fn, items: [fn(item) for item in items]
+        from hades_ray.ray_runtime import task_mapper
+
+        return task_mapper(self.address, self.num_cpus)
+
+    def run(self, job: ShardJob) -> dict:
+        """Plan, skip finished shards, run the rest, merge: returns the summary written to ``summary.json``."""
+        started = time.perf_counter()
+        with OutputLock(job.output):
+            check_layout(job.output)
+            shards = job.plan(self.mapper())
+            todo, skipped = plan_work(shards, read_markers(job.output), job.digest, self.force)
+            for name, text in job.resolved.items():
+                storage.write_text(storage.join(job.output, name), text)
+            log.info("%s: %d shards planned, %d to run, %d already finished", job.name, len(shards), len(todo), skipped)
+            if todo:
+                self._run(job, todo)
+            return finish(job, len(todo), skipped, time.perf_counter() - started)
+
+    def _run(self, job: ShardJob, todo: list[Shard]) -> None:
+        stages = job.stages()
+        read = functools.partial(read_shard, job.read, job.digest)
+        write = functools.partial(write_shards, job.write, job.output, job.digest)
+        if self.kind == "ray":
+            from hades_ray.ray_runtime import init_ray
+
+            init_ray(self.address, self.num_cpus)
+            stream = run_on_ray(todo, read, stages, write, self.check_resources)
+        else:
+            stream = run_in_process(todo, read, stages, write)
+        with Progress(job.name, len(todo), sum(s.rows for s in todo), job.rows_verb) as progress:
+            for row in stream:
+                progress.done(json.loads(row["marker"]))
+
+
+def finish(job: ShardJob, processed: int, skipped: int, seconds: float) -> dict:
+    """Concatenate the JSONL views and merge every finished shard's marker into ``summary.json``."""
+    indices = sorted(m["shard"] for m in iter_markers(job.output))
+    for view in job.views:
+        parts = [storage.join(job.output, view, f"{part_name(i)}.jsonl") for i in indices]
+        storage.concatenate(parts, storage.join(job.output, f"{view}.jsonl"))
+    merged = merge_stats(iter_markers(job.output))
+    summary = job.summarize(merged) if job.summarize else dict(merged.get("counts", {}))
+    summary["shards"] = {"total": len(indices), "processed_now": processed, "skipped_finished": skipped}
+    busy = merged.get("stage_seconds", {})
+    summary["timings"] = {
+        "wall_seconds": round(seconds, 3),
+        "stage_busy_seconds": {k: round(v, 3) for k, v in sorted(busy.items())},
+    }
+    storage.write_text(storage.join(job.output, SUMMARY), json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def run_in_process(shards: list[Shard], read: ShardReader, stages: list[Stage], write: BlockWriter) -> Iterator[dict]:
     """The same stages, serially in this process: for debugging and tests."""
     for stage in stages:
         stage.setup()
@@ -67,7 +156,7 @@ def check_resources(stages: list[Stage], nodes: list[dict]) -> None:
 
 
 def run_on_ray(
-    shards: list[Shard], read: ShardReader, stages: list[Stage], write: ShardWriter, check: bool = True
+    shards: list[Shard], read: ShardReader, stages: list[Stage], write: BlockWriter, check: bool = True
 ) -> Iterator[dict]:
     """Stream shards through the stages on Ray Data; yields each shard's stats row as it is written."""
     import ray
@@ -95,20 +184,16 @@ def run_on_ray(
 
 
 def run_shards(
-    executor: str, shards: list[Shard], read: ShardReader, stages: list[Stage], write: ShardWriter, check: bool = True
+    executor: str, shards: list[Shard], read: ShardReader, stages: list[Stage], write: BlockWriter, check: bool = True
 ) -> Iterator[dict]:
-    """``run_on_ray`` for ``executor="ray"``, else ``run_in_process``."""
+    """TRANSITION: the old per-job entry point, removed once every job runs on ``Executor``."""
     if executor == "ray":
         return run_on_ray(shards, read, stages, write, check)
     return run_in_process(shards, read, stages, write)
 
 
 def log_progress(stream: Iterator[dict], total: int, verb: str) -> None:
-    """One log line per finished shard (the writers' stats rows carry the marker with its counts)."""
-    import json
-
-    from hades_ray.pipeline.shards import part_name
-
+    """TRANSITION: removed once every job runs on ``Executor`` (which owns progress)."""
     for done, stats in enumerate(stream, start=1):
         counts = json.loads(stats["marker"])["counts"]
         log.info("shard %s %s (%d/%d): %s", part_name(stats["shard"]), verb, done, total, counts)

@@ -1,8 +1,14 @@
 """Shards and their completion markers.
 
 A shard is a fixed, deterministic slice of the input (a file, or a row range of one) and the unit of
-resume: its worker writes the shard's data files, then ``markers/part-NNNNN.json`` last, so a shard
+resume: its worker writes the shard's data files, then ``_markers/part-NNNNN.json`` last, so a shard
 with a marker is whole. The driver only plans shards and reads markers; it never holds a shard's rows.
+The folder starts with "_" so that Parquet dataset readers (pyarrow, pandas, Ray Data) pointed at an
+output folder of parts skip it.
+
+One skip policy for every job (``plan_work``): a finished shard with the same fingerprint is
+skipped; a finished shard made from other input or other settings stops the run, naming the shards,
+unless ``--force`` redoes them.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from pathlib import Path
 
 from hades_ray.pipeline import storage
 
-MARKERS = "markers"
+MARKERS = "_markers"
+LEGACY_MARKERS = "markers"  # written by hades_ray before one engine ran every job
 
 
 @dataclass(frozen=True)
@@ -60,20 +67,81 @@ def write_marker(output: str | Path, index: int, stats: dict) -> None:
     storage.write_text(marker_path(output, index), json.dumps(stats, indent=1, sort_keys=True))
 
 
+def _marker_paths(output: str | Path) -> list[str]:
+    return storage.list_files(storage.join(output, MARKERS), (".json",), recursive=False)
+
+
+def _index(path: str) -> int:
+    return int(path.rsplit("/", 1)[1].split("-")[1].split(".")[0])
+
+
 def read_markers(output: str | Path) -> dict[int, dict]:
     """Every finished shard's marker, by shard index (read in parallel: an object store is slow per file)."""
-    paths = storage.list_files(storage.join(output, MARKERS), (".json",), recursive=False)
+    paths = _marker_paths(output)
     with ThreadPoolExecutor(max_workers=16) as pool:
         texts = list(pool.map(storage.read_text, paths))
-    markers = {}
-    for path, text in zip(paths, texts):
-        index = int(path.rsplit("/", 1)[1].split("-")[1].split(".")[0])
-        markers[index] = json.loads(text)
-    return markers
+    return {_index(path): json.loads(text) for path, text in zip(paths, texts)}
+
+
+def iter_markers(output: str | Path, indices: set[int] | None = None):
+    """The finished shards' markers in shard order, one at a time (bounded memory however many)."""
+    for path in _marker_paths(output):
+        if indices is None or _index(path) in indices:
+            yield json.loads(storage.read_text(path))
 
 
 def finished_shards(output: str | Path) -> list[int]:
-    return sorted(
-        int(p.rsplit("/", 1)[1].split("-")[1].split(".")[0])
-        for p in storage.list_files(storage.join(output, MARKERS), (".json",), recursive=False)
-    )
+    return sorted(_index(p) for p in _marker_paths(output))
+
+
+class StaleShardError(FileExistsError):
+    """A finished shard was made from other input or other settings."""
+
+
+def check_layout(output: str | Path) -> None:
+    """An output written before markers moved to ``_markers/`` is not silently redone from scratch."""
+    legacy = storage.list_files(storage.join(output, LEGACY_MARKERS), (".json",), recursive=False)
+    if legacy and not _marker_paths(output):
+        raise StaleShardError(
+            f"{storage.join(output, LEGACY_MARKERS)} holds markers of an older hades_ray; rename that folder "
+            f"to {MARKERS} to resume this output, or write to a new --output"
+        )
+
+
+def plan_work(shards: list[Shard], markers: dict[int, dict], digest: str, force: bool) -> tuple[list[Shard], int]:
+    """(shards to run, shards already finished); raises when finished shards would mix with new ones."""
+    planned = {s.index for s in shards}
+    other = sorted(i for i, m in markers.items() if _digest(m) != digest)
+    if force:
+        left = [i for i in other if i not in planned]
+        if left:
+            raise StaleShardError(
+                f"--force redoes shards {describe(sorted(planned))} only, but shards {describe(left)} of this "
+                "output were made with other settings and would be mixed with the new ones; rerun with --force "
+                "over the whole input, or write to a new --output"
+            )
+        return list(shards), 0
+    stale = [s.index for s in shards if s.index in markers and _fingerprint(markers[s.index]) != s.fingerprint(digest)]
+    stale += [i for i in other if i not in stale]
+    if stale:
+        raise StaleShardError(
+            f"shards {describe(sorted(stale))} of this output were made from other input rows or other settings; "
+            "rerun with --force to redo them, or write to a new --output"
+        )
+    todo = [s for s in shards if s.index not in markers]
+    return todo, len(shards) - len(todo)
+
+
+def _digest(marker: dict) -> str | None:
+    # TRANSITION: jobs not yet on the Executor write "config_digest"; removed once every job runs on it.
+    return marker.get("digest", marker.get("config_digest"))
+
+
+def _fingerprint(marker: dict) -> str | None:
+    return marker.get("fingerprint")
+
+
+def describe(indices: list[int]) -> str:
+    """The first few part names of a list of shards, for messages."""
+    shown = ", ".join(part_name(i) for i in indices[:5])
+    return shown + (f" and {len(indices) - 5} more" if len(indices) > 5 else "")

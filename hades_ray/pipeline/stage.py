@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+# Engine column: an empty shard travels as one null row so its writer still runs; stages skip it.
+PLACEHOLDER = "_placeholder"
 
 
 class StageError(RuntimeError):
@@ -83,6 +87,11 @@ class Stage:
         missing = [c for c in self.inputs if c not in batch.column_names]
         if missing:
             raise StageError(f"stage {self.name!r} needs columns {missing}; the batch has {batch.column_names}")
+        if PLACEHOLDER in batch.column_names and pc.any(batch.column(PLACEHOLDER)).as_py():
+            held = pc.fill_null(batch.column(PLACEHOLDER), False)
+            real = self(batch.filter(pc.invert(held)).drop_columns([PLACEHOLDER]))
+            real = real.append_column(PLACEHOLDER, pa.array([False] * real.num_rows))
+            return pa.concat_tables([real, self._passed_over(batch.filter(held))])
         started = time.perf_counter()
         pieces = [
             self._piece(batch.slice(b, self.resources.batch_size))
@@ -90,13 +99,28 @@ class Stage:
         ]
         added = pa.concat_tables(pieces) if pieces else pa.table({k: pa.array([], t) for k, t in self.outputs.items()})
         seconds = time.perf_counter() - started
-        timing = f"seconds_{self.name}"
-        out = batch.drop_columns([c for c in (*self.drops, *self.outputs, timing) if c in batch.column_names])
+        out = self._without_outputs(batch)
         for name in self.outputs:
             out = out.append_column(name, added.column(name))
         # Each row carries its share of the stage's busy time, so a shard's marker can sum it.
         share = seconds / max(batch.num_rows, 1)
-        return out.append_column(timing, pa.array([share] * batch.num_rows, pa.float64()))
+        return out.append_column(self._timing, pa.array([share] * batch.num_rows, pa.float64()))
+
+    @property
+    def _timing(self) -> str:
+        return f"seconds_{self.name}"
+
+    def _without_outputs(self, batch: pa.Table) -> pa.Table:
+        dropped = (*self.drops, *self.outputs, self._timing)
+        return batch.drop_columns([c for c in dropped if c in batch.column_names])
+
+    def _passed_over(self, held: pa.Table) -> pa.Table:
+        """Placeholder rows of empty shards: the stage's columns as nulls, no work done."""
+        out = self._without_outputs(held.drop_columns([PLACEHOLDER]))
+        for name, kind in self.outputs.items():
+            out = out.append_column(name, pa.nulls(held.num_rows, kind))
+        out = out.append_column(self._timing, pa.array([0.0] * held.num_rows, pa.float64()))
+        return out.append_column(PLACEHOLDER, held.column(PLACEHOLDER))
 
     def _piece(self, batch: pa.Table) -> pa.Table:
         columns = self.process(batch)

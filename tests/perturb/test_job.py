@@ -31,7 +31,7 @@ BAD_ROWS = [
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, shared_data):
+def corpus(tmp_path_factory, shared_data, micro_home):
     folder = tmp_path_factory.mktemp("input")
     lines = (shared_data / "enwiki2015_first_paragraphs.jsonl").read_text(encoding="utf-8").splitlines()[:10]
     (folder / "a_wiki.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -133,7 +133,7 @@ def test_stale_shards_are_refused_not_mixed(corpus, tmp_path, capsys):
     # --force with --limit would redo one shard under the new config beside two made under the old one
     assert _local(corpus, tmp_path, "--set", "perturb.mask.ratio=0.3", "--force", "--limit", "4") == 2
     err = capsys.readouterr().err
-    assert "part-00001" in err and "another config" in err
+    assert "part-00001" in err and "other settings" in err
     assert (tmp_path / "instances.jsonl").read_text() == first
     assert (tmp_path / "config.resolved.yaml").read_text() == resolved  # a refused run changes nothing
 
@@ -142,7 +142,7 @@ def test_a_second_run_on_the_same_output_is_refused(corpus, tmp_path, capsys):
     with OutputLock(tmp_path):
         assert _local(corpus, tmp_path) == 2
     assert "another run" in capsys.readouterr().err
-    assert not (tmp_path / "markers").exists()
+    assert not (tmp_path / "_markers").exists()
     (tmp_path / "_lock.json").write_text(json.dumps({"host": __import__("socket").gethostname(), "pid": 2**22 + 7}))
     assert _local(corpus, tmp_path) == 0  # a lock left by a dead run on this host is taken over
     assert not (tmp_path / "_lock.json").exists()
@@ -160,12 +160,12 @@ def test_markers_appear_while_the_job_runs(ray_local, shared_data, tmp_path):
     seen_while_running = 0
     while job.is_alive():
         if not (output / "summary.json").exists():
-            seen_while_running = max(seen_while_running, len(list((output / "markers").glob("part-*.json"))))
+            seen_while_running = max(seen_while_running, len(list((output / "_markers").glob("part-*.json"))))
         time.sleep(0.2)
     job.join()
     assert codes == [0]
     assert 0 < seen_while_running  # shards finished, one after another, before the job ended
-    assert len(list((output / "markers").glob("part-*.json"))) == 6
+    assert len(list((output / "_markers").glob("part-*.json"))) == 6
 
 
 def test_a_gpu_stage_on_a_cpu_cluster_fails_fast(ray_local, corpus, tmp_path, capsys):
@@ -175,7 +175,7 @@ def test_a_gpu_stage_on_a_cpu_cluster_fails_fast(ray_local, corpus, tmp_path, ca
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "'replace'" in err and "GPU" in err
-    assert not (tmp_path / "markers").exists()
+    assert not (tmp_path / "_markers").exists()
     assert time.perf_counter() - started < 120  # not the hang of a job waiting for a GPU forever
 
 
