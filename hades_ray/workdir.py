@@ -1,13 +1,13 @@
 """The layout of a work directory: where the pool is, and one folder per round.
 
 WORKDIR/workdir.json          {"pool": PATH or URI} when the pool lives elsewhere (else WORKDIR/pool)
-WORKDIR/features/             part-NNNNN.parquet per pool shard (similarity, NER, POS, lemmas) + markers/
+WORKDIR/features/             part-NNNNN.parquet per pool shard (similarity, NER, POS, lemmas) + _markers/
 WORKDIR/round-000/            batch.jsonl (items for judges), round.json (every count), scores/ and
                               candidates/ (parts written by workers), judgments/, quarantine/, exports/
 
 The work directory itself is a local folder (judgments are imported into it); the pool may be a local
 folder or any ``pyarrow.fs`` URI (``s3://``...). Pool shards are read from the perturbation job's
-``instances/part-NNNNN.parquet``, and only where ``markers/part-NNNNN.json`` exists (a shard without
+``instances/part-NNNNN.parquet``, and only where ``_markers/part-NNNNN.json`` exists (a shard without
 its marker may be half written); the merged ``instances.jsonl`` is for people and is never read here.
 """
 
@@ -56,7 +56,7 @@ def pool_dir(workdir: str | Path) -> str:
     pool = json.loads(path.read_text())["pool"] if path.is_file() else str(Path(workdir) / "pool")
     if not read_markers(pool):
         raise FileNotFoundError(
-            f"no finished pool shard at {pool} (expected the perturbation job's markers/part-NNNNN.json and "
+            f"no finished pool shard at {pool} (expected the perturbation job's _markers/part-NNNNN.json and "
             "instances/part-NNNNN.parquet there); run `hades-ray perturb` into WORKDIR/pool or pass --pool"
         )
     return pool

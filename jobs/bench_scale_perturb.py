@@ -57,9 +57,9 @@ def one_run(input_path: str, output: str, code_root: str) -> None:
     started = time.time()
     summary = run_perturb(config, input_path, output)
     ended = time.time()
-    finish_times = sorted(json.loads(p.read_text()).get("finished_at", 0) for p in Path(output).glob("markers/*.json"))
+    finish_times = sorted(json.loads(p.read_text()).get("finished_at", 0) for p in Path(output).glob("_markers/*.json"))
     if not finish_times or not finish_times[0]:  # the old data path stamps no time: the marker files' mtimes
-        finish_times = sorted(p.stat().st_mtime for p in Path(output).glob("markers/*.json"))
+        finish_times = sorted(p.stat().st_mtime for p in Path(output).glob("_markers/*.json"))
     figures = {
         "read": summary["read"],
         "kept": summary["kept"],
@@ -109,11 +109,11 @@ def kill_and_resume(input_path: Path, output: Path, home: str, share: float = 0.
     lines = sum(1 for _ in input_path.open())
     total = -(-lines // 250)
     process = _spawn(input_path, output, ROOT, home)
-    while process.poll() is None and len(list(output.glob("markers/*.json"))) < share * total:
+    while process.poll() is None and len(list(output.glob("_markers/*.json"))) < share * total:
         time.sleep(0.5)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    finished_at_kill = len(list(output.glob("markers/*.json")))
+    finished_at_kill = len(list(output.glob("_markers/*.json")))
     (output / "_lock.json").unlink(missing_ok=True)  # the killed run's lock: its pid is gone on this host anyway
     rerun = measured(input_path, output, ROOT, home)
     return {

@@ -47,7 +47,7 @@ def main(input_path: str, output: str) -> None:
     while actors_on(worker.node_id) == 0 and time.time() < deadline:
         time.sleep(0.5)
     actors_at_removal = actors_on(worker.node_id)
-    markers_at_removal = len(list((Path(output) / "markers").glob("part-*.json")))
+    markers_at_removal = len(list((Path(output) / "_markers").glob("part-*.json")))
     running_at_removal = job.is_alive() and not result
     cluster.remove_node(worker)
     removed_at = time.time()

@@ -34,9 +34,9 @@ def test_s3_round_trip_killed_and_resumed(micro_home, shared_data, s3):
     output = "s3://hades/out/pool"
     first = _job(micro_home, s3, output, "ray")
     deadline = time.time() + 600
-    while not storage.list_files(f"{output}/markers") and time.time() < deadline and first.poll() is None:
+    while not storage.list_files(f"{output}/_markers") and time.time() < deadline and first.poll() is None:
         time.sleep(0.5)
-    finished_before_kill = len(storage.list_files(f"{output}/markers"))
+    finished_before_kill = len(storage.list_files(f"{output}/_markers"))
     assert first.poll() is None, first.stdout.read().decode()[-3000:]  # still running when killed
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=60)

@@ -56,7 +56,7 @@ def pool_rows(n_docs: int, first_doc: int = 0) -> list[dict]:
 
 
 def build_pool(directory: Path, n_docs: int = 12, docs_per_shard: int = 4, unfinished: bool = True) -> Path:
-    """``directory/instances/part-NNNNN.parquet`` + ``markers/`` per shard of ``docs_per_shard`` documents.
+    """``directory/instances/part-NNNNN.parquet`` + ``_markers/`` per shard of ``docs_per_shard`` documents.
 
     With ``unfinished``, one more shard has its instances but no marker (a crashed worker), and the
     merged ``instances.jsonl`` holds an extra line: selection must read neither."""
