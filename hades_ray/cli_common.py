@@ -29,6 +29,7 @@ def number_in(kind, low: float, high: float, low_open: bool = False):
 POSITIVE_INT = number_in(int, 1, 2**31)
 PROBABILITY = number_in(float, 0.0, 1.0)
 GPU_SHARE = number_in(float, 0.0, 64.0)
+EXECUTORS = ("ray", "local")  # hades_ray/pipeline/executor.py
 
 
 class _Override(argparse.Action):
@@ -75,6 +76,32 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         help="override one config value, e.g. --set perturb.mask.ratio=0.2 (repeatable)",
     )
     parser.add_argument("--seed", type=int, default=None, help="random seed (same as --set seed=S)")
+
+
+def add_job_args(parser: argparse.ArgumentParser, output_help: str, executors: tuple[str, ...] = EXECUTORS) -> None:
+    """The flags of every sharded job (hades_ray/pipeline/executor.py runs them all): where its output
+    goes, which executor runs it, and whether finished shards are redone."""
+    parser.add_argument("--output", required=True, help=output_help)
+    parser.add_argument(
+        "--executor",
+        choices=executors,
+        default=executors[0],
+        help="ray: Ray Data actor pools (RAY_ADDRESS, or a private local cluster on 127.0.0.1); local: "
+        "the same stages in this process, serially"
+        + ("; auto: local for --text and stdin, ray for files" if "auto" in executors else ""),
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="redo finished shards (a shard made from other input or settings otherwise stops the run)",
+    )
+
+
+def executor_from_args(args: argparse.Namespace, config: HadesConfig, kind: str | None = None):
+    """The ``Executor`` a command's ``--executor``/``--force`` and the config's ``ray`` section ask for."""
+    from hades_ray.pipeline.executor import Executor
+
+    return Executor.of(config.ray, kind or args.executor, args.force)
 
 
 def config_from_args(args: argparse.Namespace) -> HadesConfig:

@@ -86,8 +86,10 @@ def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
 
     if pool_dir is None:
         from hades_ray.perturb.runner import run_perturb
+        from hades_ray.pipeline.executor import Executor
 
-        summary = run_perturb(config, ENWIKI, work / "perturb", limit=docs, force=True)
+        redo = Executor.of(config.ray, force=True)
+        summary = run_perturb(config, ENWIKI, work / "perturb", limit=docs, executor=redo)
         pool_dir = work / "perturb" / "pool"
         (work / "perturb_summary.json").write_text(json.dumps(summary, indent=2, default=str))
     instances = pool_instances(pool_dir, seed=config.seed)

@@ -110,9 +110,10 @@ def train_detectors(config, work: Path, docs: int) -> dict:
     from hades_ray.detect.learnability import pool_instances, split_by_doc
     from hades_ray.io.hades_format import write_instances
     from hades_ray.perturb.runner import run_perturb
+    from hades_ray.pipeline.executor import Executor
 
     began = time.perf_counter()
-    run_perturb(config, ENWIKI, work / "perturb", limit=docs, force=True)
+    run_perturb(config, ENWIKI, work / "perturb", limit=docs, executor=Executor.of(config.ray, force=True))
     out: dict = {"perturb_seconds": time.perf_counter() - began}
     instances = pool_instances(work / "perturb" / "pool", seed=config.seed)
     parts = split_by_doc(instances, (0.8, 0.2), seed=config.seed)

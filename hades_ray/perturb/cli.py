@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hades_ray.cli_common import add_config_args, config_from_args
+from hades_ray.cli_common import add_config_args, add_job_args, config_from_args, executor_from_args
 from hades_ray.errors import UserError
 from hades_ray.io.demo_corpus import DEMO_INPUT
 from hades_ray.perturb.console import print_summary
@@ -17,11 +17,7 @@ def add_perturb_args(parser: argparse.ArgumentParser) -> None:
         help=f"JSONL or Parquet file or folder (id, text[, title]; Wiki-40B Parquet too), "
         f"or '{DEMO_INPUT}' for the embedded Wikipedia leads",
     )
-    parser.add_argument(
-        "--output",
-        required=True,
-        help="output folder or URI such as s3://bucket/pool (pool/, instances/, markers/, summary.json)",
-    )
+    add_job_args(parser, "output folder or URI such as s3://bucket/pool (pool/, instances/, _markers/, summary.json)")
     parser.add_argument("--limit", type=int, default=None, help="read at most N input rows (lines for JSONL)")
     parser.add_argument(
         "--sample",
@@ -29,13 +25,6 @@ def add_perturb_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="a seeded random sample of about N input rows (the seed is --seed / the config's seed)",
-    )
-    parser.add_argument("--force", action="store_true", help="redo shards that are already finished")
-    parser.add_argument(
-        "--executor",
-        choices=("ray", "local"),
-        default="ray",
-        help="ray: Ray Data actor pools (local cluster or RAY_ADDRESS); local: in-process, serial",
     )
     parser.add_argument("--examples", type=int, default=3, help="perturbed examples to print at the end")
     add_config_args(parser)
@@ -48,15 +37,8 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("limit", "sample"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise UserError(f"--{flag} must be >= 1")
-    summary = run_perturb(
-        config,
-        args.input,
-        args.output,
-        limit=args.limit,
-        force=args.force,
-        executor=args.executor,
-        sample=args.sample,
-    )
+    executor = executor_from_args(args, config)
+    summary = run_perturb(config, args.input, args.output, args.limit, args.sample, executor)
     print_summary(args.output, summary, examples=args.examples)
     return 0
 

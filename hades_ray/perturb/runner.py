@@ -57,13 +57,14 @@ def run_perturb(
     input_path: str | Path,
     output_dir: str | Path,
     limit: int | None = None,
-    force: bool = False,
-    executor: str = "ray",
     sample: int | None = None,
+    executor: Executor | None = None,
 ) -> dict:
-    """Perturb ``input_path`` into ``output_dir``; returns the summary."""
+    """Perturb ``input_path`` into ``output_dir`` (on Ray per the config unless ``executor`` says
+    otherwise); returns the summary."""
     _check_models(config)
-    return Executor.of(config.ray, executor, force).run(perturb_job(config, input_path, output_dir, limit, sample))
+    executor = executor or Executor.of(config.ray)
+    return executor.run(perturb_job(config, input_path, output_dir, limit, sample))
 
 
 def _check_models(config: HadesConfig) -> None:
