@@ -78,10 +78,14 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="random seed (same as --set seed=S)")
 
 
-def add_job_args(parser: argparse.ArgumentParser, output_help: str, executors: tuple[str, ...] = EXECUTORS) -> None:
+def add_job_args(
+    parser: argparse.ArgumentParser, output_help: str | None, executors: tuple[str, ...] = EXECUTORS
+) -> None:
     """The flags of every sharded job (hades_ray/pipeline/executor.py runs them all): where its output
-    goes, which executor runs it, and whether finished shards are redone."""
-    parser.add_argument("--output", required=True, help=output_help)
+    goes (``output_help`` None: the command names its folders otherwise, e.g. ``--workdir``), which
+    executor runs it, and whether finished shards are redone."""
+    if output_help is not None:
+        parser.add_argument("--output", required=True, help=output_help)
     parser.add_argument(
         "--executor",
         choices=executors,
