@@ -95,9 +95,10 @@ class Executor:
             stream = run_on_ray(todo, read, stages, write, self.check_resources)
         else:
             stream = run_in_process(todo, read, stages, write)
-        with Progress(job.name, len(todo), sum(s.rows for s in todo), job.rows_verb) as progress:
+        planned = {s.index: s.rows for s in todo}
+        with Progress(job.name, len(todo), sum(planned.values()), job.rows_verb) as progress:
             for row in stream:
-                progress.done(json.loads(row["marker"]))
+                progress.done(row["shard"], planned[row["shard"]])
 
 
 def finish(job: ShardJob, processed: int, skipped: int, seconds: float) -> dict:

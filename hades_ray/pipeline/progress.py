@@ -50,10 +50,9 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
 
-    def done(self, marker: dict) -> None:
-        """One finished shard (its marker, as the writer returned it)."""
+    def done(self, shard: int, rows: int) -> None:
+        """Shard ``shard`` finished; ``rows`` is its planned size (the unit of the total and the ETA)."""
         self.shards += 1
-        rows = int(marker.get("rows", 0))
         self.rows += rows
         self.last = time.monotonic()
         elapsed = self.last - self.started
@@ -65,7 +64,7 @@ class Progress:
         log.info(
             "%s: %s done (%d/%d shards, %d/%d %s): %.2f %s/s, ETA %s",
             self.job,
-            part_name(int(marker["shard"])),
+            part_name(shard),
             self.shards,
             self.total_shards,
             self.rows,

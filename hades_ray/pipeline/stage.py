@@ -90,7 +90,7 @@ class Stage:
         if PLACEHOLDER in batch.column_names and pc.any(batch.column(PLACEHOLDER)).as_py():
             held = pc.fill_null(batch.column(PLACEHOLDER), False)
             real = self(batch.filter(pc.invert(held)).drop_columns([PLACEHOLDER]))
-            real = real.append_column(PLACEHOLDER, pa.array([False] * real.num_rows))
+            real = real.append_column(PLACEHOLDER, pa.array([False] * real.num_rows, pa.bool_()))
             return pa.concat_tables([real, self._passed_over(batch.filter(held))])
         started = time.perf_counter()
         pieces = [
