@@ -8,7 +8,7 @@ import functools
 import json
 from pathlib import Path
 
-from hades_ray.cli_common import add_config_args, add_override, config_from_args
+from hades_ray.cli_common import add_config_args, add_job_args, add_override, config_from_args, executor_from_args
 from hades_ray.errors import UserError
 from hades_ray.guard.settings import GuardConfig
 from hades_ray.models.settings import DTYPES
@@ -17,22 +17,13 @@ from hades_ray.score.settings import WORD_CHOICES
 
 def add_generate_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompts", required=True, help='JSONL file, one {"prompt": "...", "id": "..."} per line')
-    parser.add_argument(
-        "--output",
-        required=True,
-        help="output folder or URI (generations.jsonl, interventions.jsonl, quarantine.jsonl, summary.json)",
+    add_job_args(
+        parser, "output folder or URI (generations.jsonl, interventions.jsonl, quarantine.jsonl, summary.json)"
     )
     parser.add_argument(
         "--model", default=None, help="causal LM: hub id, folder or local:NAME (default: the config's models.causal_lm)"
     )
     parser.add_argument("--guard", default=None, metavar="DETECTOR", help="online detector folder: turns the guard on")
-    parser.add_argument("--force", action="store_true", help="redo shards that are already finished")
-    parser.add_argument(
-        "--executor",
-        choices=("ray", "local"),
-        default="ray",
-        help="ray: a Ray Data actor pool (local cluster or RAY_ADDRESS); local: in-process, serial",
-    )
     _add_settings(parser)
     add_config_args(parser)
 
@@ -88,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         words=g.words,
         dtype=g.dtype,
     )
-    summary = run_generate(job, args.prompts, args.output, config, args.executor, args.force)
+    summary = run_generate(job, args.prompts, args.output, config, executor_from_args(args, config))
     print(json.dumps(summary, indent=2))
     return 0
 

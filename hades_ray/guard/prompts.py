@@ -18,13 +18,11 @@ from hades_ray.pipeline.shards import Shard
 MAX_PROMPT_CHARS = 20_000  # far past any model's context; a longer one is quarantined, never truncated
 PROMPT_SCHEMA = pa.schema(
     [
-        ("shard", pa.int32()),
         ("row", pa.int64()),
         ("id", pa.string()),
         ("prompt", pa.string()),
         ("source", pa.string()),
         ("reject", pa.string()),
-        ("shard_rows", pa.int64()),
     ]
 )
 
@@ -71,6 +69,4 @@ def read_prompt_shard(shard: Shard) -> pa.Table:
     """The shard's lines as rows (blank lines skipped), sorted by prompt length so batches pad little."""
     rows = [prompt_row(raw, row, source, fallback) for row, raw, source, fallback in shard_lines(shard)]
     rows.sort(key=lambda r: (len(r["prompt"]), r["row"]))
-    for r in rows:
-        r.update(shard=shard.index, shard_rows=len(rows))
     return pa.Table.from_pylist(rows, schema=PROMPT_SCHEMA)

@@ -1,36 +1,28 @@
-"""The generation job's driver: plans shards over the prompts file, refuses stale or concurrent runs,
-streams the shards through the generation stage (Ray Data actor pool, or in-process), and merges the
-workers' markers and part files into ``generations.jsonl``, ``interventions.jsonl``,
-``quarantine.jsonl``, ``summary.json`` and, on request, ``report.html``.
+"""The generation job, declared for the executor: shards over the prompts file, the generation stage
+(one actor holds the generator and, with the guard on, the online detector), the shard writer, the
+settings digest and the summary's layout. ``Executor.run`` does the rest (lock, Ray, resource check,
+skip policy, markers, merge into ``generations.jsonl``, ``interventions.jsonl``, ``quarantine.jsonl``
+and ``summary.json``, progress); ``report.html`` is drawn from the merged views afterwards, on request.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import hashlib
+import itertools
 import json
-import logging
-import time
-from collections import Counter
 from pathlib import Path
-
-import pyarrow as pa
 
 from hades_ray.config import RESOLVED_NAME, HadesConfig, resolved_yaml
 from hades_ray.errors import UserError
-from hades_ray.guard.prompts import PROMPT_SCHEMA, plan_prompt_shards, read_prompt_shard
+from hades_ray.guard.prompts import plan_prompt_shards, read_prompt_shard
 from hades_ray.guard.stages import GenerateJob, GenerateStage
-from hades_ray.guard.writer import EMPTY_SHARD_ROW, write_generation_shards
+from hades_ray.guard.writer import VIEWS, write_shard
 from hades_ray.pipeline import storage
-from hades_ray.pipeline.executor import log_progress, run_shards
-from hades_ray.pipeline.lock import OutputLock
-from hades_ray.pipeline.shards import Shard, part_name, read_markers
+from hades_ray.pipeline.executor import Executor
+from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.stage import Resources
-from hades_ray.ray_runtime import task_mapper
 
-log = logging.getLogger(__name__)
-VIEWS = ("generations", "interventions", "quarantine")
 TOTALS = ("read", "generated", "quarantined", "new_tokens", "interventions", "judged_words", "flagged_words")
 TOTALS += ("emitted_flagged",)
 HTML_SHOWN = 200  # generations drawn in full on the page; the rest count in its header
@@ -42,65 +34,52 @@ def job_digest(job: GenerateJob, batch_size: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def read_with_fingerprint(digest: str, shard: Shard) -> pa.Table:
-    """The shard's rows with its fingerprint (a placeholder row when it has none, so its marker is written)."""
-    table = read_prompt_shard(shard)
-    if table.num_rows == 0:
-        placeholder = {"shard": shard.index, "row": EMPTY_SHARD_ROW, "id": "", "prompt": "", "source": ""}
-        table = pa.Table.from_pylist([placeholder | {"reject": "empty_shard", "shard_rows": 0}], schema=PROMPT_SCHEMA)
-    return table.append_column("fingerprint", pa.array([shard.fingerprint(digest)] * table.num_rows, pa.string()))
+def generate_job(job: GenerateJob, prompts: str, output: str, config: HadesConfig) -> ShardJob:
+    """Generation for every prompt of ``prompts`` into ``output`` (actors and shards from the ``guard``
+    section)."""
+    g = config.guard
+    resources = Resources.of_detect(config.detect, g.num_gpus, g.batch_size, max_actors=g.actors)
+    settings = {"job": job.to_dict(), "resources": resources.__dict__, "prompts": prompts}
+    return ShardJob(
+        name="generate",
+        output=output,
+        digest=job_digest(job, resources.batch_size),
+        plan=functools.partial(plan_prompt_shards, prompts, g.shard_size),
+        read=read_prompt_shard,
+        stages=lambda: [GenerateStage(resources, job)],
+        write=functools.partial(write_shard, output=output, threshold=job.threshold),
+        summarize=functools.partial(summarize, job),
+        views=VIEWS,
+        resolved={"settings.resolved.json": json.dumps(settings, indent=2), RESOLVED_NAME: resolved_yaml(config)},
+        rows_verb="prompts",
+    )
 
 
 def run_generate(
-    job: GenerateJob, prompts: str, output: str, config: HadesConfig, executor: str = "ray", force: bool = False
+    job: GenerateJob, prompts: str, output: str, config: HadesConfig, executor: Executor | None = None
 ) -> dict:
-    """Generate for every prompt of ``prompts`` into ``output`` (actors, shards and report from the
-    ``guard`` section); returns the summary."""
+    """Generate for every prompt of ``prompts`` into ``output`` (on Ray per the config unless ``executor``
+    says otherwise); returns the summary (with ``report``, the page's path, when the section asks for one)."""
     from hades_ray.models.registry import resolve_model
-    from hades_ray.pipeline.shards import plan_work
 
-    g = config.guard
-    resources = Resources.of_detect(config.detect, g.num_gpus, g.batch_size, max_actors=g.actors)
-    started = time.perf_counter()
-    output, digest = str(output), job_digest(job, resources.batch_size)
     resolve_model(job.generator)  # a missing model is a user error here, not an actor failing on a worker
-    with OutputLock(output):
-        mapper = task_mapper(config.ray.address) if executor == "ray" else None
-        shards = plan_prompt_shards(str(prompts), g.shard_size, mapper)
-        todo, skipped = plan_work(shards, read_markers(output), digest, force)
-        settings = {"job": job.to_dict(), "resources": resources.__dict__, "prompts": str(prompts)}
-        storage.write_text(storage.join(output, "settings.resolved.json"), json.dumps(settings, indent=2))
-        storage.write_text(storage.join(output, RESOLVED_NAME), resolved_yaml(config))
-        log.info("%d shards planned: %d to run, %d already finished", len(shards), len(todo), skipped)
-        stages = [GenerateStage(resources, job)]
-        read = functools.partial(read_with_fingerprint, digest)
-        write = functools.partial(write_generation_shards, output=output, config_digest=digest, threshold=job.threshold)
-        log_progress(run_shards(executor, todo, read, stages, write), len(todo), "written")
-        summary = write_summary(output, job, len(todo), skipped, time.perf_counter() - started)
-        if g.html:
-            summary["report"] = write_html(output, job, summary["generated"])
-        return summary
+    executor = executor or Executor.of(config.ray)
+    summary = executor.run(generate_job(job, str(prompts), str(output), config))
+    if config.guard.html:
+        summary["report"] = write_html(str(output), job, summary["generated"])
+    return summary
 
 
-def write_summary(output: str, job: GenerateJob, processed: int, skipped: int, seconds: float) -> dict:
-    """Merge the finished shards' markers into ``summary.json`` and their parts into the JSONL views."""
-    markers = read_markers(output)
-    for view in VIEWS:
-        parts = [storage.join(output, view, f"{part_name(i)}.jsonl") for i in sorted(markers)]
-        storage.concatenate(parts, storage.join(output, f"{view}.jsonl"))
-    counts: Counter = Counter()
-    busy = 0.0
-    for marker in markers.values():
-        counts.update(marker["counts"])
-        busy += marker.get("generate_seconds", 0.0)
-    summary = {k: counts[k] for k in TOTALS}
+def summarize(job: GenerateJob, merged: dict) -> dict:
+    """``summary.json``'s fields from the shards' merged counts (the executor adds shards and timings)."""
+    counts = merged.get("counts", {})
+    summary = {k: counts.get(k, 0) for k in TOTALS}
     summary["quarantined_by_reason"] = {k: v for k, v in sorted(counts.items()) if k not in TOTALS}
     summary["guard"] = {"detector": job.detector, "threshold": job.threshold, "max_retries": job.max_retries}
     summary["guard"]["words"] = job.words
-    summary["shards"] = {"total": len(markers), "processed_now": processed, "skipped_finished": skipped}
-    summary["timings"] = {"wall_seconds": round(seconds, 3), "generate_busy_seconds": round(busy, 3)}
-    summary["timings"]["new_tokens_per_busy_second"] = round(counts["new_tokens"] / busy, 2) if busy else None
-    storage.write_text(storage.join(output, "summary.json"), json.dumps(summary, indent=2))
+    busy = merged.get("stage_seconds", {}).get(GenerateStage.name, 0.0)
+    rate = round(summary["new_tokens"] / busy, 2) if busy else None
+    summary["timings"] = {"new_tokens_per_busy_second": rate}  # the executor adds wall and busy seconds
     return summary
 
 

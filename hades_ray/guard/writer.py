@@ -1,5 +1,6 @@
 """The generation job's shard writer, run on a worker: the shard's generations, interventions and
-quarantine entries (each file atomic, keyed ``part-NNNNN``), then its marker with the shard's counts.
+quarantine entries (each file atomic, keyed ``part-NNNNN``); the executor writes the shard's marker
+(``_markers/``) after them and merges the views and the counts.
 
 A generation record holds ``text`` (prompt + generation) and ``words``: every word the guard judged,
 with its characters in ``text``, p(H) and flag, the layout ``hades-ray score`` writes. An intervention's
@@ -9,28 +10,23 @@ with its characters in ``text``, p(H) and flag, the layout ``hades-ray score`` w
 from __future__ import annotations
 
 import json
-import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pyarrow as pa
 
 from hades_ray.pipeline import storage
-from hades_ray.pipeline.shards import part_name, write_marker
+from hades_ray.pipeline.shards import part_name
 
-EMPTY_SHARD_ROW = -1
-
-
-class IncompleteShardError(RuntimeError):
-    """A shard reached the writer without all of its rows."""
+VIEWS = ("generations", "interventions", "quarantine")
 
 
-def write_generation_shards(table: pa.Table, output: str, config_digest: str, threshold: float | None) -> pa.Table:
-    """Write every shard in ``table``; returns one stats row per shard (all the driver receives)."""
-    by_shard: dict[int, list[dict]] = defaultdict(list)
-    for row in table.to_pylist():
-        by_shard[int(row["shard"])].append(row)
-    stats = [_write_one(k, rows, output, config_digest, threshold) for k, rows in sorted(by_shard.items())]
-    return pa.table({"shard": [s["shard"] for s in stats], "marker": [json.dumps(s) for s in stats]})
+def write_shard(index: int, table: pa.Table, output: str, threshold: float | None) -> dict:
+    """Write shard ``index``'s parts (in input-line order); returns its counts for ``summary.json``."""
+    rows = sorted(table.to_pylist(), key=lambda r: r["row"])
+    generations, interventions, quarantine, counts = shard_outputs(rows, threshold)
+    for folder, records in zip(VIEWS, (generations, interventions, quarantine)):
+        storage.write_text(storage.join(output, folder, f"{part_name(index)}.jsonl"), _jsonl(records))
+    return {"counts": dict(counts)}
 
 
 def generation_record(row: dict, threshold: float | None) -> dict:
@@ -70,22 +66,6 @@ def shard_outputs(rows: list[dict], threshold: float | None) -> tuple[list, list
         counts.update(judged_words=len(record["words"]), emitted_flagged=row["emitted_flagged"])
         counts.update(flagged_words=sum(w["flag"] for w in record["words"]))
     return generations, interventions, quarantine, counts
-
-
-def _write_one(shard: int, rows: list[dict], output: str, config_digest: str, threshold: float | None) -> dict:
-    real = sorted((r for r in rows if r["row"] != EMPTY_SHARD_ROW), key=lambda r: r["row"])
-    expected = int(rows[0]["shard_rows"])
-    if len(real) != expected:
-        raise IncompleteShardError(f"shard {shard}: {len(real)} of {expected} rows reached the writer")
-    generations, interventions, quarantine, counts = shard_outputs(real, threshold)
-    name = part_name(shard)
-    for folder, records in (("generations", generations), ("interventions", interventions), ("quarantine", quarantine)):
-        storage.write_text(storage.join(output, folder, f"{name}.jsonl"), _jsonl(records))
-    seconds = sum(float(r.get("seconds_generate") or 0.0) for r in rows)
-    stats = {"shard": shard, "fingerprint": rows[0]["fingerprint"], "config_digest": config_digest}
-    stats |= {"counts": dict(counts), "generate_seconds": round(seconds, 4), "finished_at": time.time()}
-    write_marker(output, shard, stats)  # last: a shard with a marker is whole
-    return stats
 
 
 def _jsonl(records: list[dict]) -> str:

@@ -114,6 +114,7 @@ def finish(job: ShardJob, processed: int, skipped: int, seconds: float) -> dict:
     summary["timings"] = {
         "wall_seconds": round(seconds, 3),
         "stage_busy_seconds": {k: round(v, 3) for k, v in sorted(busy.items())},
+        **summary.get("timings", {}),  # a job's own figures derived from them (tokens per busy second)
     }
     storage.write_text(storage.join(job.output, SUMMARY), json.dumps(summary, indent=2) + "\n")
     return summary
@@ -182,22 +183,6 @@ def run_on_ray(
             ds = ds.map_batches(functools.partial(_call_stage, stage), **options)
     ds = ds.map_batches(write, batch_size=None, batch_format="pyarrow", num_cpus=IO_TASK_CPUS)
     yield from ds.iter_rows()
-
-
-def run_shards(
-    executor: str, shards: list[Shard], read: ShardReader, stages: list[Stage], write: BlockWriter, check: bool = True
-) -> Iterator[dict]:
-    """TRANSITION: the old per-job entry point, removed once every job runs on ``Executor``."""
-    if executor == "ray":
-        return run_on_ray(shards, read, stages, write, check)
-    return run_in_process(shards, read, stages, write)
-
-
-def log_progress(stream: Iterator[dict], total: int, verb: str) -> None:
-    """TRANSITION: removed once every job runs on ``Executor`` (which owns progress)."""
-    for done, stats in enumerate(stream, start=1):
-        counts = json.loads(stats["marker"])["counts"]
-        log.info("shard %s %s (%d/%d): %s", part_name(stats["shard"]), verb, done, total, counts)
 
 
 def _call_stage(stage: Stage, batch: pa.Table) -> pa.Table:

@@ -111,7 +111,7 @@ def check_layout(output: str | Path) -> None:
 def plan_work(shards: list[Shard], markers: dict[int, dict], digest: str, force: bool) -> tuple[list[Shard], int]:
     """(shards to run, shards already finished); raises when finished shards would mix with new ones."""
     planned = {s.index for s in shards}
-    other = sorted(i for i, m in markers.items() if _digest(m) != digest)
+    other = sorted(i for i, m in markers.items() if m.get("digest") != digest)
     if force:
         left = [i for i in other if i not in planned]
         if left:
@@ -130,11 +130,6 @@ def plan_work(shards: list[Shard], markers: dict[int, dict], digest: str, force:
         )
     todo = [s for s in shards if s.index not in markers]
     return todo, len(shards) - len(todo)
-
-
-def _digest(marker: dict) -> str | None:
-    # TRANSITION: jobs not yet on the Executor write "config_digest"; removed once every job runs on it.
-    return marker.get("digest", marker.get("config_digest"))
 
 
 def _fingerprint(marker: dict) -> str | None:

@@ -5,18 +5,28 @@ from __future__ import annotations
 import argparse
 import json
 
-from hades_ray.cli_common import GPU_SHARE, POSITIVE_INT, PROBABILITY, add_config_args, add_override, config_from_args
+from hades_ray.cli_common import (
+    GPU_SHARE,
+    POSITIVE_INT,
+    PROBABILITY,
+    add_config_args,
+    add_job_args,
+    add_override,
+    config_from_args,
+    executor_from_args,
+)
 from hades_ray.score.settings import WORD_CHOICES
 
 
 def _score(args: argparse.Namespace) -> int:
     from hades_ray.errors import UserError
-    from hades_ray.score.runner import run_score
+    from hades_ray.score.runner import auto_kind, run_score
 
     if (args.input is None) == (args.text is None):
         raise UserError("give --input FILE (or - for stdin) or --text TEXT, one of the two")
     config = config_from_args(args)
-    summary = run_score(config, args.model, args.output, input=args.input, text=args.text, executor=args.executor)
+    executor = executor_from_args(args, config, auto_kind(args.executor, args.input, args.text))
+    summary = run_score(config, args.model, args.output, input=args.input, text=args.text, executor=executor)
     keys = ("scored_texts", "quarantined", "scored_words", "flagged", "flagged_share", "mean_p", "threshold")
     print(json.dumps({k: summary.get(k) for k in keys}))
     return 0
@@ -31,14 +41,8 @@ def register(subparsers) -> None:
         help="texts: .jsonl ({'id', 'text'} per line), .txt (a text per line), .parquet, a folder or URI; - for stdin",
     )
     score.add_argument("--text", default=None, help="score this one text (in-process, no Ray)")
-    score.add_argument(
-        "--output", required=True, help="folder for scores.jsonl, quarantine.jsonl, summary.json (and report.html)"
-    )
-    score.add_argument(
-        "--executor",
-        choices=("auto", "ray", "local"),
-        default="auto",
-        help="auto: Ray Data for files, in-process for --text and stdin",
+    add_job_args(
+        score, "folder for scores.jsonl, quarantine.jsonl, summary.json (and report.html)", ("auto", "ray", "local")
     )
     _add_settings(score)
     add_config_args(score)

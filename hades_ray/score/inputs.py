@@ -10,6 +10,9 @@ text). Unlike perturbation, the whole text is scored, not its first paragraph.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import sys
 
 import pyarrow as pa
 
@@ -17,10 +20,8 @@ from hades_ray.io.readers import InputError, decode_json_line, decode_line, parq
 from hades_ray.pipeline.shards import Shard
 from hades_ray.score.settings import MAX_CHARS
 
-EMPTY_SHARD_ROW = -1  # the placeholder of a shard with no rows, so that its marker is written too
 TEXT_SCHEMA = pa.schema(
     [
-        ("shard", pa.int32()),
         ("row", pa.int64()),
         ("id", pa.string()),
         ("text", pa.string()),
@@ -38,6 +39,18 @@ def plan_inputs(path: str, shard_size: int, mapper=None) -> list[Shard]:
     return [dataclasses.replace(s, fmt="txt") if s.source.endswith(".txt") else s for s in shards]
 
 
+def memory_input(text: str | None, max_chars: int = MAX_CHARS) -> tuple[Shard, pa.Table]:
+    """``--text``, or stdin's non-blank lines when ``text`` is None, as one in-memory shard and its rows.
+    The shard's identity is its rows' digest: a rerun with other texts finds the finished shard stale."""
+    if text is not None:
+        table = memory_table([text], "text", max_chars)
+    else:  # bytes: a line that is not UTF-8 is quarantined, not a crash
+        lines = [line.rstrip(b"\r") for line in sys.stdin.buffer.read().splitlines() if line.strip()]
+        table = memory_table(lines, "stdin", max_chars)
+    identity = hashlib.sha256(json.dumps(table.to_pydict(), ensure_ascii=False).encode()).hexdigest()
+    return Shard(0, "memory", "memory", 0, table.num_rows, identity=identity), table
+
+
 def memory_table(texts: list[str | bytes], source: str, max_chars: int = MAX_CHARS) -> pa.Table:
     """One in-memory shard of texts (stdin lines as bytes, or ``--text``), checked like a file's rows."""
     rows = []
@@ -47,23 +60,15 @@ def memory_table(texts: list[str | bytes], source: str, max_chars: int = MAX_CHA
             rows.append(_parse_line(text, row, where, where, "txt", max_chars))
         else:
             rows.append(_text_row(text, row, where, where, max_chars))
-    return _as_table(rows, 0)
+    return pa.Table.from_pylist(rows, schema=TEXT_SCHEMA)
 
 
 def read_texts(shard: Shard, max_chars: int = MAX_CHARS) -> pa.Table:
-    """The shard's rows in input order, each a text or a reject reason."""
+    """The shard's rows in input order, each a text or a reject reason (none: the executor's placeholder)."""
     if shard.fmt == "parquet":
         rows = list(_parquet_rows(shard, max_chars))
     else:
         rows = list(_line_rows(shard, max_chars))
-    return _as_table(rows, shard.index)
-
-
-def _as_table(rows: list[dict], shard: int) -> pa.Table:
-    if not rows:
-        rows = [{"row": EMPTY_SHARD_ROW, "id": "", "text": "", "source": "", "reject": ""}]
-    for r in rows:
-        r["shard"] = shard
     return pa.Table.from_pylist(rows, schema=TEXT_SCHEMA)
 
 

@@ -1,9 +1,11 @@
-"""The score job's driver: plans shards of the input, streams them through the target and score
-stages (Ray Data for files, in-process for one text or stdin), merges the workers' parts, and writes
-``summary.json`` and, if asked, ``report.html``.
+"""The score job, declared for the executor: shards of the input (or the one in-memory shard of
+``--text`` or stdin), the target and score stages, the shard writer, the settings digest and the
+summary's layout. ``Executor.run`` does the rest (lock, Ray, skip policy, markers, merge, progress);
+``report.html`` is drawn from the merged ``scores.jsonl`` afterwards, on request.
 
-A rerun on the same output skips the shards already finished with the same detector and settings
-(their marker carries a fingerprint of both), so an interrupted job resumes.
+A shard's fingerprint covers the detector (its folder and its files' times) and every setting its
+output depends on, the threshold included: a rerun skips the finished shards, and one with other
+settings stops naming them unless ``--force``.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ import functools
 import hashlib
 import itertools
 import json
-import logging
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,16 +21,16 @@ import pyarrow as pa
 from hades_ray.config import RESOLVED_NAME, HadesConfig, resolved_yaml
 from hades_ray.detect.detector import Detector
 from hades_ray.pipeline import storage
-from hades_ray.pipeline.executor import log_progress, run_shards
-from hades_ray.pipeline.lock import OutputLock
-from hades_ray.pipeline.shards import Shard, read_markers
-from hades_ray.score.inputs import memory_table, plan_inputs, read_texts
+from hades_ray.pipeline.executor import Executor
+from hades_ray.pipeline.job import ShardJob
+from hades_ray.pipeline.shards import Shard
+from hades_ray.score.inputs import memory_input, plan_inputs, read_texts
 from hades_ray.score.settings import ScoreConfig
 from hades_ray.score.stages import score_stages
-from hades_ray.score.writer import merge_outputs, write_score_shards
+from hades_ray.score.writer import write_shard
 
-log = logging.getLogger(__name__)
 HTML_TEXTS = 200  # texts shown in report.html (the most suspicious words are taken over all of them)
+COUNTS = ("rows", "scored_texts", "quarantined", "scored_words", "flagged")
 
 
 def settings_digest(model: str, settings: ScoreConfig, threshold: float) -> str:
@@ -41,83 +41,87 @@ def settings_digest(model: str, settings: ScoreConfig, threshold: float) -> str:
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
-def _memory_texts(text: str | None) -> list[str | bytes]:
-    """``--text`` as given, or stdin's non-blank lines as bytes (a line that is not UTF-8 is quarantined)."""
-    import sys
-
-    if text is not None:
-        return [text]
-    return [line.rstrip(b"\r") for line in sys.stdin.buffer.read().splitlines() if line.strip()]
+def in_memory(input: str | None, text: str | None) -> bool:
+    """``--text`` and stdin are scored from memory (in-process unless ``--executor`` says otherwise)."""
+    return text is not None or input == "-"
 
 
-def _read_memory(table: pa.Table, fingerprint: str, shard: Shard) -> pa.Table:
-    return table.append_column("fingerprint", pa.array([fingerprint] * table.num_rows, pa.string()))
+def auto_kind(kind: str, input: str | None, text: str | None) -> str:
+    """``--executor auto``: in-process for ``--text`` and stdin, Ray Data for files."""
+    return ("local" if in_memory(input, text) else "ray") if kind == "auto" else kind
 
 
-def _read_file(max_chars: int, digest: str, shard: Shard) -> pa.Table:
-    table = read_texts(shard, max_chars)
-    return table.append_column("fingerprint", pa.array([shard.fingerprint(digest)] * table.num_rows, pa.string()))
+def score_job(
+    config: HadesConfig, model: str, output: str, threshold: float, header: dict, input: str | None, text: str | None
+) -> ShardJob:
+    """Scoring ``text``, or the texts of ``input`` ("-": stdin lines), with the detector ``model``."""
+    s = config.score
+    if in_memory(input, text):
+        shard, table = memory_input(text, s.max_chars)
+        plan, read = (lambda mapper: [shard]), functools.partial(_memory_rows, table)
+    else:
+        plan = functools.partial(plan_inputs, input, s.shard_size)
+        read = functools.partial(read_texts, max_chars=s.max_chars)
+    return ShardJob(
+        name="score",
+        output=output,
+        digest=settings_digest(model, s, threshold),
+        plan=plan,
+        read=read,
+        stages=functools.partial(score_stages, model, s.mode, s.words, config, s.num_gpus, s.stride),
+        write=functools.partial(write_shard, output=output, threshold=threshold),
+        summarize=functools.partial(summarize, header),
+        views=("scores", "quarantine"),
+        resolved={RESOLVED_NAME: resolved_yaml(config)},
+        rows_verb="texts",
+    )
+
+
+def _memory_rows(table: pa.Table, shard: Shard) -> pa.Table:
+    return table
 
 
 def run_score(
-    config: HadesConfig, model: str, output: str, input: str | None = None, text: str | None = None, executor="auto"
+    config: HadesConfig,
+    model: str,
+    output: str,
+    input: str | None = None,
+    text: str | None = None,
+    executor: Executor | None = None,
 ) -> dict:
     """Score ``text``, or the texts of ``input`` (a file, folder or URI; "-" for stdin lines), with the
     detector folder ``model`` into ``output`` under the ``score`` section; returns the summary.
-    ``executor`` auto: in-process for one text and stdin, Ray Data for files."""
-    started = time.perf_counter()
+    Without ``executor``: in-process for one text and stdin, on Ray per the config for files."""
     settings = config.score
     detector = Detector.open(model)  # a missing or broken detector fails here, before any worker starts
     mode = detector.scoring_mode(settings.mode)
     threshold = settings.threshold if settings.threshold is not None else detector.threshold
-    digest = settings_digest(model, settings, threshold)
-    in_memory = text is not None or input == "-"
-    executor = ("local" if in_memory else "ray") if executor == "auto" else executor
-    output = str(output)
-    with OutputLock(output):
-        if in_memory:
-            table = memory_table(_memory_texts(text), "stdin" if text is None else "text", settings.max_chars)
-            shards = [Shard(0, "memory", "memory", 0, table.num_rows)]
-            read = functools.partial(_read_memory, table, shards[0].fingerprint(digest))
-            todo = shards
-        else:
-            mapper = _mapper(config) if executor == "ray" else None
-            shards = plan_inputs(input, settings.shard_size, mapper)
-            markers = read_markers(output)
-            todo = [s for s in shards if markers.get(s.index, {}).get("fingerprint") != s.fingerprint(digest)]
-            read = functools.partial(_read_file, settings.max_chars, digest)
-        storage.write_text(storage.join(output, RESOLVED_NAME), resolved_yaml(config))
-        log.info("%d shards planned: %d to score, %d already finished", len(shards), len(todo), len(shards) - len(todo))
-        _run(todo, read, model, output, config, executor, threshold)
-        summary = merge_outputs(output, [s.index for s in shards])
-        summary = {
-            "detector": str(model),
-            "mode": mode,
-            "words": settings.words,
-            "threshold": threshold,
-            "threshold_from": "--threshold" if settings.threshold is not None else "detector",
-            "executor": executor,
-            **summary,
-            "shards": {"total": len(shards), "processed_now": len(todo)},
-            "wall_seconds": round(time.perf_counter() - started, 3),
-        }
-        storage.write_text(storage.join(output, "summary.json"), json.dumps(summary, indent=2) + "\n")
-        if settings.html:
-            write_html(output, threshold, summary.get("scored_texts", 0))
-        return summary
+    executor = executor or Executor.of(config.ray, auto_kind("auto", input, text))
+    header = {
+        "detector": str(model),
+        "mode": mode,
+        "words": settings.words,
+        "threshold": threshold,
+        "threshold_from": "--threshold" if settings.threshold is not None else "detector",
+        "executor": executor.kind,
+    }
+    summary = executor.run(score_job(config, model, str(output), threshold, header, input, text))
+    if settings.html:
+        write_html(str(output), threshold, summary["scored_texts"])
+    return summary
 
 
-def _run(todo, read, model: str, output: str, config: HadesConfig, executor: str, threshold: float) -> None:
-    s = config.score
-    stages = score_stages(model, s.mode, s.words, config, s.num_gpus, s.stride)
-    write = functools.partial(write_score_shards, output=output, threshold=threshold)
-    log_progress(run_shards(executor, todo, read, stages, write, config.ray.check_resources), len(todo), "scored")
-
-
-def _mapper(config: HadesConfig):
-    from hades_ray.ray_runtime import task_mapper
-
-    return task_mapper(config.ray.address, config.ray.num_cpus)
+def summarize(header: dict, merged: dict) -> dict:
+    """``summary.json``'s fields from the shards' merged stats (the executor adds shards and timings)."""
+    counts = merged.get("counts", {})
+    words = counts.get("scored_words", 0)
+    return {
+        **header,
+        **{k: counts.get(k, 0) for k in COUNTS},
+        "quarantine_reasons": dict(sorted(merged.get("reasons", {}).items())),
+        "mean_p": merged.get("p_sum", 0.0) / words if words else None,
+        "flagged_share": counts.get("flagged", 0) / words if words else None,
+    }
 
 
 def write_html(output: str, threshold: float, total: int) -> None:

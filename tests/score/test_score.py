@@ -233,19 +233,31 @@ def test_stride_one_gives_each_word_its_trained_left_context(causal, tmp_path):
     np.testing.assert_allclose(scorer.score([t])[0], naive, atol=1e-6)
 
 
-def test_a_rerun_skips_finished_shards_and_redoes_them_under_new_settings(causal, tmp_path):
+def test_a_rerun_skips_finished_shards_and_a_new_threshold_is_refused_without_force_and_redone_with_it(
+    causal, tmp_path, capsys
+):
     data = tmp_path / "texts.txt"
     data.write_text("\n".join(TEXTS) + "\n")
     out = tmp_path / "out"
     args = ["--model", str(causal), "--input", str(data), "--output", str(out), "--executor", "local"]
     args += ["--shard-size", "2"]
     runs = []
-    for extra in ([], [], ["--threshold", "0.3"]):
+    for extra in ([], []):
         assert _run_cli([*args, *extra]) == 0
         runs.append(json.loads((out / "summary.json").read_text()))
+    scores = (out / "scores.jsonl").read_bytes()
+    capsys.readouterr()
+    assert _run_cli([*args, "--threshold", "0.3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "part-00000, part-00001" in err[0] and "--force" in err[0]
+    assert (out / "scores.jsonl").read_bytes() == scores  # nothing was redone or mixed
+    assert _run_cli([*args, "--threshold", "0.3", "--force"]) == 0
+    runs.append(json.loads((out / "summary.json").read_text()))
     assert [r["shards"]["processed_now"] for r in runs] == [2, 0, 2]
+    assert [r["shards"]["skipped_finished"] for r in runs] == [0, 2, 0]
     assert runs[0]["scored_words"] == runs[1]["scored_words"] == runs[2]["scored_words"]
     assert runs[2]["threshold"] == 0.3
+    assert all(r["threshold"] == 0.3 for r in map(json.loads, (out / "scores.jsonl").read_text().splitlines()))
 
 
 @pytest.mark.parametrize("content", [b"{bad", b"\xff\xfe", b"[1, 2]", b'{"type": "forest"}'])
