@@ -267,3 +267,17 @@ def test_a_broken_detector_folder_is_a_one_line_error(tmp_path, capsys, content)
     assert _run_cli(["--model", str(tmp_path / "det"), "--text", "a text", "--output", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "detector.json" in err[0] and "Traceback" not in err[0]
+
+
+def test_a_text_rerun_is_skipped_and_another_text_is_refused_without_force(causal, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["--model", str(causal), "--output", str(out)]
+    for _ in range(2):
+        assert _run_cli([*args, "--text", TEXTS[0]]) == 0
+    assert json.loads((out / "summary.json").read_text())["shards"]["skipped_finished"] == 1
+    capsys.readouterr()
+    assert _run_cli([*args, "--text", TEXTS[1]]) == 2  # the one in-memory shard holds other texts
+    assert "part-00000" in capsys.readouterr().err
+    assert json.loads((out / "scores.jsonl").read_text())["text"] == TEXTS[0]
+    assert _run_cli([*args, "--text", TEXTS[1], "--force"]) == 0
+    assert json.loads((out / "scores.jsonl").read_text())["text"] == TEXTS[1]
