@@ -39,7 +39,6 @@ SHARD_BLOCK_BYTES = 2 * 1024**3  # a shard stays one block: Ray Data must never 
 
 
 EXECUTORS = ("ray", "local")
-SUMMARY = "summary.json"
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,8 @@ class Executor:
 
 
 def finish(job: ShardJob, processed: int, skipped: int, seconds: float) -> dict:
-    """Concatenate the JSONL views and merge every finished shard's marker into ``summary.json``."""
+    """Concatenate the JSONL views and merge every finished shard's marker into ``summary.json`` (the
+    job's ``summary_file``; none when the job records its summary itself)."""
     indices = sorted(m["shard"] for m in iter_markers(job.output))
     for view in job.views:
         parts = [storage.join(job.output, view, f"{part_name(i)}.jsonl") for i in indices]
@@ -116,7 +116,8 @@ def finish(job: ShardJob, processed: int, skipped: int, seconds: float) -> dict:
         "stage_busy_seconds": {k: round(v, 3) for k, v in sorted(busy.items())},
         **summary.get("timings", {}),  # a job's own figures derived from them (tokens per busy second)
     }
-    storage.write_text(storage.join(job.output, SUMMARY), json.dumps(summary, indent=2) + "\n")
+    if job.summary_file:
+        storage.write_text(storage.join(job.output, job.summary_file), json.dumps(summary, indent=2) + "\n")
     return summary
 
 

@@ -31,6 +31,7 @@ SHARD, FINGERPRINT, ROWS = "_shard", "_fingerprint", "_rows"
 ENGINE_COLUMNS = (SHARD, FINGERPRINT, ROWS, PLACEHOLDER)
 Mapper = Callable[[Callable, list], list]  # runs a function on each item, as Ray tasks or in-process
 ShardWriter = Callable[[int, pa.Table], dict]  # (shard index, its rows) -> the shard's stats
+SUMMARY = "summary.json"
 
 
 class IncompleteShardError(RuntimeError):
@@ -52,6 +53,9 @@ class ShardJob:
     views: tuple[str, ...] = ()  # JSONL part folders concatenated into VIEW.jsonl in shard order
     resolved: dict[str, str] = field(default_factory=dict)  # files written beside the output once it is ours
     rows_verb: str = "rows"  # what a row is, for progress lines ("leads", "texts", "prompts")
+    # None: no file, the caller records the summary (a folder that is itself a Parquet dataset of parts
+    # must hold nothing else: pyarrow and pandas fail on a JSON file among the parts).
+    summary_file: str | None = SUMMARY
 
 
 def read_shard(job_read: Callable[[Shard], pa.Table], digest: str, shard: Shard) -> pa.Table:
