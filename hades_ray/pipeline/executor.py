@@ -62,12 +62,18 @@ class Executor:
         return cls(kind, force, ray_config.address, ray_config.num_cpus, ray_config.check_resources)
 
     def mapper(self) -> Mapper:
-        """Runs planning work (indexing input files) as small Ray tasks next to the data, or in-process."""
+        """Runs planning work (indexing input files) as small Ray tasks next to the data, or in-process.
+        Ray is joined on the first call: a plan that needs no tasks, and finds every shard finished,
+        starts no cluster."""
         if self.kind == "local":
             return lambda fn, items: [fn(item) for item in items]
-        from hades_ray.ray_runtime import task_mapper
 
-        return task_mapper(self.address, self.num_cpus)
+        def on_ray(fn, items):
+            from hades_ray.ray_runtime import task_mapper
+
+            return task_mapper(self.address, self.num_cpus)(fn, items)
+
+        return on_ray
 
     def run(self, job: ShardJob) -> dict:
         """Plan, skip finished shards, run the rest, merge: returns the summary written to ``summary.json``."""
