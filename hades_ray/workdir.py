@@ -3,7 +3,8 @@
 WORKDIR/workdir.json          {"pool": PATH or URI} when the pool lives elsewhere (else WORKDIR/pool)
 WORKDIR/features/             part-NNNNN.parquet per pool shard (similarity, NER, POS, lemmas) + _markers/
 WORKDIR/round-000/            batch.jsonl (items for judges), round.json (every count), scores/ and
-                              candidates/ (parts written by workers), judgments/, quarantine/, exports/
+                              candidates/ (part-NNNNN.parquet per pool shard + _markers/, written by
+                              workers), judgments/, quarantine/, exports/
 
 The work directory itself is a local folder (judgments are imported into it); the pool may be a local
 folder or any ``pyarrow.fs`` URI (``s3://``...). Pool shards are read from the perturbation job's
@@ -66,12 +67,25 @@ def marker_digest(marker: dict) -> str:
     return hashlib.sha256(json.dumps(marker, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def part_path(folder: str, index: int) -> str:
+    """Pool shard ``index``'s part in a folder of parts (the pool's ``instances``, ``features``, a
+    round's ``scores`` and ``candidates``): each folder reads as one Parquet dataset."""
+    return storage.join(folder, f"{part_name(index)}.parquet")
+
+
+def write_part(folder: str, schema: pa.Schema, index: int, table: pa.Table) -> dict:
+    """A pass's writer (on a worker): shard ``index``'s part holds ``schema``'s columns of ``table``.
+    Returns no stats of its own (the engine's marker records the rows)."""
+    storage.write_table(part_path(folder, index), table.select(schema.names).cast(schema))
+    return {}
+
+
 def pool_shards(pool: str) -> list[Shard]:
     """One shard per finished pool part (its marker's digest as identity: a redone part is a new shard)."""
     shards = []
     for index, marker in sorted(read_markers(pool).items()):
         rows = int(marker.get("counts", {}).get("instances", 0))
-        path = storage.join(pool, "instances", f"{part_name(index)}.parquet")
+        path = part_path(storage.join(pool, "instances"), index)
         shards.append(Shard(index, path, "parquet", 0, rows, identity=marker_digest(marker)))
     return shards
 
@@ -92,7 +106,7 @@ def pool_documents(workdir: str | Path, doc_ids_by_shard: dict[int, set[str]]) -
     pool = pool_dir(workdir)
     out: dict[str, dict] = {}
     for index, doc_ids in sorted(doc_ids_by_shard.items()):
-        path = storage.join(pool, "pool", f"{part_name(index)}.parquet")
+        path = part_path(storage.join(pool, "pool"), index)
         if not storage.exists(path):
             continue
         table = storage.read_parquet(path, ["doc_id", "original", "spans"])

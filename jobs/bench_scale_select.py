@@ -92,23 +92,24 @@ def setup_new(size: int, workdir: Path) -> None:
     from hades_ray.pipeline.shards import part_name, write_marker
     from hades_ray.pipeline.storage import write_table
     from hades_ray.select.feature_job import FEATURE_SCHEMA, features_digest, features_dir
-    from hades_ray.select.passes import part_path
-    from hades_ray.select.passes import write_marker as write_feature_marker
-    from hades_ray.workdir import marker_digest
+    from hades_ray.workdir import part_path, pool_shards
 
     digest = features_digest(load_config(overrides=OVERRIDES))
     pool = workdir / "pool"
+    features = {}
     for index in range((size + SHARD_ROWS - 1) // SHARD_ROWS):
         count = min(SHARD_ROWS, size - index * SHARD_ROWS)
-        instances, features = shard_rows(index, count)
+        instances, features[index] = shard_rows(index, count)
         write_table(
             str(pool / "instances" / f"{part_name(index)}.parquet"), pa.Table.from_pylist(instances, INSTANCE_SCHEMA)
         )
         marker = {"shard": index, "counts": {"instances": count}, "fingerprint": f"bench{index}"}
         write_marker(str(pool), index, marker)
-        write_table(part_path(features_dir(workdir), index), pa.Table.from_pylist(features, FEATURE_SCHEMA))
-        identity = {"shard": index, "digest": digest, "pool_identity": marker_digest(marker), "rows": count}
-        write_feature_marker(features_dir(workdir), index, identity)
+    for shard in pool_shards(str(pool)):  # the features job's own parts and markers, so a round skips them
+        rows = pa.Table.from_pylist(features[shard.index], FEATURE_SCHEMA)
+        write_table(part_path(features_dir(workdir), shard.index), rows)
+        marker = {"shard": shard.index, "digest": digest, "fingerprint": shard.fingerprint(digest), "rows": shard.rows}
+        write_marker(features_dir(workdir), shard.index, marker)
 
 
 def setup_old(size: int, workdir: Path) -> None:
@@ -139,13 +140,13 @@ def setup_old(size: int, workdir: Path) -> None:
 # ---- measured steps (children) -----------------------------------------------------------------------
 
 
-def child_round(impl: str, workdir: Path, round_index: int) -> dict:
+def child_round(workdir: Path, round_index: int) -> dict:
     from hades_ray.config import load_config
     from hades_ray.select.round import run_round
 
     config = load_config(overrides=OVERRIDES)
     started = time.perf_counter()
-    summary = run_round(config, workdir, round_index, **({"executor": "ray"} if impl == "new" else {}))
+    summary = run_round(config, workdir, round_index)  # on Ray in both data paths
     wall = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {"wall_s": round(wall, 1), "driver_peak_rss_mib": round(peak), "counts": summary["counts"]}
@@ -185,7 +186,7 @@ def run_child(args) -> int:
     elif args.child == "judge":
         result = child_judge(workdir)
     else:
-        result = child_round(args.impl, workdir, args.round)
+        result = child_round(workdir, args.round)
     print("RESULT " + json.dumps(result), flush=True)
     return 0
 

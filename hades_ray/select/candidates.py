@@ -1,31 +1,36 @@
-"""The selection pass: every pool shard's unjudged rows with their decisions, written by workers as
-``round-K/candidates/part-NNNNN.parquet`` (then ``candidates/markers/``).
+"""The selection pass: a job on the pipeline engine whose workers decide every pool shard's rows and
+write its unjudged rows with their decisions as ``round-K/candidates/part-NNNNN.parquet``, then
+``candidates/_markers/part-NNNNN.json``.
 
-Each worker returns its shard's counts and the ``size`` alive rows with the smallest sample keys;
-the driver sums the counts and merges the short lists, so the batch is the global bottom-``size`` by
-key without the pool ever passing through the driver. A row is in the batch exactly when it is alive
-and its ``sample_key`` is at most round.json's ``batch_sample_key_max``.
+Each shard's writer returns its counts and the ``size`` alive rows with the smallest sample keys,
+and the engine writes them into the shard's marker. The engine sums the counts; ``batch_keys`` reads
+the markers one at a time and merges their short lists, so the batch is the global bottom-``size``
+by key, and the driver holds O(shards + size) whatever the pool's size. A row is in the batch exactly
+when it is alive and its ``sample_key`` is at most round.json's ``batch_sample_key_max``.
+
+The digest of a round's candidates covers its rule (band, Eq. 1's R, earlier batches, seeds), the
+batch size, the features' settings and, from round 1, its scores' digest: a rerun of a crashed round
+decides the same rule and skips the shards already written; other settings stop the round naming the
+shards, unless ``--force`` redoes them.
 """
 
 from __future__ import annotations
 
 import functools
-from collections import Counter
-from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from hades_ray.pipeline import storage
-from hades_ray.pipeline.shards import Shard
+from hades_ray.pipeline.job import ShardJob
+from hades_ray.pipeline.shards import Shard, iter_markers
 from hades_ray.pipeline.stage import Resources
 from hades_ray.pipeline.storage import read_parquet
 from hades_ray.select import filters
 from hades_ray.select.decide import DECISIONS, DecideStage, Rule, shard_counts
 from hades_ray.select.feature_job import FEATURE_SCHEMA, features_digest
-from hades_ray.select.passes import part_path, per_shard, run_pass, write_empty_part, write_part
 from hades_ray.select.scores import SCORE_SCHEMA, read_with_features, scores_dir
-from hades_ray.workdir import round_dir
+from hades_ray.workdir import part_path, round_dir, write_part
 
 POOL_PART = ("id", "doc_id", "start", "end", "replacement", "original_span")
 FEATURE_COLUMNS = [f.name for f in FEATURE_SCHEMA if f.name not in ("id", "doc_id")]
@@ -61,41 +66,40 @@ def read_for_selection(workdir: str, round_index: int, scored: bool, shard: Shar
     return table
 
 
-def _write(table: pa.Table, output: str, digest: str, rule: Rule, size: int) -> pa.Table:
-    return per_shard(table, functools.partial(_write_one, output, digest, rule, size))
-
-
-def _write_one(output: str, digest: str, rule: Rule, size: int, table: pa.Table) -> dict:
+def write_candidates(output: str, rule: Rule, size: int, index: int, table: pa.Table) -> dict:
+    """A worker's writer: the shard's unjudged rows as its part; its counts and ``size`` smallest
+    (key, id, shard) of its alive rows for the marker."""
     decided = {name: table.column(name).to_numpy(zero_copy_only=False) for name in DECISIONS}
-    counts = shard_counts(table, decided, rule)
-    unjudged = table.filter(pa.array(decided["unjudged"]))
-    marker = write_part(output, digest, unjudged, candidate_schema(rule.scored), {"counts": counts}, like=table)
+    write_part(output, candidate_schema(rule.scored), index, table.filter(pa.array(decided["unjudged"])))
     alive = np.flatnonzero(decided["alive"])
     keys, ids = decided["sample_key"][alive], table.column("id").take(pa.array(alive)).to_pylist()
-    marker["smallest"] = filters.smallest(((float(k), i, marker["shard"]) for k, i in zip(keys, ids)), size)
-    return marker  # "smallest" goes back to the driver only: the marker file is already written
+    smallest = filters.smallest(((float(k), i, index) for k, i in zip(keys, ids)), size)
+    return {"counts": shard_counts(table, decided, rule), "smallest": smallest}
 
 
-def select_pass(
-    config, workdir, round_index: int, shards: list[Shard], rule: Rule, size: int, executor: str
-) -> Iterator[dict]:
-    """Decide every shard; yields each shard's marker with its counts and its ``size`` smallest keys."""
+def candidates_job(
+    config, workdir, round_index: int, shards: list[Shard], rule: Rule, size: int, scores: str = ""
+) -> ShardJob:
+    """Decide the pool shards ``shards`` by ``rule``; ``scores``: the digest of the scores it reads."""
     output = candidates_dir(workdir, round_index)
-    digest = features_digest(config)
-    for shard in [s for s in shards if s.rows == 0]:
-        yield {**write_empty_part(output, digest, shard, candidate_schema(rule.scored)), "counts": {}, "smallest": []}
-    todo = [s for s in shards if s.rows > 0]
-    read = functools.partial(read_for_selection, str(workdir), round_index, rule.scored)
-    write = functools.partial(_write, output=output, digest=digest, rule=rule, size=size)
     stage = DecideStage(Resources(num_cpus=0.25, batch_size=100_000, uses_actors=False), rule)
-    yield from run_pass(todo, read, [stage], write, executor, config.ray.check_resources)
+    return ShardJob(
+        name="candidates",
+        output=output,
+        digest=rule.digest(features=features_digest(config), scores=scores, size=size),
+        plan=lambda _mapper: shards,
+        read=functools.partial(read_for_selection, str(workdir), round_index, rule.scored),
+        stages=lambda: [stage],
+        write=functools.partial(write_candidates, output, rule, size),
+        summarize=lambda merged: {"counts": merged.get("counts", {})},
+        summary_file=None,  # round.json records the counts; the folder stays a Parquet dataset of parts
+        rows_verb="instances",
+    )
 
 
-def merge(markers: Iterator[dict], size: int) -> tuple[Counter, list[tuple[float, str, int]]]:
-    """Summed counts and the global ``size`` smallest (key, id, shard), holding O(size) at a time."""
-    counts: Counter = Counter()
+def batch_keys(output: str, size: int) -> list[tuple[float, str, int]]:
+    """The global ``size`` smallest (key, id, shard) over every shard's marker, holding O(size) at a time."""
     best: list[tuple[float, str, int]] = []
-    for marker in markers:
-        counts.update(marker.get("counts", {}))
-        best = filters.smallest([*best, *(tuple(t) for t in marker["smallest"])], size)
-    return counts, best
+    for marker in iter_markers(output):
+        best = filters.smallest([*best, *(tuple(t) for t in marker.get("smallest", []))], size)
+    return best

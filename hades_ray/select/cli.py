@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hades_ray.cli_common import add_config_args, config_from_args
+from hades_ray.cli_common import add_config_args, add_job_args, config_from_args, executor_from_args
 
 
 def print_round(summary: dict) -> None:
@@ -21,7 +21,9 @@ def print_round(summary: dict) -> None:
 def _round(args) -> int:
     from hades_ray.select.round import run_round
 
-    summary = run_round(config_from_args(args), args.workdir, args.round, pool=args.pool, executor=args.executor)
+    config = config_from_args(args)
+    executor = executor_from_args(args, config)
+    summary = run_round(config, args.workdir, args.round, pool=args.pool, executor=executor)
     print_round(summary)
     return 0
 
@@ -41,12 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--pool", default=None, help="the perturbation job's output folder or URI, e.g. s3://... (default WORKDIR/pool)"
     )
-    parser.add_argument(
-        "--executor",
-        choices=("ray", "local"),
-        default="ray",
-        help="ray: stages on Ray Data actor pools (default); local: the same stages in-process, for debugging",
-    )
+    add_job_args(parser, None)  # --executor, --force (features, scores and candidates: hades_ray/select/round.py)
     add_config_args(parser)
     parser.set_defaults(func=_round)
 

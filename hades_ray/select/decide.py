@@ -7,6 +7,9 @@ so shards are decided independently and the result does not depend on the pool's
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +37,11 @@ class Rule:
     @property
     def scored(self) -> bool:
         return self.p_low is not None
+
+    def digest(self, **more) -> str:
+        """The rule (and ``more``: what else a pass depends on) as part of a pass's settings digest."""
+        fields = dataclasses.asdict(self) | {"taken": sorted(self.taken)} | more
+        return hashlib.sha256(json.dumps(fields, sort_keys=True, default=list).encode()).hexdigest()[:16]
 
 
 def rule_for(config, round_index: int, taken: set[str], **band) -> Rule:

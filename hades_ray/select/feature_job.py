@@ -1,9 +1,14 @@
-"""The pool's features, computed once per pool shard and stored beside the work directory's rounds.
+"""The pool's features, computed once per pool shard and stored beside the work directory's rounds: a
+job on the pipeline engine (declared here, run by ``hades_ray.pipeline.executor.Executor.run``).
 
 ``WORKDIR/features/part-NNNNN.parquet`` holds one row per instance of pool shard NNNNN (keyed by
-``id``), and ``WORKDIR/features/markers/part-NNNNN.json`` is written after it. A rerun computes only the
-shards without a marker, or whose marker names other settings (encoder, pooling, windows, spaCy model)
-or another version of the pool shard; a crash loses at most the shards in flight.
+``id``), and ``WORKDIR/features/_markers/part-NNNNN.json`` is written after it. Every round shares
+these features, and the engine's one skip policy applies: a shard whose marker has the same
+fingerprint (the same pool shard, identified by its own marker, and the same feature settings:
+encoder, revision, pooling, windows, spaCy model) is skipped, so a rerun computes only the shards
+that were in flight when it crashed, and a later round only the pool's new shards. A shard made with
+other settings, or from a pool shard that was redone, stops the run naming the shards, unless
+``--force`` recomputes them.
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import logging
 from pathlib import Path
 
 import pandas as pd
@@ -19,15 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hades_ray.pipeline import storage
-from hades_ray.pipeline.lock import OutputLock
+from hades_ray.pipeline.executor import Executor
+from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.shards import Shard
 from hades_ray.pipeline.storage import read_parquet
 from hades_ray.select.features import FEATURE_SCHEMA, feature_stages
-from hades_ray.select.passes import part_path, per_shard, run_pass, todo_shards, with_shard_columns, write_empty_part
-from hades_ray.select.passes import write_part as _write_part
-from hades_ray.workdir import pool_dir, pool_shards, read_pool_part
+from hades_ray.workdir import part_path, pool_dir, pool_shards, read_pool_part, write_part
 
-log = logging.getLogger(__name__)
 FEATURES = "features"
 
 
@@ -49,34 +51,33 @@ def features_digest(config) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _read(shard: Shard) -> pa.Table:
-    return with_shard_columns(read_pool_part(shard), shard)
+def features_job(config, workdir: str | Path, shards: list[Shard]) -> ShardJob:
+    """The features of the pool shards ``shards`` (a round plans the pool once for all its passes)."""
+    output = features_dir(workdir)
+    return ShardJob(
+        name="features",
+        output=output,
+        digest=features_digest(config),
+        plan=lambda _mapper: shards,
+        read=read_pool_part,
+        stages=functools.partial(feature_stages, config),
+        write=functools.partial(write_part, output, FEATURE_SCHEMA),
+        summary_file=None,  # round.json records it; the folder stays a Parquet dataset of parts
+        rows_verb="instances",
+    )
 
 
-def _write(table: pa.Table, output: str, digest: str) -> pa.Table:
-    return per_shard(table, functools.partial(_write_part, output, digest, columns=FEATURE_SCHEMA))
-
-
-def ensure_features(config, workdir: str | Path, executor: str = "ray", force: bool = False) -> dict:
+def ensure_features(config, workdir: str | Path, executor: Executor, shards: list[Shard] | None = None) -> dict:
     """Compute the features of every finished pool shard that lacks them; returns what was done."""
-    shards = pool_shards(pool_dir(workdir))
-    output, digest = features_dir(workdir), features_digest(config)
-    todo = todo_shards(output, shards, digest, force)
-    for shard in [s for s in todo if s.rows == 0]:
-        write_empty_part(output, digest, shard, FEATURE_SCHEMA)
-    todo = [s for s in todo if s.rows > 0]
-    if todo:
-        log.info(
-            "features: %d of %d pool shards to compute (encoder similarity, spaCy NER/POS)", len(todo), len(shards)
-        )
-        if executor == "ray":
-            from hades_ray.ray_runtime import init_ray
-
-            init_ray(config.ray.address, config.ray.num_cpus)
-        write = functools.partial(_write, output=output, digest=digest)
-        for marker in run_pass(todo, _read, feature_stages(config), write, executor, config.ray.check_resources):
-            log.info("features of pool shard %d written (%d rows)", marker["shard"], marker["rows"])
-    return {"shards": len(shards), "computed": len(todo), "reused": len(shards) - len(todo), "digest": digest}
+    shards = pool_shards(pool_dir(workdir)) if shards is None else shards
+    job = features_job(config, workdir, shards)
+    done = executor.run(job)["shards"]
+    return {
+        "shards": len(shards),
+        "computed": done["processed_now"],
+        "reused": done["skipped_finished"],
+        "digest": job.digest,
+    }
 
 
 def read_features(workdir: str | Path, index: int, columns: list[str] | None = None) -> pa.Table:
@@ -84,20 +85,16 @@ def read_features(workdir: str | Path, index: int, columns: list[str] | None = N
 
 
 def compute_features(
-    config,
-    workdir: str | Path,
-    force: bool = False,
-    ids=None,
-    executor: str = "ray",
-    columns: list[str] | None = None,
+    config, workdir: str | Path, ids=None, columns: list[str] | None = None, executor: Executor | None = None
 ) -> pd.DataFrame:
     """The features of ``ids`` (default: the whole pool; meant for small pools and tests), computed
-    first where missing. Reads part by part, keeping only the wanted rows."""
-    with OutputLock(features_dir(workdir)):
-        ensure_features(config, workdir, executor, force)
+    first where missing (on Ray per the config unless ``executor`` says otherwise). Reads part by
+    part, keeping only the wanted rows."""
+    shards = pool_shards(pool_dir(workdir))
+    ensure_features(config, workdir, executor or Executor.of(config.ray), shards)
     wanted = pa.array(sorted({str(i) for i in ids}), pa.string()) if ids is not None else None
     frames = []
-    for shard in pool_shards(pool_dir(workdir)):
+    for shard in shards:
         table = read_features(workdir, shard.index, columns)
         if wanted is not None:
             table = table.filter(pc.is_in(table.column("id"), value_set=wanted))

@@ -2,32 +2,44 @@
 
 The driver plans and merges; workers do the rows. Round 0 samples the pool at random. Round K >= 1
 trains a detector on the judgments of the rounds before it (``select/detector.py``), has workers write
-p(H) of every pool instance (``select/scores.py``), places the p(H) band from the histograms they
-return, and then runs the selection pass (``select/candidates.py``): the paraphrase cut, the
+p(H) of every pool instance (``select/scores.py``), places the p(H) band from the histograms in their
+markers, and then runs the selection pass (``select/candidates.py``): the paraphrase cut, the
 Date->Date / Name->Name drop and Eq. 1 subsampling as per-row seeded decisions, each shard's
 candidates written by its worker, and the batch drawn as the smallest seeded sample keys. The
 model-free filters apply in every round, round 0 included.
+
+Features, scores and candidates are three jobs on the pipeline engine, run by the one ``Executor`` the
+round is given (``hades_ray/pipeline/executor.py``: lock, Ray, markers in ``_markers/``, skip policy),
+over one plan of the pool made when the round starts. So a rerun of a crashed round resumes: the
+features, its detector (reused from ``detector/trained.json``), its scores and its candidates are all
+kept where finished, and only the missing shards run. A setting changed since (the features', the
+rule's, the batch size) stops the round with the engine's message naming the shards; ``hades-ray round
+--force`` redoes them. A selected round (its round.json) is never redone.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import time
+from collections import Counter
 from pathlib import Path
 
 from hades_ray.config import save_config
+from hades_ray.pipeline.executor import Executor
+from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.select import filters
 from hades_ray.select.batch import chosen_rows, write_batch
-from hades_ray.select.candidates import merge, select_pass
+from hades_ray.select.candidates import batch_keys, candidates_dir, candidates_job
 from hades_ray.select.decide import Rule, rule_for
 from hades_ray.select.detector import train_round_detector
 from hades_ray.select.feature_job import ensure_features
 from hades_ray.select.ratio import explain_ratio
-from hades_ray.select.scores import detector_token, histogram_total, score_pool
+from hades_ray.select.scores import detector_token, histogram_total, scores_job
 from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
@@ -72,34 +84,34 @@ def _check_round(workdir: Path, round_index: int) -> None:
         raise FileNotFoundError(f"round {round_index} needs rounds {missing} first")
 
 
-def run_round(config, workdir: str | Path, round_index: int, pool: str | None = None, executor: str = "ray") -> dict:
-    """Select round ``round_index``'s batch; writes batch.jsonl, candidates/, scores/ and round.json."""
+def run_round(
+    config, workdir: str | Path, round_index: int, pool: str | None = None, executor: Executor | None = None
+) -> dict:
+    """Select round ``round_index``'s batch; writes batch.jsonl, candidates/, scores/ and round.json.
+    ``executor`` runs its passes (default: on Ray per the config, finished shards kept)."""
     workdir = Path(workdir)
     if pool:
         set_pool(workdir, pool)
     _check_round(workdir, round_index)
     with OutputLock(workdir):
-        if executor == "ray":
-            from hades_ray.ray_runtime import init_ray
-
-            init_ray(config.ray.address, config.ray.num_cpus)
-        return _select(config, workdir, round_index, executor)
+        return _select(config, workdir, round_index, executor or Executor.of(config.ray))
 
 
-def _band(config, workdir, round_index, model_dir, rule: Rule, size: int, summary: dict, executor: str) -> Rule:
-    """Eq. 1's R from the calibration rates, p(H) of the pool, and the p(H) band placed so that the
-    candidate target is met after every filter (R included)."""
-    from hades_ray.detect.detector import Detector
-
-    sel, rates = config.select, summary["rates"]
+def _with_ratio(rule: Rule, summary: dict) -> Rule:
+    """Eq. 1's R from the calibration rates (round.json says when it is undefined or clipped)."""
+    rates = summary["rates"]
     ratio = explain_ratio(rates["alpha"], rates["beta"], rates["gamma"])
     summary["ratio"] = {"R": ratio.value, "raw": ratio.raw, "message": ratio.message}
     if ratio.message:
         summary["messages"].append(ratio.message)
         log.warning(ratio.message)
-    rule = dataclasses.replace(rule, ratio=ratio.value)
-    stages = Detector.open(model_dir).stages(config.detect, num_gpus=sel.score_num_gpus)
-    histogram = score_pool(config, workdir, round_index, stages, detector_token(model_dir), rule, executor)
+    return dataclasses.replace(rule, ratio=ratio.value)
+
+
+def _band(config, rule: Rule, histogram: dict[int, int], size: int, summary: dict) -> Rule:
+    """The p(H) band placed on the pool's survivor histogram so that the candidate target is met
+    after every filter (R included)."""
+    sel = config.select
     target = sel.candidate_target or 3 * size
     low, high = filters.thresholds_from_histogram(histogram, target, sel.p_low, sel.p_high)
     available = histogram_total(histogram)
@@ -114,31 +126,43 @@ def _band(config, workdir, round_index, model_dir, rule: Rule, size: int, summar
     if available < size:
         summary["messages"].append(
             f"only {available} unjudged instances pass the paraphrase cut, the Date/Name drop and Eq. 1 "
-            f"subsampling (R = {ratio.value:.3f}), fewer than the batch of {size}, before any p(H) band: "
+            f"subsampling (R = {rule.ratio:.3f}), fewer than the batch of {size}, before any p(H) band: "
             "add to the pool, or relax select.paraphrase_threshold / select.date_name_drop_share"
         )
     return dataclasses.replace(rule, p_low=low, p_high=high)
 
 
-def _select(config, workdir: Path, round_index: int, executor: str) -> dict:
+def _scores(config, workdir: Path, round_index: int, shards: list, model_dir: Path, rule: Rule) -> ShardJob:
+    """The scores job of the round's detector; its stages (the detector's actors) are built when there is work."""
+    from hades_ray.detect.detector import Detector
+
+    num_gpus = config.select.score_num_gpus
+    stages = functools.partial(Detector.open(model_dir).stages, config.detect, num_gpus=num_gpus)
+    return scores_job(workdir, round_index, shards, stages, detector_token(model_dir), rule)
+
+
+def _select(config, workdir: Path, round_index: int, executor: Executor) -> dict:
     sel = config.select
     size = sel.round_size(round_index)
     out = round_dir(workdir, round_index)
     clock = Clock()
-    features = ensure_features(config, workdir, executor)
+    shards = pool_shards(pool_dir(workdir))  # one plan of the pool for every pass of the round
+    summary: dict = {"round": round_index, "batch_size_target": size, "counts": {}, "messages": []}
+    summary["features"] = ensure_features(config, workdir, executor, shards)
     clock.lap("features")
     taken = assigned_ids(workdir, round_index)
-    summary: dict = {"round": round_index, "batch_size_target": size, "counts": {}, "messages": []}
-    summary["features"] = features
     out.mkdir(parents=True, exist_ok=True)
     rule = rule_for(config, round_index, taken)
     model_dir = train_round_detector(config, workdir, round_index, out, summary) if round_index else None
     clock.lap("detector")
+    scores = ""
     if model_dir is not None:
-        rule = _band(config, workdir, round_index, model_dir, rule, size, summary, executor)
+        rule = _with_ratio(rule, summary)
+        job = _scores(config, workdir, round_index, shards, model_dir, rule)
+        rule, scores = _band(config, rule, executor.run(job)["survivor_histogram"], size, summary), job.digest
     clock.lap("scores")
-    shards = pool_shards(pool_dir(workdir))
-    counts, chosen = merge(select_pass(config, workdir, round_index, shards, rule, size, executor), size)
+    counts = Counter(executor.run(candidates_job(config, workdir, round_index, shards, rule, size, scores))["counts"])
+    chosen = batch_keys(candidates_dir(workdir, round_index), size)
     clock.lap("selection_pass")
     counts.update(assigned_before=len(taken), batch=len(chosen))
     summary["counts"] = {

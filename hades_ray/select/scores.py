@@ -1,11 +1,16 @@
-"""A round's p(H) of every pool instance, written by workers as ``round-K/scores/part-NNNNN.parquet``
-(``id``, ``p_hallucination``, ``pred``) with ``scores/markers/`` last.
+"""A round's p(H) of every pool instance: a job on the pipeline engine whose workers write
+``round-K/scores/part-NNNNN.parquet`` (``id``, ``p_hallucination``, ``pred``) and then
+``scores/_markers/part-NNNNN.json``.
 
-The detector's stages run on the pipeline executor (actor pools that load the detector once). Each
-shard's marker also carries the p(H) histogram of its unjudged rows that pass every other filter
-(paraphrase, Date/Name, Eq. 1): the driver sums these small histograms to place the p(H) band, so
-no array of scores ever reaches it. A rerun of a crashed round rescores only the shards without a
-marker from the same detector and rule.
+The detector's stages run on the executor (actor pools that load the detector once). Each shard's
+writer returns the p(H) histogram of its unjudged rows that pass every other filter (paraphrase,
+Date/Name, Eq. 1), which becomes part of its marker; the engine sums the markers' histograms one
+marker at a time to place the p(H) band, so no array of scores ever reaches the driver.
+
+The scores of a round are tied to its detector (its weights' files) and rule: that is the digest in
+every shard's fingerprint. A rerun of a crashed round reuses the detector it trained
+(``select/detector.py``), so it rescores only the shards without a marker; scores from another
+detector or rule stop the round naming the shards, unless ``--force`` redoes them.
 """
 
 from __future__ import annotations
@@ -13,31 +18,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
-import logging
-from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from hades_ray.pipeline import storage
+from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.shards import Shard
+from hades_ray.pipeline.stage import Stage
 from hades_ray.select import filters
 from hades_ray.select.decide import Rule, decide
 from hades_ray.select.feature_job import read_features
-from hades_ray.select.passes import (
-    iter_markers,
-    per_shard,
-    run_pass,
-    todo_shards,
-    with_shard_columns,
-    write_empty_part,
-    write_part,
-)
-from hades_ray.workdir import pool_dir, pool_shards, read_pool_part, round_dir
+from hades_ray.workdir import read_pool_part, round_dir, write_part
 
-log = logging.getLogger(__name__)
 SCORE_SCHEMA = pa.schema([("id", pa.string()), ("p_hallucination", pa.float64()), ("pred", pa.int8())])
 RULE_COLUMNS = ["similarity", "orig_ent", "repl_ent"]
 
@@ -47,8 +42,7 @@ def scores_dir(workdir, round_index: int) -> str:
 
 
 def scores_digest(detector_token: str, rule: Rule) -> str:
-    fields = dataclasses.asdict(rule) | {"taken": sorted(rule.taken), "detector": detector_token}
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=list).encode()).hexdigest()[:16]
+    return rule.digest(detector=detector_token)
 
 
 def read_with_features(
@@ -64,47 +58,43 @@ def read_with_features(
         )
     for name in feature_columns:
         table = table.append_column(name, features.column(name))
-    return with_shard_columns(table, shard)
+    return table
 
 
-def _write(table: pa.Table, output: str, digest: str, rule: Rule) -> pa.Table:
-    return per_shard(table, functools.partial(_write_one, output, digest, rule))
-
-
-def _write_one(output: str, digest: str, rule: Rule, table: pa.Table) -> dict:
+def write_scores(output: str, rule: Rule, index: int, table: pa.Table) -> dict:
+    """A worker's writer: the shard's scores part, and its stats for the marker (the survivor histogram)."""
     d = decide(table, dataclasses.replace(rule, p_low=0.0, p_high=1.0))
     survives = d["unjudged"] & d["keep_paraphrase"] & d["keep_swap"] & d["keep_rebalance"]
     p = table.column("p_hallucination").to_numpy()
-    extra = {"survivor_histogram": filters.histogram(p[survives]), "unjudged": int(d["unjudged"].sum())}
-    return write_part(output, digest, table, SCORE_SCHEMA, extra)
+    write_part(output, SCORE_SCHEMA, index, table)
+    return {"survivor_histogram": filters.histogram(p[survives]), "unjudged": int(d["unjudged"].sum())}
 
 
-def score_pool(config, workdir, round_index: int, stages: list, detector_token: str, rule: Rule, executor: str) -> dict:
-    """Score every finished pool shard lacking scores from this detector; returns the summed
-    survivor histogram (bin -> count) over all shards, reused ones included."""
-    shards = pool_shards(pool_dir(workdir))
-    output, digest = scores_dir(workdir, round_index), scores_digest(detector_token, rule)
-    todo = todo_shards(output, shards, digest)
-    for shard in [s for s in todo if s.rows == 0]:
-        write_empty_part(output, digest, shard, SCORE_SCHEMA, {"survivor_histogram": {}, "unjudged": 0})
-    todo = [s for s in todo if s.rows > 0]
-    log.info("scoring %d of %d pool shards with the round's detector", len(todo), len(shards))
-    read = functools.partial(
-        read_with_features, str(workdir), pool_columns=("id", "words", "start", "end"), feature_columns=RULE_COLUMNS
+def scores_job(
+    workdir, round_index: int, shards: list[Shard], stages: Callable[[], list[Stage]], token: str, rule: Rule
+) -> ShardJob:
+    """p(H) of the pool shards ``shards`` by the detector whose ``stages`` are built when there is work."""
+    output = scores_dir(workdir, round_index)
+    return ShardJob(
+        name="scores",
+        output=output,
+        digest=scores_digest(token, rule),
+        plan=lambda _mapper: shards,
+        read=functools.partial(
+            read_with_features, str(workdir), pool_columns=("id", "words", "start", "end"), feature_columns=RULE_COLUMNS
+        ),
+        stages=stages,
+        write=functools.partial(write_scores, output, rule),
+        summarize=survivor_histogram,
+        summary_file=None,  # round.json records the band; the folder stays a Parquet dataset of parts
+        rows_verb="instances",
     )
-    write = functools.partial(_write, output=output, digest=digest, rule=rule)
-    for marker in run_pass(todo, read, stages, write, executor, config.ray.check_resources):
-        log.info("scores of pool shard %d written (%d rows)", marker["shard"], marker["rows"])
-    return summed_histogram(output, {s.index for s in shards})
 
 
-def summed_histogram(output: str, indices: set[int]) -> dict[int, int]:
-    """The survivor histograms of the given shards' markers, read one marker at a time."""
-    total: Counter = Counter()
-    for marker in iter_markers(output):
-        if marker["shard"] in indices:
-            total.update({int(b): int(c) for b, c in marker.get("survivor_histogram", {}).items()})
-    return dict(total)
+def survivor_histogram(merged: dict) -> dict:
+    """The summary of a scores job: the survivor histograms of every shard, reused ones included,
+    summed (bin -> count)."""
+    return {"survivor_histogram": {int(b): int(c) for b, c in merged.get("survivor_histogram", {}).items()}}
 
 
 def histogram_total(counts: dict[int, int]) -> int:
@@ -112,7 +102,7 @@ def histogram_total(counts: dict[int, int]) -> int:
 
 
 def detector_token(model_dir: Path) -> str:
-    """Identifies one trained detector (its weights' size and time), so scores from another are redone."""
+    """Identifies one trained detector (its weights' size and time): scores from another are stale."""
     files = sorted(p for p in Path(model_dir).iterdir() if p.is_file())
     return hashlib.sha256(
         "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files).encode()

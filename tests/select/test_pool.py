@@ -13,8 +13,12 @@ import pyarrow as pa
 import pytest
 
 from hades_ray.config import load_config
+from hades_ray.pipeline.executor import Executor
+from hades_ray.pipeline.shards import StaleShardError
 from hades_ray.pipeline.stage import Resources, Stage
 from tests.select.fake_pool import build_pool
+
+LOCAL = Executor("local")
 
 
 def _config(*overrides):
@@ -38,7 +42,7 @@ def test_reads_only_finished_shards(micro_home, tmp_path):
 
     workdir = tmp_path / "wd"
     build_pool(workdir / "pool", n_docs=10, docs_per_shard=4, unfinished=True)
-    summary = run_round(_config(), workdir, 0, executor="local")
+    summary = run_round(_config(), workdir, 0, executor=LOCAL)
     assert summary["counts"]["pool"] == 120 and summary["counts"]["batch"] == 20
     seen = _candidate_ids(workdir, 0)
     assert len(seen) == 120 and not any(i.startswith("d10000") or i == "stray" for i in seen)
@@ -57,29 +61,31 @@ def test_same_seed_same_batch_whatever_the_shard_layout(micro_home, tmp_path):
         workdir = tmp_path / f"wd{docs_per_shard}"
         build_pool(workdir / "pool", n_docs=10, docs_per_shard=docs_per_shard, unfinished=False)
         config = _config(f"select.similarity_batch_size={batch}", f"select.spacy_batch_size={batch}")
-        run_round(config, workdir, 0, executor="local")
+        run_round(config, workdir, 0, executor=LOCAL)
         batches.append(sorted(_batch_ids(workdir, 0)))
     assert batches[0] == batches[1] and len(batches[0]) == 20
     other = tmp_path / "other-seed"
     build_pool(other / "pool", n_docs=10, unfinished=False)
-    run_round(load_config(overrides=["select.round_sizes=[20]", "seed=7"]), other, 0, executor="local")
+    run_round(load_config(overrides=["select.round_sizes=[20]", "seed=7"]), other, 0, executor=LOCAL)
     assert sorted(_batch_ids(other, 0)) != batches[0]
 
 
-def test_features_resume_per_shard_and_follow_settings(micro_home, tmp_path):
+def test_features_resume_per_shard_and_stop_on_other_settings(micro_home, tmp_path):
     from hades_ray.select.feature_job import compute_features, ensure_features
 
     workdir = tmp_path / "wd"
     build_pool(workdir / "pool", n_docs=10, docs_per_shard=4, unfinished=False)
     config = _config()
-    first = compute_features(config, workdir, executor="local")
+    first = compute_features(config, workdir, executor=LOCAL)
     (workdir / "features" / "_markers" / "part-00001.json").unlink()  # as if its worker had died
-    done = ensure_features(config, workdir, executor="local")
+    done = ensure_features(config, workdir, LOCAL)
     assert (done["computed"], done["reused"]) == (1, 2)
-    assert compute_features(config, workdir, executor="local").equals(first)
-    changed = ensure_features(_config("select.ner_context_words=3"), workdir, executor="local")
-    assert changed["computed"] == 3  # other settings: every shard is recomputed
-    subset = compute_features(config, workdir, ids=["d0-s1", "d9-s0"], executor="local")
+    assert compute_features(config, workdir, executor=LOCAL).equals(first)
+    changed = _config("select.ner_context_words=3")
+    with pytest.raises(StaleShardError, match="part-00000, part-00001, part-00002 .*--force"):
+        ensure_features(changed, workdir, LOCAL)  # other settings: the engine's one skip policy
+    assert ensure_features(changed, workdir, Executor("local", force=True))["computed"] == 3
+    subset = compute_features(changed, workdir, ids=["d0-s1", "d9-s0"], executor=LOCAL)
     assert sorted(subset["id"]) == ["d0-s1", "d9-s0"]
 
 
@@ -134,8 +140,8 @@ def test_candidate_target_accounts_for_r(micro_home, tmp_path, stand_in_detector
     workdir = tmp_path / "wd"
     build_pool(workdir / "pool", n_docs=10, unfinished=False)
     config = _config("select.candidate_target=40", "select.paraphrase_threshold=1.0")
-    run_round(config, workdir, 0, executor="local")
-    summary = run_round(config, workdir, 1, executor="local")
+    run_round(config, workdir, 0, executor=LOCAL)
+    summary = run_round(config, workdir, 1, executor=LOCAL)
     counts = summary["counts"]
     assert abs(summary["ratio"]["R"] - 3 / 13) < 1e-9
     # The band is placed for the target after Eq. 1, so subsampling cannot leave the batch short.
@@ -150,11 +156,53 @@ def test_round_says_why_it_cannot_fill_the_batch(micro_home, tmp_path, stand_in_
     workdir = tmp_path / "wd"
     build_pool(workdir / "pool", n_docs=10, unfinished=False)
     config = load_config(overrides=["select.round_sizes=[20,95]", "select.paraphrase_threshold=1.0"])
-    run_round(config, workdir, 0, executor="local")
-    summary = run_round(config, workdir, 1, executor="local")
+    run_round(config, workdir, 0, executor=LOCAL)
+    summary = run_round(config, workdir, 1, executor=LOCAL)
     assert summary["counts"]["batch"] == summary["counts"]["after_rebalance"] < 95
     text = " ".join(summary["messages"])
     assert "Eq. 1 subsampling" in text and "fewer than the batch of 95" in text
+
+
+def _crash(*args, **kwargs):
+    raise RuntimeError("the driver died")
+
+
+def test_a_crashed_round_resumes_and_other_settings_stop_it(
+    micro_home, tmp_path, stand_in_detector, monkeypatch, capsys
+):
+    from hades_ray.cli import main
+    from hades_ray.select import round as round_module
+    from hades_ray.select.round import run_round
+
+    workdir = tmp_path / "wd"
+    build_pool(workdir / "pool", n_docs=10, unfinished=False)
+    config = _config("select.paraphrase_threshold=1.0")
+    run_round(config, workdir, 0, executor=LOCAL)
+    save_config = round_module.save_config
+    monkeypatch.setattr(round_module, "save_config", _crash)  # after batch.jsonl, before round.json
+    with pytest.raises(RuntimeError, match="died"):
+        run_round(config, workdir, 1, executor=LOCAL)
+    out = workdir / "round-001"
+    batch = (out / "batch.jsonl").read_bytes()
+    cli = ["round", "--workdir", str(workdir), "--executor", "local", "--set", "select.round_sizes=[20,40]"]
+    assert main([*cli, "--round", "1", "--set", "select.paraphrase_threshold=0.5"]) == 2
+    assert "rerun with --force" in capsys.readouterr().err  # finished shards of another rule: the engine stops
+    markers = {name: out / name / "_markers" for name in ("scores", "candidates")}
+    kept = {name: (folder / "part-00000.json").read_text() for name, folder in markers.items()}
+    for folder in markers.values():
+        (folder / "part-00001.json").unlink()  # as if its worker had died
+    monkeypatch.setattr(round_module, "save_config", save_config)
+    summary = run_round(config, workdir, 1, executor=LOCAL)
+    assert (out / "batch.jsonl").read_bytes() == batch and summary["counts"]["batch"] == 40
+    assert summary["features"] == {**summary["features"], "computed": 0, "reused": 3}
+    for name, folder in markers.items():  # finished shards skipped, the lost one redone
+        assert (folder / "part-00000.json").read_text() == kept[name] and (folder / "part-00001.json").is_file()
+    monkeypatch.setattr(round_module, "save_config", _crash)
+    with pytest.raises(RuntimeError, match="died"):
+        run_round(config, workdir, 2, executor=LOCAL)
+    monkeypatch.setattr(round_module, "save_config", save_config)
+    assert main([*cli, "--round", "2", "--set", "select.paraphrase_threshold=0.5", "--force"]) == 0
+    assert json.loads((workdir / "round-002" / "round.json").read_text())["round"] == 2
 
 
 @pytest.mark.ray
@@ -164,8 +212,10 @@ def test_ray_matches_in_process_with_more_actors(ray_local, tmp_path):
     local, on_ray = tmp_path / "local", tmp_path / "ray"
     for workdir in (local, on_ray):
         build_pool(workdir / "pool", n_docs=10, docs_per_shard=3, unfinished=True)
-    run_round(_config(), local, 0, executor="local")
-    run_round(_config("select.feature_concurrency=2", "select.similarity_num_cpus=0.25"), on_ray, 0, executor="ray")
+    run_round(_config(), local, 0, executor=LOCAL)
+    run_round(
+        _config("select.feature_concurrency=2", "select.similarity_num_cpus=0.25"), on_ray, 0, executor=Executor("ray")
+    )
     assert _batch_ids(local, 0) == _batch_ids(on_ray, 0)
     assert json.loads((on_ray / "round-000" / "round.json").read_text())["counts"]["pool"] == 120
     shutil.rmtree(local)

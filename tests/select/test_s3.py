@@ -6,6 +6,7 @@ import pytest
 
 from hades_ray.config import load_config
 from hades_ray.pipeline import storage
+from hades_ray.pipeline.executor import Executor
 from tests.select.fake_pool import build_pool
 
 pytest.importorskip("moto")
@@ -19,7 +20,11 @@ def test_round_reads_a_pool_on_s3(micro_home, s3, tmp_path):
         storage.write_bytes(f"s3://hades/selpool/{path.relative_to(local)}", path.read_bytes())
     workdir = tmp_path / "wd"
     summary = run_round(
-        load_config(overrides=["select.round_sizes=[10]"]), workdir, 0, pool="s3://hades/selpool", executor="local"
+        load_config(overrides=["select.round_sizes=[10]"]),
+        workdir,
+        0,
+        pool="s3://hades/selpool",
+        executor=Executor("local"),
     )
     assert summary["counts"]["pool"] == 72 and summary["counts"]["batch"] == 10  # the unmarked shard is ignored
     assert json.loads((workdir / "workdir.json").read_text())["pool"] == "s3://hades/selpool"
