@@ -77,3 +77,9 @@ def build_pool(directory: Path, n_docs: int = 12, docs_per_shard: int = 4, unfin
             json.dumps({"id": "stray", "replaced": "a ===b===", "replaced_ids": [1, 1]}) + "\n"
         )
     return directory
+
+
+def add_empty_shard(directory: Path, index: int) -> None:
+    """A finished pool shard without instances (every lead of it was quarantined, say)."""
+    write_table(str(directory / "instances" / f"{part_name(index)}.parquet"), INSTANCE_SCHEMA.empty_table())
+    write_marker(str(directory), index, {"shard": index, "counts": {"read": 1, "instances": 0}, "fingerprint": "e"})

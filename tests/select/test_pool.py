@@ -9,6 +9,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -16,7 +17,7 @@ from hades_ray.config import load_config
 from hades_ray.pipeline.executor import Executor
 from hades_ray.pipeline.shards import StaleShardError
 from hades_ray.pipeline.stage import Resources, Stage
-from tests.select.fake_pool import build_pool
+from tests.select.fake_pool import add_empty_shard, build_pool
 
 LOCAL = Executor("local")
 
@@ -176,6 +177,7 @@ def test_a_crashed_round_resumes_and_other_settings_stop_it(
 
     workdir = tmp_path / "wd"
     build_pool(workdir / "pool", n_docs=10, unfinished=False)
+    add_empty_shard(workdir / "pool", 3)  # travels as the engine's placeholder through every pass
     config = _config("select.paraphrase_threshold=1.0")
     run_round(config, workdir, 0, executor=LOCAL)
     save_config = round_module.save_config
@@ -194,9 +196,11 @@ def test_a_crashed_round_resumes_and_other_settings_stop_it(
     monkeypatch.setattr(round_module, "save_config", save_config)
     summary = run_round(config, workdir, 1, executor=LOCAL)
     assert (out / "batch.jsonl").read_bytes() == batch and summary["counts"]["batch"] == 40
-    assert summary["features"] == {**summary["features"], "computed": 0, "reused": 3}
+    assert summary["features"] == {**summary["features"], "computed": 0, "reused": 4}
     for name, folder in markers.items():  # finished shards skipped, the lost one redone
         assert (folder / "part-00000.json").read_text() == kept[name] and (folder / "part-00001.json").is_file()
+    candidates = pd.read_parquet(out / "candidates")  # the folder is a Parquet dataset of parts, nothing else
+    assert len(candidates) == summary["counts"]["unjudged"] and (out / "candidates" / "part-00003.parquet").is_file()
     monkeypatch.setattr(round_module, "save_config", _crash)
     with pytest.raises(RuntimeError, match="died"):
         run_round(config, workdir, 2, executor=LOCAL)
