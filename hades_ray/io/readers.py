@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from hades_ray.io.demo_corpus import DEMO_INPUT, read_demo_records
 from hades_ray.pipeline import storage
+from hades_ray.pipeline.job import Mapper
 from hades_ray.pipeline.shards import Shard
 from hades_ray.text.seeding import stable_key
 from hades_ray.text.segment import first_paragraph
@@ -32,17 +33,14 @@ MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer JSONL line is quarantined unread: n
 _CHUNK = 1024 * 1024
 INPUT_SCHEMA = pa.schema(
     [
-        ("shard", pa.int32()),
         ("row", pa.int64()),
         ("doc_id", pa.string()),
         ("title", pa.string()),
         ("text", pa.string()),
         ("source", pa.string()),
         ("reject", pa.string()),
-        ("shard_rows", pa.int64()),  # rows this shard emitted: the writer checks it received them all
     ]
 )
-Mapper = Callable[[Callable, list], list]
 
 
 class InputError(ValueError):
@@ -187,8 +185,6 @@ def read_shard(shard: Shard) -> pa.Table:
     readers = {"jsonl": _jsonl_records, "parquet": _parquet_records, "demo": _demo_rows}
     rows = [r for r in readers[shard.fmt](shard) if _kept(shard, r["row"])]
     rows.sort(key=lambda r: (len(r["text"]), r["row"]))
-    for r in rows:
-        r.update(shard=shard.index, shard_rows=len(rows))
     return pa.Table.from_pylist(rows, schema=INPUT_SCHEMA)
 
 
