@@ -2,7 +2,8 @@
 (actor pools that load their model once), then the corpus statistics and the linear model (CPU).
 
 Scoring a pool runs these stages on the executor shard by shard, so the scores are written by
-workers; ``feature_matrix`` runs them in-process for the judged sets a detector trains on.
+workers; ``feature_matrix`` runs the same feature stages through the executor's in-process path
+(``run_stages``) for the judged sets a detector trains on, and stacks them as ``LinearScoreStage`` does.
 """
 
 from __future__ import annotations
@@ -126,8 +127,7 @@ def feature_matrix(instances: list[Instance], lexical: LexicalStats, settings: d
     """``[n, len(FEATURE_NAMES)]`` span features of a judged set (in-process: a detector trains on it)."""
     if not instances:
         return np.zeros((0, len(FEATURE_NAMES)))
-    table = instances_table(instances)
-    for stage in model_feature_stages(settings, d):
-        stage.setup()
-        table = stage(table)
+    from hades_ray.pipeline.executor import run_stages
+
+    table = run_stages(instances_table(instances), model_feature_stages(settings, d))
     return stack_features(table, corpus_features(lexical, table))

@@ -132,10 +132,19 @@ def run_in_process(shards: list[Shard], read: ShardReader, stages: list[Stage], 
     for stage in stages:
         stage.setup()
     for shard in shards:
-        table = read(shard)
+        yield from write(run_stages(read(shard), stages, setup=False)).to_pylist()
+
+
+def run_stages(table: pa.Table, stages: list[Stage], setup: bool = True) -> pa.Table:
+    """``table`` through ``stages`` in order, in this process: the executor's in-process path for one
+    table (a judged set a detector trains on). ``setup`` loads the stages' models first; the
+    in-process executor sets them up once for all its shards instead."""
+    if setup:
         for stage in stages:
-            table = stage(table)
-        yield from write(table).to_pylist()
+            stage.setup()
+    for stage in stages:
+        table = stage(table)
+    return table
 
 
 def check_resources(stages: list[Stage], nodes: list[dict]) -> None:
