@@ -7,10 +7,11 @@ reason. Unlabelled (-1) instances are counted and left out of training and evalu
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hades_ray.io.hades_format import Instance, parse_instance, read_instances, write_instances
+from hades_ray.io.hades_format import Instance, iter_numbered_instances, parse_instance, write_instances
 
 log = logging.getLogger(__name__)
 
@@ -33,20 +34,34 @@ class LoadReport:
         return path
 
 
+def numbered_instances(
+    path: str | Path, skip_bad: bool, report: LoadReport, labelled_only: bool = False
+) -> Iterator[tuple[int, Instance]]:
+    """``(0-based line, instance)`` of every valid instance of ``path``, or of the labelled ones
+    (``labelled_only``: the -1 ones are counted in ``report`` and logged)."""
+    unlabelled = 0
+    for number, instance in iter_numbered_instances(path, skip_bad=skip_bad, bad=report.bad):
+        if labelled_only and not is_labelled(instance):
+            unlabelled += 1
+            continue
+        yield number - 1, instance
+    if unlabelled:
+        report.unlabelled[str(path)] = unlabelled
+        log.info("%s: %d unlabelled (-1) instances ignored", path, unlabelled)
+
+
+def is_labelled(instance: Instance) -> bool:
+    return instance.label in (0, 1)
+
+
 def load_all(path: str | Path, skip_bad: bool, report: LoadReport) -> list[Instance]:
     """Every valid instance of ``path``, labelled or not."""
-    return read_instances(path, skip_bad=skip_bad, bad=report.bad)
+    return [instance for _, instance in numbered_instances(path, skip_bad, report)]
 
 
 def load_labelled(path: str | Path, skip_bad: bool, report: LoadReport) -> list[Instance]:
     """Instances labelled 0 or 1; the -1 ones are counted in ``report`` and logged."""
-    instances = load_all(path, skip_bad, report)
-    labelled = [inst for inst in instances if inst.label in (0, 1)]
-    unlabelled = len(instances) - len(labelled)
-    if unlabelled:
-        report.unlabelled[str(path)] = unlabelled
-        log.info("%s: %d unlabelled (-1) instances ignored", path, unlabelled)
-    return labelled
+    return [instance for _, instance in numbered_instances(path, skip_bad, report, labelled_only=True)]
 
 
 def instances_from_records(records: list[dict]) -> list[Instance]:

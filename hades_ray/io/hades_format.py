@@ -119,9 +119,19 @@ def _decode_record(raw: bytes | None, number: int, where: str) -> Any:
         raise HadesFormatError(f"{where}: not usable JSON ({error})") from None
 
 
-def iter_instances(path: str | Path, skip_bad: bool = False, bad: list | None = None) -> Iterator[Instance]:
-    """Read a HaDes file line by line (lines of at most 1 MiB). Bad lines raise ``HadesFormatError``
-    naming file and line, or with ``skip_bad`` are appended to ``bad`` as ``{"file", "line", "reason"}``."""
+def instance_from_line(raw: bytes | None, number: int, where: str) -> Instance | None:
+    """The instance on line ``number`` (1-based; ``raw`` its bytes, None when over-long), None for a
+    blank line; a bad line raises ``HadesFormatError`` naming ``where``."""
+    record = _decode_record(raw, number, where)
+    return None if record is _BLANK else parse_instance(record, where)
+
+
+def iter_numbered_instances(
+    path: str | Path, skip_bad: bool = False, bad: list | None = None
+) -> Iterator[tuple[int, Instance]]:
+    """``(line number, instance)`` of a HaDes file, line by line (lines of at most 1 MiB). Bad lines
+    raise ``HadesFormatError`` naming file and line, or with ``skip_bad`` are appended to ``bad`` as
+    ``{"file", "line", "reason"}``."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"HaDes file not found: {path}")
@@ -131,14 +141,19 @@ def iter_instances(path: str | Path, skip_bad: bool = False, bad: list | None = 
         for number, raw in iter_raw_lines(handle, MAX_LINE_BYTES):
             where = f"{path}:{number}"
             try:
-                record = _decode_record(raw, number, where)
-                if record is not _BLANK:
-                    yield parse_instance(record, where)
+                instance = instance_from_line(raw, number, where)
+                if instance is not None:
+                    yield number, instance
             except HadesFormatError as error:
                 if not skip_bad:
                     raise
                 if bad is not None:
                     bad.append({"file": str(path), "line": number, "reason": str(error)})
+
+
+def iter_instances(path: str | Path, skip_bad: bool = False, bad: list | None = None) -> Iterator[Instance]:
+    """The instances of a HaDes file, as ``iter_numbered_instances`` reads them."""
+    return (instance for _, instance in iter_numbered_instances(path, skip_bad, bad))
 
 
 def read_instances(path: str | Path, skip_bad: bool = False, bad: list | None = None) -> list[Instance]:

@@ -68,7 +68,8 @@ def input_files(path: str) -> list[str]:
 # ---- planning (driver, plus one indexing task per JSONL file) ---------------------------------------
 
 
-def _identity(path: str) -> str:
+def file_identity(path: str) -> str:
+    """A file's size and modification time: part of a shard's fingerprint, so a changed file makes it stale."""
     info = storage.file_info(path)
     return f"{info.size}:{info.mtime_ns or 0}"
 
@@ -163,10 +164,10 @@ def _file_sources(files: list[str], shard_size: int, mapper: Mapper) -> list[tup
     sources = []
     for path in files:
         if path.endswith(".parquet"):
-            sources.append((path, "parquet", _parquet_rows(path), [0], _identity(path)))
+            sources.append((path, "parquet", _parquet_rows(path), [0], file_identity(path)))
         else:
             lines, offsets = indexes[path]
-            sources.append((path, "jsonl", lines, offsets, _identity(path)))
+            sources.append((path, "jsonl", lines, offsets, file_identity(path)))
     return sources
 
 
