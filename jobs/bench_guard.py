@@ -181,8 +181,8 @@ def online_p(judge, texts: list[tuple[str, str]]) -> list[np.ndarray]:
 
 def lr_p(lr_dir: str, config, texts: list[tuple[str, str]]) -> list[np.ndarray]:
     """The LR detector's p(H) of the same words (offline: it sees both sides, as it was trained)."""
+    from hades_ray.detect.api import score_instances
     from hades_ray.detect.detector import Detector
-    from hades_ray.detect.scoring import score_instances
     from hades_ray.io.hades_format import Instance
 
     instances, owners = [], []
@@ -190,7 +190,7 @@ def lr_p(lr_dir: str, config, texts: list[tuple[str, str]]) -> list[np.ndarray]:
         words, picked = generated_words(prompt, generation)
         instances += [Instance(words, i, i, -1, {"id": f"{k}#{i}", "doc_id": str(k)}) for i in picked]
         owners += [k] * len(picked)
-    p, _ = score_instances(Detector.open(lr_dir).stages(config.detect), instances, "local", check=False)
+    p, _ = score_instances(Detector.open(lr_dir), instances, config)
     return [p[np.array(owners) == k] for k in range(len(texts))]
 
 

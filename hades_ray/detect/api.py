@@ -10,16 +10,20 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hades_ray.config import ConfigError, HadesConfig, save_config
-from hades_ray.detect.data import LoadReport, instances_from_records, load_all, load_labelled
+from hades_ray.detect.data import LoadReport, instances_from_records, load_labelled, numbered_instances
 from hades_ray.detect.description import write_description
 from hades_ray.detect.detector import Detector
 from hades_ray.detect.settings import DETECTORS, MODES
 from hades_ray.io.hades_format import Instance, write_instances
 from hades_ray.metrics import binary_metrics, write_metrics
+
+if TYPE_CHECKING:
+    from hades_ray.pipeline.executor import Executor
 
 log = logging.getLogger(__name__)
 
@@ -135,53 +139,76 @@ def _store_validation_threshold(model_dir: Path, valid: list[Instance], config: 
     from hades_ray.detect.threshold import choose_threshold
 
     detector = Detector.open(model_dir)
-    p, _ = _score(detector, valid, config)
+    p, _ = score_instances(detector, valid, config)
     choice = choose_threshold([i.label for i in valid], p)
     detector.store_threshold(choice)
     return choice
 
 
-def _score(detector: Detector, instances: list[Instance], config: HadesConfig, executor: str = "local") -> tuple:
-    """(p(H), pred) for instances, through the detector's stages on the pipeline executor."""
-    from hades_ray.detect.scoring import score_instances
+def score_instances(detector: Detector, instances: list[Instance], config: HadesConfig) -> tuple:
+    """(p(H), pred) of in-memory instances, in-process (no Ray): the driver writes them once into the
+    scoring job's temporary folder, and the job reads them from there (``hades_ray/detect/score_job.py``)."""
+    from hades_ray.detect.score_job import score_arrays, score_rows, scoring_folder
+    from hades_ray.pipeline.executor import Executor
 
-    if not instances:
-        return np.zeros(0), np.zeros(0, dtype=int)
-    stages = detector.stages(config.detect)
-    return score_instances(stages, instances, executor, config.ray.check_resources)
+    with scoring_folder() as folder:
+        data = write_instances(instances, folder / "input.jsonl")
+        rows = list(range(len(instances)))  # one instance per line
+        executor = Executor.of(config.ray, "local")
+        return score_arrays(score_rows(detector, config.detect, data, rows, folder, executor, labelled_only=False))
 
 
-def predict_file(model_dir, data_path, output_path, config: HadesConfig | None = None) -> Path:
-    """Score every instance of ``data_path`` (labelled or not) on a Ray Data actor pool; writes JSONL
-    with the input records plus ``p_hallucination`` and ``pred``."""
+def predict_file(
+    model_dir, data_path, output_path, config: HadesConfig | None = None, executor: Executor | None = None
+) -> Path:
+    """Score every instance of ``data_path`` (labelled or not), on Ray per the config unless ``executor``
+    says otherwise; writes JSONL with the input records plus ``p_hallucination`` and ``pred``. The shard
+    parts live in ``OUTPUT.parts/`` until the JSONL is written (an interrupted run resumes from them)."""
+    from hades_ray.detect.score_job import predicted_records, score_rows, scoring_folder
+    from hades_ray.pipeline.executor import Executor
+
     detector = Detector.open(model_dir)
     config = config or detector.config()
     report = LoadReport()
-    instances = load_all(data_path, config.detect.skip_bad, report)
-    report.write_quarantine(Path(output_path).parent)
-    _ray(config)
-    p, pred = _score(detector, instances, config, executor="ray")
-    records = [
-        {**inst.to_json(), "p_hallucination": float(pi), "pred": int(yi)} for inst, pi, yi in zip(instances, p, pred)
-    ]
-    return write_instances(records, output_path)
+    output = Path(output_path)
+    rows = [row for row, _ in numbered_instances(data_path, config.detect.skip_bad, report)]
+    report.write_quarantine(output.parent)
+    executor = executor or Executor.of(config.ray)
+    with scoring_folder(output.with_name(output.name + ".parts")) as folder:
+        scores = score_rows(detector, config.detect, data_path, rows, folder, executor, labelled_only=False)
+        return write_instances(predicted_records(data_path, scores), output)
 
 
-def evaluate_file(model_dir, data_path, config: HadesConfig | None = None) -> dict:
-    """The paper's metrics on the labelled instances of ``data_path`` (-1 ones are ignored)."""
+def evaluate_file(
+    model_dir,
+    data_path,
+    config: HadesConfig | None = None,
+    executor: Executor | None = None,
+    parts: Path | None = None,
+) -> dict:
+    """The paper's metrics on the labelled instances of ``data_path`` (-1 ones are ignored), scored on
+    Ray per the config unless ``executor`` says otherwise; the shard parts live in ``parts`` (or a
+    temporary folder) until the metrics are computed."""
+    from hades_ray.detect.score_job import score_arrays, score_rows, scoring_folder
+    from hades_ray.pipeline.executor import Executor
+
     detector = Detector.open(model_dir)
     config = config or detector.config()
     report = LoadReport()
-    instances = load_labelled(data_path, config.detect.skip_bad, report)
-    _ray(config)
-    p, pred = _score(detector, instances, config, executor="ray")
-    return {**binary_metrics([i.label for i in instances], pred, p), **report.summary()}
+    rows, labels = [], []
+    for row, instance in numbered_instances(data_path, config.detect.skip_bad, report, labelled_only=True):
+        rows.append(row)
+        labels.append(instance.label)
+    executor = executor or Executor.of(config.ray)
+    with scoring_folder(parts) as folder:
+        p, pred = score_arrays(score_rows(detector, config.detect, data_path, rows, folder, executor, True))
+    return {**binary_metrics(labels, pred, p), **report.summary()}
 
 
 def predict_records(model_dir, records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     """(p(H), predicted label) of in-memory HaDes records, in-process (no Ray): for small sets."""
     detector = Detector.open(model_dir)
-    p, pred = _score(detector, instances_from_records(records), detector.config(), executor="local")
+    p, pred = score_instances(detector, instances_from_records(records), detector.config())
     return np.asarray(p, dtype=np.float64), np.asarray(pred, dtype=int)
 
 

@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from hades_ray.cli_common import add_config_args, config_from_args
+from hades_ray.cli_common import add_config_args, add_job_args, config_from_args, executor_from_args
 
 
 def _config(args: argparse.Namespace):
@@ -30,19 +30,29 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _evaluate_into(model: Path, data: str, out: Path, config=None) -> dict:
+def _evaluate_into(model: Path, data: str, out: Path, config=None, executor=None, parts: Path | None = None) -> dict:
     from hades_ray.detect.api import evaluate_file
     from hades_ray.metrics import write_metrics
 
-    metrics = evaluate_file(model, data, config)
+    metrics = evaluate_file(model, data, config, executor, parts)
     write_metrics(metrics, out, name=Path(model).name)
     return metrics
 
 
+def _scoring_config(args: argparse.Namespace):
+    """The flags over the preset, or (none given) the config the detector trained with."""
+    from hades_ray.detect.detector import Detector
+
+    if args.overrides or args.config_file or args.preset or args.skip_bad:
+        return _config(args)
+    return Detector.open(args.model).config()
+
+
 def _evaluate(args: argparse.Namespace) -> int:
-    config = _config(args) if (args.overrides or args.config_file or args.preset or args.skip_bad) else None
+    config = _scoring_config(args)
     out = Path(args.output) if args.output else Path(args.model) / "eval" / Path(args.data).stem
-    metrics = _evaluate_into(Path(args.model), args.data, out, config)
+    executor = executor_from_args(args, config)
+    metrics = _evaluate_into(Path(args.model), args.data, out, config, executor, out / "parts")
     print((out / "metrics.md").read_text(encoding="utf-8"), end="")
     print(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}))
     return 0
@@ -51,8 +61,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from hades_ray.detect.api import predict_file
 
-    config = _config(args) if (args.overrides or args.config_file or args.preset or args.skip_bad) else None
-    print(predict_file(args.model, args.data, args.output, config))
+    config = _scoring_config(args)
+    print(predict_file(args.model, args.data, args.output, config, executor_from_args(args, config)))
     return 0
 
 
@@ -90,13 +100,14 @@ def register(subparsers) -> None:
     evaluate.add_argument("--data", required=True)
     evaluate.add_argument("--output", default=None, help="folder for metrics.json/.md (default: MODEL/eval/NAME)")
     evaluate.add_argument("--skip-bad", action="store_true")
+    add_job_args(evaluate, None)  # its shard parts live in OUTPUT/parts/ while it runs
     add_config_args(evaluate)
     evaluate.set_defaults(func=_evaluate)
 
     predict = subparsers.add_parser("predict", help="add p_hallucination and pred to every instance")
     predict.add_argument("--model", required=True)
     predict.add_argument("--data", required=True)
-    predict.add_argument("--output", required=True, help="JSONL to write")
+    add_job_args(predict, "JSONL to write (its shard parts live in OUTPUT.parts/ until it is written)")
     predict.add_argument("--skip-bad", action="store_true")
     add_config_args(predict)
     predict.set_defaults(func=_predict)

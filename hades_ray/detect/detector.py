@@ -6,6 +6,8 @@ stages are the ones ``predict``, ``evaluate``, ``score`` (LR/SVM) and the select
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +89,13 @@ class Detector:
                 f"{self.folder}: the guard needs an online detector (it sees only the text before each word), "
                 f"but this one was trained with mode={self.mode!r}; train one with --mode online"
             )
+
+    def identity(self) -> str:
+        """The folder and its files' names, sizes and times: scores kept from another (or a retrained)
+        detector never pass as this one's."""
+        files = sorted(p for p in self.folder.iterdir() if p.is_file())
+        stamps = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+        return hashlib.sha256(json.dumps([str(self.folder.resolve()), stamps]).encode()).hexdigest()
 
     def config(self):
         """The ``HadesConfig`` it trained with (``config.resolved.yaml`` in the folder)."""

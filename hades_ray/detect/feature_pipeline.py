@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from hades_ray.detect.features import TAG_NAMES, mlm_span_features, tag_spans
 from hades_ray.detect.lexical import LexicalStats
-from hades_ray.detect.scoring import SCORE_OUTPUTS, SPAN_INPUTS, items_from_table
+from hades_ray.detect.scoring import SCORE_OUTPUTS, SPAN_INPUTS, instances_table, items_from_table
 from hades_ray.io.hades_format import Instance
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 
@@ -111,16 +111,6 @@ def model_feature_stages(settings: dict, d) -> list[Stage]:
         SpanTagStage(tag, settings["spacy_model"]),
         MlmFeatureStage(mlm, resolve_model(settings["mlm"]), settings["feature_window"]),
     ]
-
-
-def instances_table(instances: list[Instance]) -> pa.Table:
-    return pa.table(
-        {
-            "words": pa.array([i.words for i in instances], pa.list_(pa.string())),
-            "start": pa.array([i.start for i in instances], pa.int32()),
-            "end": pa.array([i.end for i in instances], pa.int32()),
-        }
-    )
 
 
 def feature_matrix(instances: list[Instance], lexical: LexicalStats, settings: dict, d) -> np.ndarray:

@@ -78,51 +78,11 @@ class SpanScoreStage(Stage):
         return {"p_hallucination": p, "pred": (p >= 0.5).astype(np.int8)}
 
 
-SHARD_ROWS = 2048
-
-
-def _slice_from_store(refs: list, shard) -> pa.Table:
-    import ray
-
-    return ray.get(refs[shard.index])
-
-
-def _slice_from_list(tables: list[pa.Table], shard) -> pa.Table:
-    return tables[shard.index]
-
-
-def _scores_only(table: pa.Table) -> pa.Table:
-    return table.select(["row", "p_hallucination", "pred"])
-
-
-def score_instances(stages: list[Stage], instances: list, executor: str, check: bool = True) -> tuple:
-    """(p(H), pred) of a labelled or judged set (what ``predict``/``evaluate`` read into memory) through
-    the detector's stages: on Ray Data actor pools, or in-process with ``executor="local"``. Only the
-    row number and the two scores of each row come back from the workers. (Scoring a pool does not
-    come here: ``hades_ray/select/scores.py`` has workers write the scores beside the pool.)"""
-    import functools
-
-    from hades_ray.pipeline.executor import run_in_process, run_on_ray
-    from hades_ray.pipeline.shards import Shard
-
-    table = pa.table(
-        {
-            "row": pa.array(range(len(instances)), pa.int64()),
-            "words": pa.array([i.words for i in instances], pa.list_(pa.string())),
-            "start": pa.array([i.start for i in instances], pa.int32()),
-            "end": pa.array([i.end for i in instances], pa.int32()),
-        }
-    )
-    slices = [table.slice(lo, SHARD_ROWS) for lo in range(0, table.num_rows, SHARD_ROWS)]
-    shards = [Shard(k, "memory", "table", 0, s.num_rows) for k, s in enumerate(slices)]
-    if executor == "ray":
-        import ray
-
-        read = functools.partial(_slice_from_store, [ray.put(s) for s in slices])
-        rows = run_on_ray(shards, read, stages, _scores_only, check)
-    else:
-        rows = run_in_process(shards, functools.partial(_slice_from_list, slices), stages, _scores_only)
-    p, pred = np.zeros(len(instances)), np.zeros(len(instances), dtype=int)
-    for row in rows:
-        p[row["row"]], pred[row["row"]] = row["p_hallucination"], row["pred"]
-    return p, pred
+def instances_table(instances: list) -> pa.Table:
+    """The ``SPAN_INPUTS`` columns of HaDes instances, the table every detector stage reads."""
+    columns = {
+        "words": [i.words for i in instances],
+        "start": [i.start for i in instances],
+        "end": [i.end for i in instances],
+    }
+    return pa.table(columns, schema=pa.schema(SPAN_INPUTS))

@@ -1,0 +1,157 @@
+"""``predict``'s and ``evaluate``'s scoring of a HaDes file, as a job the executor runs
+(``hades_ray/pipeline/job.py``).
+
+The driver reads the file first (a bad line fails naming file:line, or is quarantined) and plans: shard k
+is the lines that hold the scored instances ``k * SHARD_ROWS`` to ``(k + 1) * SHARD_ROWS - 1`` (every
+valid instance for predict, the labelled ones for evaluate), so the detector scores the same batches
+whatever else the file holds. Workers read their shard's lines themselves, run ``Detector.stages`` and
+write ``scores/part-NNNNN.parquet`` (``row``: the instance's 0-based line in the file,
+``p_hallucination``, ``pred``); the markers in ``_markers/`` let an interrupted run resume. The driver
+then streams the parts back in row order.
+
+Where the job's folder lives is the caller's choice (``predict``: ``OUTPUT.parts/`` beside its JSONL;
+``evaluate``: ``parts/`` in its metrics folder; library calls: a temporary folder); ``scoring_folder``
+removes it once the caller's output is written, so it only ever outlives an interrupted run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from hades_ray.detect.data import LoadReport, is_labelled, numbered_instances
+from hades_ray.detect.detector import Detector
+from hades_ray.detect.scoring import instances_table
+from hades_ray.errors import UserError
+from hades_ray.io.hades_format import HadesFormatError, instance_from_line
+from hades_ray.io.readers import file_identity, index_jsonl, shard_lines
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.executor import Executor
+from hades_ray.pipeline.job import Mapper, ShardJob
+from hades_ray.pipeline.shards import Shard, finished_shards, part_name
+
+SHARD_ROWS = 2048  # scored instances per shard
+SCORES = "scores"
+PART_SCHEMA = pa.schema([("row", pa.int64()), ("p_hallucination", pa.float64()), ("pred", pa.int8())])
+
+
+def score_rows(
+    detector: Detector, detect, path: str | Path, rows: list[int], folder: Path, executor: Executor, labelled_only: bool
+) -> Iterator[tuple[int, float, int]]:
+    """Score the instances on lines ``rows`` of ``path`` (what the driver's read kept, in order) into
+    ``folder`` with ``executor``; returns their ``(row, p(H), pred)``, streamed back from the parts."""
+    source = str(Path(path).resolve())
+    job = ShardJob(
+        name="evaluate" if labelled_only else "predict",
+        output=str(folder),
+        digest=scoring_digest(detector, detect, labelled_only),
+        plan=functools.partial(plan_scoring, source, rows),
+        read=functools.partial(read_scoring_shard, labelled_only),
+        stages=functools.partial(detector.stages, detect),
+        write=functools.partial(write_scores, output=str(folder)),
+        rows_verb="instances",
+    )
+    executor.run(job)
+    return _streamed(path, rows, folder)
+
+
+def _streamed(path: str | Path, rows: list[int], folder: Path) -> Iterator[tuple[int, float, int]]:
+    for expected, (row, p, pred) in zip(rows, iter_scores(folder), strict=True):
+        check_row(path, expected, row)
+        yield row, p, pred
+
+
+def check_row(path: str | Path, expected: int, row: int) -> None:
+    """The scores streamed back belong to the instance the driver read (the file did not change)."""
+    if row != expected:
+        raise UserError(f"{path} changed while it was scored (line {expected + 1}); run the command again")
+
+
+def predicted_records(path: str | Path, scores: Iterator[tuple[int, float, int]]) -> Iterator[dict]:
+    """``predict``'s output: each scored instance of ``path`` as read (its bad lines were reported by the
+    first read), with ``p_hallucination`` and ``pred``."""
+    instances = numbered_instances(path, True, LoadReport())
+    for (row, instance), (scored, p, pred) in zip(instances, scores, strict=True):
+        check_row(path, row, scored)
+        yield {**instance.to_json(), "p_hallucination": float(p), "pred": int(pred)}
+
+
+def scoring_digest(detector: Detector, detect, labelled_only: bool) -> str:
+    """What a part depends on: the detector's files, the detect section (its batch sizes shape the
+    feature detectors' batches) and which instances are scored."""
+    key = [detector.identity(), dataclasses.asdict(detect), labelled_only, SHARD_ROWS]
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def plan_scoring(source: str, rows: list[int], mapper: Mapper) -> list[Shard]:
+    """Shards of ``SHARD_ROWS`` scored instances each, as line ranges of ``source`` (seeking from the
+    file's line index, as ``hades_ray/io/readers.py`` does for every JSONL input)."""
+    if not rows:
+        return []
+    every = SHARD_ROWS
+    _, offsets = mapper(lambda path: index_jsonl(path, every), [source])[0]  # a Ray task takes no partial
+    identity, shards = file_identity(source), []
+    for k, lo in enumerate(range(0, len(rows), every)):
+        first, hi = rows[lo], lo + every
+        end = rows[hi] if hi < len(rows) else rows[-1] + 1
+        indexed = first // every
+        shards.append(Shard(k, source, "jsonl", first, end, offsets[indexed], indexed * every, identity))
+    return shards
+
+
+def read_scoring_shard(labelled_only: bool, shard: Shard) -> pa.Table:
+    """A worker's read: ``row`` and the span columns of the shard's instances (bad lines were failed or
+    quarantined by the driver before the run; they and blank lines are passed over here)."""
+    rows, instances = [], []
+    for row, raw, where, _ in shard_lines(shard):
+        try:
+            instance = instance_from_line(raw, row + 1, where)
+        except HadesFormatError:
+            continue
+        if instance is not None and (is_labelled(instance) or not labelled_only):
+            rows.append(row)
+            instances.append(instance)
+    return instances_table(instances).add_column(0, "row", pa.array(rows, pa.int64()))
+
+
+def write_scores(index: int, table: pa.Table, output: str) -> dict:
+    """A worker's write: shard ``index``'s scores, in row order."""
+    part = table.select(PART_SCHEMA.names).sort_by("row").cast(PART_SCHEMA)
+    storage.write_table(storage.join(output, SCORES, f"{part_name(index)}.parquet"), part)
+    return {"counts": {"scored": part.num_rows}}
+
+
+def iter_scores(folder: Path) -> Iterator[tuple[int, float, int]]:
+    """``(row, p(H), pred)`` of every finished shard, in row order, one part in memory at a time."""
+    for index in finished_shards(folder):
+        part = storage.read_parquet(storage.join(folder, SCORES, f"{part_name(index)}.parquet"))
+        yield from zip(*(part.column(c).to_pylist() for c in PART_SCHEMA.names))
+
+
+@contextmanager
+def scoring_folder(named: Path | None = None) -> Iterator[Path]:
+    """The job's folder: ``named`` (kept if the caller fails, so a rerun resumes; removed once the
+    caller's output is written), or a temporary one."""
+    if named is None:
+        with tempfile.TemporaryDirectory(prefix="hades-scores-") as tmp:
+            yield Path(tmp)
+        return
+    yield named
+    shutil.rmtree(named, ignore_errors=True)
+
+
+def score_arrays(scores: Iterator[tuple[int, float, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(p(H), pred)`` arrays from a stream of scores."""
+    triples = list(scores)
+    p = np.array([p for _, p, _ in triples], dtype=np.float64)
+    return p, np.array([pred for _, _, pred in triples], dtype=int)
