@@ -38,7 +38,7 @@ from hades_ray.io.readers import file_identity, index_jsonl, shard_lines
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import Executor
 from hades_ray.pipeline.job import Mapper, ShardJob
-from hades_ray.pipeline.shards import Shard, finished_shards, part_name
+from hades_ray.pipeline.shards import Shard, part_name
 
 SHARD_ROWS = 2048  # scored instances per shard
 SCORES = "scores"
@@ -66,7 +66,8 @@ def score_rows(
 
 
 def _streamed(path: str | Path, rows: list[int], folder: Path) -> Iterator[tuple[int, float, int]]:
-    for expected, (row, p, pred) in zip(rows, iter_scores(folder), strict=True):
+    shards = range(0, len(rows), SHARD_ROWS)  # the planned ones only, whatever else the folder holds
+    for expected, (row, p, pred) in zip(rows, iter_scores(folder, len(shards)), strict=True):
         check_row(path, expected, row)
         yield row, p, pred
 
@@ -131,9 +132,9 @@ def write_scores(index: int, table: pa.Table, output: str) -> dict:
     return {"counts": {"scored": part.num_rows}}
 
 
-def iter_scores(folder: Path) -> Iterator[tuple[int, float, int]]:
-    """``(row, p(H), pred)`` of every finished shard, in row order, one part in memory at a time."""
-    for index in finished_shards(folder):
+def iter_scores(folder: Path, shards: int) -> Iterator[tuple[int, float, int]]:
+    """``(row, p(H), pred)`` of shards ``0 .. shards - 1``, in row order, one part in memory at a time."""
+    for index in range(shards):
         part = storage.read_parquet(storage.join(folder, SCORES, f"{part_name(index)}.parquet"))
         yield from zip(*(part.column(c).to_pylist() for c in PART_SCHEMA.names))
 
