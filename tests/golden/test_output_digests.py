@@ -58,7 +58,7 @@ TIME_KEYS = (
     "stage_seconds",  # score's summary.json
     "examples_per_s",  # a trained detector's metrics.json (round 1's detector)
 )
-# The same small settings as tests/test_perturb_job.py: 3 candidates, 3 shards of the 20 leads.
+# The same small settings as tests/perturb/test_job.py: 3 candidates, 3 shards of the 20 leads.
 PERTURB = ["--input", "demo", "--limit", "20", "--executor", "local", "--examples", "0", "--seed", "0"]
 PERTURB += ["--set", "perturb.rank.num_candidates=3", "--set", "perturb.read.shard_size=8"]
 TEXTS = [
@@ -200,7 +200,7 @@ def paths(root, micro_home) -> dict[str, str]:
 
 def _random_head_detector(directory: Path, backbone: str, mode: str, window: int, seed: int = 0) -> Path:
     """A detector folder with a seeded random head, exported the way training exports one (as in
-    tests/test_score.py): no training, so its scores are fixed by the seed."""
+    tests/score/test_score.py): no training, so its scores are fixed by the seed."""
     import torch
 
     from hades_ray.config import HadesConfig, save_config
@@ -229,7 +229,7 @@ def offline_detector(root) -> Path:
 @pytest.fixture(scope="module")
 def hades_files(root) -> dict[str, Path]:
     """Toy HaDes files: train and valid (labelled), and a test file with a bad line (quarantined by
-    ``--skip-bad``) and an unlabelled instance, as in tests/test_detect_cli.py."""
+    ``--skip-bad``) and an unlabelled instance, as in tests/detect/test_cli.py."""
     from hades_ray.detect.synthetic import toy_instances
     from hades_ray.io.hades_format import write_instances
 
@@ -289,17 +289,20 @@ def _kit_home() -> Path:
 
 
 def kit_models_digest(home: Path) -> str:
-    """The built kit's model files (weights, tokenizers), so that another kit is not taken for this one."""
+    """The built kit's weights, configs and tokenizers (not ``build_info.json``, which holds the build's
+    times), so that another kit is not taken for the one the digest was recorded with."""
     files = {}
     for name in ("mlm", "gpt2"):
         for path in sorted(p for p in (home / "models" / name).rglob("*") if p.is_file()):
-            files[path.relative_to(home).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+            if path.name != "build_info.json":
+                files[path.relative_to(home).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
     return folder_digest(files)
 
 
 def test_perturb_offline_kit(root, paths, monkeypatch):
     home = _kit_home()
-    if not all((home / "models" / name / "config.json").is_file() for name in ("mlm", "gpt2")):
+    built = ("config.json", "build_info.json")  # build_info.json: written last, when the model is finished
+    if not all((home / "models" / m / f).is_file() for m in ("mlm", "gpt2") for f in built):
         pytest.skip(f"the offline kit is not built under {home}/models (hades-ray models build)")
     kit = kit_models_digest(home)
     recorded = _load().get("kit_models")
@@ -366,9 +369,8 @@ def test_generate(guarded, root, paths, prompts, request):
 @pytest.fixture(scope="module")
 def rounds(root, ray_local) -> list[Path]:
     """Work directories after rounds 0 and 1 (simulated judges between them) on the synthetic pool of
-    tests/test_select_round.py; one per recording run."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from test_select_fakes import build_pool
+    tests/select/test_round.py; one per recording run."""
+    from tests.select.fake_pool import build_pool
 
     workdirs = []
     for k in range(2 if RECORD else 1):
@@ -394,7 +396,7 @@ def test_select_round_1(rounds, paths):
     def run(k):
         if not (rounds[k] / "round-000" / "round.json").is_file():  # round 0's test did not run
             _round(rounds[k], 0)
-        for _ in range(2):  # two simulated panels, as tests/test_select_round.py
+        for _ in range(2):  # two simulated panels, as tests/select/test_round.py
             assert main(["annotations", "simulate", "--workdir", str(rounds[k]), "--round", "0", *ROUND]) == 0
         _round(rounds[k], 1)
         return rounds[k], ("pool",)
