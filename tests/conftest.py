@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.loopback import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
@@ -69,18 +71,13 @@ def ray_local(micro_home):
     ray.shutdown()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """A moto S3 server on 127.0.0.1 with a bucket ``hades``; yields the AWS_* variables that reach it."""
     import pyarrow.fs as pafs
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,

@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -13,15 +12,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tests.loopback import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.ray
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env(micro_home) -> dict:
@@ -49,7 +45,7 @@ def _doc_ids(output: Path) -> list[str]:
 
 
 def test_job_submitted_through_the_jobs_api(micro_home, shared_data, tmp_path):
-    port, dashboard = _free_port(), _free_port()
+    port, dashboard = free_port(), free_port()
     env = _env(micro_home)
     head = subprocess.Popen(
         [
@@ -63,10 +59,10 @@ def test_job_submitted_through_the_jobs_api(micro_home, shared_data, tmp_path):
             "--num-cpus=2",
             "--block",
             # Fixed default agent ports would collide with any other Ray on this machine.
-            f"--dashboard-agent-listen-port={_free_port()}",
-            f"--dashboard-agent-grpc-port={_free_port()}",
-            f"--metrics-export-port={_free_port()}",
-            f"--runtime-env-agent-port={_free_port()}",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--dashboard-agent-grpc-port={free_port()}",
+            f"--metrics-export-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}",
             f"--temp-dir={tempfile.mkdtemp(prefix='hr', dir='/tmp')}",
         ],  # short: socket paths are limited
         env=env,

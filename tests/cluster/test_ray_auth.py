@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,15 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.loopback import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.ray
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env(home: Path, **extra) -> dict:
@@ -55,12 +51,12 @@ def test_job_submission_needs_the_token(tmp_path):
     home, stranger = tmp_path / "home", tmp_path / "stranger"
     home.mkdir(), stranger.mkdir()
     subprocess.run([str(BIN / "ray"), "get-auth-token", "--generate"], env=_env(home), capture_output=True, check=True)
-    port, dashboard = _free_port(), _free_port()
+    port, dashboard = free_port(), free_port()
     head = subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1"]
         + ["--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--num-cpus=1", "--block"]
-        + [f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}"]
-        + [f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}"]
+        + [f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}"]
+        + [f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}"]
         + [f"--temp-dir={tempfile.mkdtemp(prefix='hra', dir='/tmp')}"],  # short: socket paths are limited
         env=_env(home, RAY_AUTH_MODE="token"),
         stdout=subprocess.DEVNULL,
