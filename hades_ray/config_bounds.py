@@ -43,7 +43,7 @@ BOUNDS: dict[str, str] = {
     "perturb.resources.*.batch_size": "[1, 100000]",
     "perturb.resources.*.torch_threads": "[1, 1024]",
     "ray.num_cpus": "[0, 100000]",  # 0: the machine's cores
-    "detect.window": "[8, 1000000]",
+    "detect.window": "[1, 1000000]",  # >= 8 when counted in tokens (detect/settings.py)
     "detect.mlp_layers": "[1, 16]",
     "detect.lr": "[0, 1]",  # 0: the paper's value for the backbone family (detect/learning_rate.py)
     "detect.epochs": "[1, 10000]",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hades_ray.detect.settings import DETECTORS
+from hades_ray.detect.settings import DETECTORS, TOKENS, WINDOW_UNITS
 from hades_ray.pipeline import storage
 
 DETECTOR_JSON = "detector.json"
@@ -51,4 +51,8 @@ def _description_problem(meta) -> str:
     if meta.get("format") != SPAN_FORMAT:
         return f"field 'format': expected {SPAN_FORMAT!r}"
     missing = [k for k in SPAN_FIELDS if k not in meta]
-    return f"missing field(s) {', '.join(missing)}" if missing else ""
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    if meta.get("window_unit", TOKENS) not in WINDOW_UNITS:  # optional: absent means tokens
+        return f"field 'window_unit': expected one of {', '.join(WINDOW_UNITS)}"
+    return ""

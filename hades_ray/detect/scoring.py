@@ -11,13 +11,16 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from hades_ray.detect.spans import encode_spans
+from hades_ray.detect.settings import TOKENS
+from hades_ray.detect.spans import encode_spans, window_unit
 from hades_ray.detect.stable import backbone_states, head_probabilities, pool_span
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 
 
 @torch.no_grad()
-def score_items(model, tokenizer, items: list[dict], mode: str, window: int, batch_size: int = 32) -> np.ndarray:
+def score_items(
+    model, tokenizer, items: list[dict], mode: str, window: int, batch_size: int = 32, unit: str = TOKENS
+) -> np.ndarray:
     """p(H) for ``{"words", "start", "end"}`` items, in batches of equal token length.
 
     The items are encoded once; each group of equal length is cut out of the padded tensors on the
@@ -26,7 +29,7 @@ def score_items(model, tokenizer, items: list[dict], mode: str, window: int, bat
     out = np.zeros(len(items), dtype=np.float64)
     if not items:
         return out
-    enc = encode_spans(tokenizer, items, mode, window)
+    enc = encode_spans(tokenizer, items, mode, window, unit)
     lengths = enc["attention_mask"].sum(dim=1)
     left = getattr(tokenizer, "padding_side", "right") == "left"
     device = next(model.parameters()).device
@@ -73,8 +76,8 @@ class SpanScoreStage(Stage):
         self.tokenizer, self.model, self.settings = load_detector(self.model_dir, device=setup_torch(self.resources))
 
     def process(self, batch: pa.Table) -> dict[str, np.ndarray]:
-        mode, window = self.settings["mode"], self.settings["window"]
-        p = score_items(self.model, self.tokenizer, items_from_table(batch), mode, window, self.forward_batch)
+        mode, window, unit = self.settings["mode"], self.settings["window"], window_unit(self.settings)
+        p = score_items(self.model, self.tokenizer, items_from_table(batch), mode, window, self.forward_batch, unit)
         return {"p_hallucination": p, "pred": (p >= 0.5).astype(np.int8)}
 
 

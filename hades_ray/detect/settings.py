@@ -8,6 +8,8 @@ from hades_ray.errors import ConfigError
 
 DETECTORS = ("transformer", "lr", "svm")
 MODES = ("offline", "online")
+TOKENS, WORDS = "tokens", "words"
+WINDOW_UNITS = (TOKENS, WORDS)  # how detect.window counts (hades_ray/detect/spans.py)
 
 
 @dataclass
@@ -15,6 +17,8 @@ class DetectConfig:
     backbone: str = ""  # empty: models.encoder (MiniLM locally, RoBERTa-large in the paper preset)
     mode: str = "offline"  # offline: context on both sides; online: only the span and what precedes it
     window: int = 160  # subword tokens the backbone sees around the span (specials included)
+    # tokens: as above | words: ``window`` context words besides the span (the paper's Fig. 6 counts words)
+    window_unit: str = TOKENS
     pooling: str = "max"  # over the span's subword states: max | mean
     mlp_layers: int = 2  # head depth; hidden size h/2 with tanh between layers
     # all: the backbone is frozen and only the MLP head trains (the paper) | last_layer: the last block
@@ -50,7 +54,11 @@ class DetectConfig:
             (self.pooling in ("max", "mean"), "detect.pooling: max or mean"),
             (self.freeze in ("last_layer", "all", "none"), "detect.freeze: last_layer, all or none"),
             (self.mlp_layers >= 1, "detect.mlp_layers must be >= 1"),
-            (self.window >= 8, "detect.window must be >= 8 tokens"),
+            (self.window_unit in WINDOW_UNITS, "detect.window_unit: tokens or words"),
+            (
+                self.window >= (8 if self.window_unit == TOKENS else 1),
+                "detect.window must be >= 8 tokens (window_unit tokens) or >= 1 word (window_unit words)",
+            ),
             (self.feature_window >= 8, "detect.feature_window must be >= 8 tokens"),
             (self.lr >= 0, "detect.lr must be > 0, or 0 for the paper's value by backbone family"),
             (self.epochs >= 1 and self.batch_size >= 1, "detect.epochs and detect.batch_size must be >= 1"),

@@ -7,12 +7,19 @@ SentencePiece) without rebuilding special tokens by hand.
 
 Online mode keeps only the span and the words before it: nothing after the span reaches the model,
 so its score cannot depend on it (tests/detect/test_spans.py checks this bit for bit).
+
+A window is counted in subword tokens (``detect.window_unit: tokens``, the default: the span and its
+context within ``window`` tokens, specials included) or in words (``words``: ``window`` context words
+besides the span, as the paper's Fig. 6 counts them; offline half before and half after it, a side
+short of words leaving its share to the other; online all before it).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+
+from hades_ray.detect.settings import TOKENS, WORDS
 
 
 def special_token_count(tokenizer) -> int:
@@ -40,10 +47,23 @@ def word_range(tok_words: np.ndarray, lo: int, hi: int, n_words: int) -> tuple[i
     return lo_w, min(hi_w, n_words)
 
 
-def context_window(tokenizer, words: list[str], start: int, end: int, mode: str, window: int) -> dict:
-    """The text the model sees for span ``start..end`` and the span's character range in it."""
+def window_unit(settings: dict) -> str:
+    """A saved detector's window unit; detectors saved before the key count tokens."""
+    return settings.get("window_unit", TOKENS)
+
+
+def word_range_of(n_words: int, start: int, end: int, mode: str, window: int) -> tuple[int, int]:
+    """Words ``[lo, hi)`` of a ``window``-word context around span ``start..end`` (the span whole)."""
     if mode == "online":
-        words = words[: end + 1]
+        return max(0, start - window), min(n_words, end + 1)
+    lo = max(0, start - window // 2)
+    hi = min(n_words, end + 1 + window - (start - lo))  # what the left side cannot use goes right
+    lo = max(0, start - (window - (hi - end - 1)))  # and what the right side cannot use goes left
+    return lo, hi
+
+
+def token_range_of(tokenizer, words: list[str], start: int, end: int, mode: str, window: int) -> tuple[int, int]:
+    """Whole words ``[lo, hi)`` whose subwords, specials included, fit ``window`` tokens around the span."""
     budget = max(1, window - special_token_count(tokenizer))
     tok_words = token_words(tokenizer, words)
     n = len(tok_words)
@@ -59,15 +79,28 @@ def context_window(tokenizer, words: list[str], start: int, end: int, mode: str,
         lo_tok = max(0, hi_tok - budget)
         lo_w, hi_w = word_range(tok_words, lo_tok, hi_tok, len(words))
         lo_w, hi_w = min(lo_w, start), max(hi_w, end + 1)  # a span longer than the window stays whole
+    return lo_w, hi_w
+
+
+def context_window(
+    tokenizer, words: list[str], start: int, end: int, mode: str, window: int, unit: str = TOKENS
+) -> dict:
+    """The text the model sees for span ``start..end`` and the span's character range in it."""
+    if mode == "online":
+        words = words[: end + 1]
+    if unit == WORDS:
+        lo_w, hi_w = word_range_of(len(words), start, end, mode, window)
+    else:
+        lo_w, hi_w = token_range_of(tokenizer, words, start, end, mode, window)
     prefix = " ".join(words[lo_w:start])
     char_start = len(prefix) + (1 if prefix else 0)
     char_end = char_start + len(" ".join(words[start : end + 1]))
     return {"text": " ".join(words[lo_w:hi_w]), "char_start": char_start, "char_end": char_end}
 
 
-def encode_spans(tokenizer, items: list[dict], mode: str, window: int) -> dict[str, torch.Tensor]:
+def encode_spans(tokenizer, items: list[dict], mode: str, window: int, unit: str = TOKENS) -> dict[str, torch.Tensor]:
     """Batch of ``{"words", "start", "end"}`` -> padded ``input_ids``, ``attention_mask``, ``span_mask``."""
-    views = [context_window(tokenizer, it["words"], it["start"], it["end"], mode, window) for it in items]
+    views = [context_window(tokenizer, it["words"], it["start"], it["end"], mode, window, unit) for it in items]
     enc = tokenizer([v["text"] for v in views], padding=True, return_offsets_mapping=True, return_tensors="pt")
     offsets = enc.pop("offset_mapping")
     cs = torch.tensor([v["char_start"] for v in views]).unsqueeze(1)

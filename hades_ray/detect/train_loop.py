@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hades_ray.detect.spans import encode_spans, rows_to_items
+from hades_ray.detect.spans import encode_spans, rows_to_items, window_unit
 from hades_ray.metrics import binary_metrics
 
 FAULT_ENV = "HADES_RAY_INJECT_FAULT"  # marker-file path: one worker raises once after epoch 0 (tests)
@@ -57,7 +57,9 @@ def _validate(model, tokenizer, cfg: dict) -> dict:
 
     items, labels = cfg["valid_items"], [it["label"] for it in cfg["valid_items"]]
     net = getattr(model, "module", model)
-    p = score_items(net, tokenizer, items, cfg["settings"]["mode"], cfg["settings"]["window"], cfg["batch_size"])
+    settings = cfg["settings"]
+    view = settings["mode"], settings["window"]
+    p = score_items(net, tokenizer, items, *view, cfg["batch_size"], window_unit(settings))
     return binary_metrics(labels, (p >= 0.5).astype(int), p)
 
 
@@ -93,7 +95,8 @@ def train_loop_per_worker(cfg: dict) -> None:
             local_shuffle_buffer_size=4 * cfg["batch_size"],
             local_shuffle_seed=cfg["seed"] + epoch,
         ):
-            enc = encode_spans(tokenizer, rows_to_items(batch), settings["mode"], settings["window"])
+            view = settings["mode"], settings["window"], window_unit(settings)
+            enc = encode_spans(tokenizer, rows_to_items(batch), *view)
             enc = {k: v.to(ray.train.torch.get_device()) for k, v in enc.items()}
             labels = torch.as_tensor(batch["label"], dtype=torch.long, device=enc["input_ids"].device)
             loss = loss_fn(model(**enc), labels)

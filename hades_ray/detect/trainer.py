@@ -15,6 +15,7 @@ from pathlib import Path
 from hades_ray.config import HadesConfig
 from hades_ray.detect.data import to_rows
 from hades_ray.detect.learning_rate import resolve_lr
+from hades_ray.detect.settings import TOKENS
 from hades_ray.detect.train_loop import FAULT_ENV, class_weights, train_loop_per_worker
 from hades_ray.io.hades_format import Instance
 
@@ -26,7 +27,7 @@ def detector_settings(config: HadesConfig, mode: str) -> dict:
     """What a saved detector must remember to rebuild itself and to score the same way."""
     d = config.detect
     backbone = d.backbone or config.models.encoder
-    return {
+    settings = {
         "backbone": backbone,
         "revision": config.models.revisions.get(backbone),  # the hub commit it trained on (None: local)
         "mode": mode,
@@ -35,6 +36,9 @@ def detector_settings(config: HadesConfig, mode: str) -> dict:
         "mlp_layers": d.mlp_layers,
         "freeze": d.freeze,
     }
+    if d.window_unit != TOKENS:  # a token window is what a description without the key means (spans.window_unit)
+        settings["window_unit"] = d.window_unit
+    return settings
 
 
 def loop_config(config: HadesConfig, train: list[Instance], valid: list[Instance], mode: str) -> dict:

@@ -25,13 +25,15 @@ class OnlineJudge:
         """For each ``(prefix, chunk)``: its judged words as ``{"start", "end", "word", "p"}`` (characters
         in the chunk), scored in one batched call; an empty list where it has none (punctuation, stop words)."""
         from hades_ray.detect.scoring import score_items
+        from hades_ray.detect.spans import window_unit
 
         items, owner = [], []
         for k, (prefix, chunk) in enumerate(requests):
             for item in chunk_items(prefix, chunk, self.words):
                 items.append(item)
                 owner.append(k)
-        p = score_items(self.model, self.tokenizer, items, "online", self.settings["window"], self.batch_size)
+        window, unit = self.settings["window"], window_unit(self.settings)
+        p = score_items(self.model, self.tokenizer, items, "online", window, self.batch_size, unit)
         scored: list[list[dict]] = [[] for _ in requests]
         for k, item, value in zip(owner, items, np.asarray(p, dtype=float)):
             start, end = item["span"]

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from hades_ray.detect.settings import TOKENS
 from hades_ray.score.words import Targets
 
 
@@ -34,10 +35,11 @@ class WordScorer:
         self.forward_batch, self.stride = forward_batch, stride
         if self.kind == "transformer":
             from hades_ray.detect.model import load_detector
+            from hades_ray.detect.spans import window_unit
             from hades_ray.score.causal import is_causal
 
             self.tokenizer, self.model, settings = load_detector(self.model_dir, device=device)
-            self.window, self.causal = settings["window"], is_causal(self.model)
+            self.window, self.unit, self.causal = settings["window"], window_unit(settings), is_causal(self.model)
         else:
             self.causal = False
             self.stages = detector.stages(detector.config().detect)
@@ -46,8 +48,9 @@ class WordScorer:
 
     @property
     def one_forward(self) -> bool:
-        """Whether texts are scored a window at a time (causal backbone, online)."""
-        return self.kind == "transformer" and self.causal and self.mode == "online"
+        """Whether texts are scored a window at a time (causal backbone, online, a token window: its
+        windows are cut in tokens; a word window scores each word's own view)."""
+        return self.kind == "transformer" and self.causal and self.mode == "online" and self.unit == TOKENS
 
     def score(self, texts: list[Targets]) -> list[np.ndarray]:
         if self.one_forward:
@@ -66,7 +69,7 @@ class WordScorer:
         if self.kind == "transformer":
             from hades_ray.score.views import score_views, shared_views
 
-            jobs, places = shared_views(self.tokenizer, items, self.mode, self.window)
+            jobs, places = shared_views(self.tokenizer, items, self.mode, self.window, self.unit)
             p = score_views(self.model, jobs, self.forward_batch)
             return np.array([p[job][row] for job, row in places], dtype=np.float64)
         table = pa.table(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from hades_ray.detect.settings import TOKENS
 from hades_ray.detect.spans import context_window
 from hades_ray.detect.stable import backbone_states, head_probabilities, pool_span
 
@@ -25,13 +26,15 @@ def overlap_mask(offsets: list[tuple[int, int]], start: int, end: int) -> np.nda
     return mask
 
 
-def shared_views(tokenizer, items: list[dict], mode: str, window: int) -> tuple[list[dict], list[tuple[int, int]]]:
+def shared_views(
+    tokenizer, items: list[dict], mode: str, window: int, unit: str = TOKENS
+) -> tuple[list[dict], list[tuple[int, int]]]:
     """Jobs ``{"ids", "masks"}``, one per distinct view of ``items``; and each item's (job, row in masks)."""
     jobs: list[dict] = []
     index: dict[str, int] = {}
     places: list[tuple[int, int]] = []
     for item in items:
-        view = context_window(tokenizer, item["words"], item["start"], item["end"], mode, window)
+        view = context_window(tokenizer, item["words"], item["start"], item["end"], mode, window, unit)
         if view["text"] not in index:
             enc = tokenizer(view["text"], return_offsets_mapping=True)
             index[view["text"]] = len(jobs)

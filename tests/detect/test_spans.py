@@ -66,3 +66,49 @@ def test_pooling_and_freezing(micro_home):
     assert [type(m).__name__ for m in model.head] == ["Linear", "Tanh", "Linear"]
     assert model.head[0].out_features == model.backbone.config.hidden_size // 2
     assert np.isfinite(1.0)
+
+
+def test_word_windows_count_context_words_around_the_span(micro):
+    """detect.window_unit=words: ``window`` words besides the span, split around it offline (a short side
+    leaves its share to the other) and all before it online; the paper's Fig. 6 counts windows this way."""
+    tokenizer, _ = micro
+    words = [f"w{i}" for i in range(200)]
+
+    def kept(start, end, mode, window):
+        view = context_window(tokenizer, words, start, end, mode, window, "words")
+        assert view["text"][view["char_start"] : view["char_end"]] == " ".join(words[start : end + 1])
+        return view["text"].split(" ")
+
+    assert kept(100, 101, "offline", 5) == [f"w{i}" for i in range(98, 105)]  # 2 before, 3 after
+    assert kept(100, 101, "online", 5) == [f"w{i}" for i in range(95, 102)]  # 5 before, nothing after
+    assert kept(1, 1, "offline", 5) == [f"w{i}" for i in range(0, 6)]  # 1 word before: 4 after
+    assert kept(198, 198, "offline", 5) == [f"w{i}" for i in range(194, 200)]  # 1 word after: 4 before
+    assert kept(100, 100, "offline", 160) == [f"w{i}" for i in range(20, 181)]
+    assert kept(3, 3, "online", 160) == [f"w{i}" for i in range(0, 4)]
+    assert kept(10, 12, "offline", 1000) == words  # a window longer than the text: all of it
+
+
+def test_window_5_words_accepted_5_tokens_refused():
+    from hades_ray.config import load_config
+    from hades_ray.errors import ConfigError
+
+    config = load_config("local", None, ["detect.window_unit=words", "detect.window=5"])
+    assert (config.detect.window, config.detect.window_unit) == (5, "words")
+    with pytest.raises(ConfigError, match="detect.window must be >= 8 tokens"):
+        load_config("local", None, ["detect.window=5"])
+    with pytest.raises(ConfigError, match="window_unit"):
+        load_config("local", None, ["detect.window_unit=sentences"])
+
+
+def test_a_word_window_detector_scores_with_its_own_window(micro):
+    """The unit reaches scoring: a right context beyond the word window changes nothing offline."""
+    from hades_ray.detect.scoring import score_items
+
+    tokenizer, model = micro
+    words = ["the", "museum", "opened", "in", "vienna", "in", "1891", "and", "it", "stayed", "open"]
+    base = {"words": words + ["ever", "since", "."], "start": 4, "end": 4}
+    other = {"words": words + ["zebras", "sang", "loudly"], "start": 4, "end": 4}
+    near = [score_items(model, tokenizer, [item], "offline", 6, 8, "words")[0] for item in (base, other)]
+    assert near[0] == near[1]  # 3 words either side: the differing tail is out of sight
+    wide = [score_items(model, tokenizer, [item], "offline", 16, 8, "words")[0] for item in (base, other)]
+    assert wide[0] != wide[1]
