@@ -1,13 +1,15 @@
-"""The report's sweeps on the demo pool and the offline model kit: context length (Ray Tune) and
-decoding strategies (jobs/context_sweep.py, jobs/decoding_sweep.py: experiments that train and perturb, so
-they live here and hades_ray/report/ only reads their results). Writes OUTPUT/analyses.json, which
-`hades-ray report --analyses` reads.
+"""The paper's Fig. 6 and decoding study on the demo pool and the offline model kit: context windows of
+5/10/20/40/80/160 words, offline and online, as one Ray Tune grid (jobs/context_sweep.py), and greedy,
+top-k 5/10/50 and top-p 0.95/0.9/0.8 REPLACE on the same 30 texts (jobs/decoding_sweep.py), both
+experiments that train and perturb, so they live here and hades_ray/report/ only reads their results.
+Writes OUTPUT/analyses.json (which `hades-ray report --analyses` reads), OUTPUT/context_length.{json,md,png}
+(Fig. 6), OUTPUT/decoding.json and the decoding study's judging round (OUTPUT/decoding/judging).
 
     python jobs/analyses.py --pool out/demo --output out/analyses
 
-Labels are the learnability labels (replaced spans H, untouched content words N; no human judgments),
-and the report says so. A part whose results exist is reused unless --force. Sizes are small so that
-both parts finish in minutes on 2 shared cores; raise --docs / --max-instances / --epochs elsewhere.
+The context sweep's labels are the learnability labels (replaced spans H, untouched content words N; no
+human judgments), and the report says so. A part whose results exist is reused unless --force. Sizes are
+small so that both parts finish on 2 shared cores; raise --max-instances / --epochs / --candidates elsewhere.
 """
 
 from __future__ import annotations
@@ -29,10 +31,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pool", default="out/demo", help="perturbation output for the context sweep (make demo)")
     parser.add_argument("--output", default="out/analyses", help="folder for analyses.json and the runs behind it")
-    parser.add_argument("--windows", default="32,64,128", help="context windows (subword tokens), comma-separated")
+    parser.add_argument("--windows", default="5,10,20,40,80,160", help="context windows, comma-separated (the paper's)")
+    parser.add_argument(
+        "--window-unit",
+        default="words",
+        choices=("words", "tokens"),
+        help="what a window counts: words around the target (the paper's Fig. 6) or subword tokens",
+    )
     parser.add_argument("--epochs", type=int, default=2, help="training epochs of each context-sweep trial")
     parser.add_argument("--max-instances", type=int, default=400, help="learnability instances for the context sweep")
-    parser.add_argument("--docs", type=int, default=100, help="demo input rows perturbed per decoding strategy")
+    parser.add_argument("--texts", type=int, default=30, help="demo texts perturbed by every decoding setting")
     parser.add_argument("--candidates", type=int, default=4, help="candidates per document in the decoding runs")
     parser.add_argument("--feature-window", type=int, default=128, help="MLM tokens around a span (LR features)")
     parser.add_argument("--skip-context", action="store_true", help="leave the context-length sweep out")
@@ -48,6 +56,7 @@ def overrides(args) -> list[str]:
         f"seed={args.seed}",
         f"detect.epochs={args.epochs}",
         f"detect.feature_window={args.feature_window}",
+        f"detect.window_unit={args.window_unit}",
         "ray.num_cpus=2",
     ]
 
@@ -73,35 +82,58 @@ LABELS_NOTE = "learnability labels (replaced spans H, untouched content words N)
 
 def results_markdown(results: dict) -> str:
     """jobs/results/analyses.md: the measured figures, as the report shows them."""
-    from hades_ray.report.model import fmt
+    from jobs.context_sweep import context_markdown
 
     lines = ["# Analyses (jobs/analyses.py)", "", f"Command: `{' '.join(['python', *sys.argv])}`", ""]
     parts = {k: results[k]["seconds"] for k in ("decoding", "context_length") if k in results}
     lines.append(
         "Wall seconds of the run that made each part (a reused part keeps its own): "
         + ", ".join(f"{k} {v:.0f}" for k, v in parts.items())
-        + f"; 2 cores shared with other jobs. Labels: {LABELS_NOTE}."
+        + f"; 2 cores. Context-length labels: {LABELS_NOTE}."
     )
     if "decoding" in results:
-        d = results["decoding"]
-        title = (
-            f"## Decoding strategies ({d['documents']} documents, {d['candidates']} candidates, {d['seconds']:.0f} s"
-            + (", pools of an earlier run reused)" if any(s.get("pool_reused") for s in d["strategies"]) else ")")
-        )
-        header = "| decoding | kept ppl (median) | distinct / replacements | artifact rate | LR AUC [95% CI] | test |"
-        lines += ["", title, "", header, "|---|---|---|---|---|---|"]
-        for s in d["strategies"]:
-            lines.append(
-                f"| {s['decoding']} ({s['settings']}) | {s['kept_ppl_median']:.1f} | {s['distinct_replacements']}"
-                f" / {s['replacements']} | {s['artifact_rate']} | {fmt(s['auc'])} [{fmt(s.get('auc_ci_low'))}, "
-                f"{fmt(s.get('auc_ci_high'))}] | {s['test']} |"
-            )
+        lines += ["", *decoding_markdown(results["decoding"])]
     if "context_length" in results:
         c = results["context_length"]
-        lines += ["", f"## Context length ({c['train']} train / {c['test']} test instances, {c['epochs']} epochs, "
-                  f"{c['seconds']:.0f} s)", "", "| mode | window | G-Mean | AUC |", "|---|---|---|---|"]  # fmt: skip
-        lines += [f"| {t['mode']} | {t['window']} | {fmt(t['gmean'])} | {fmt(t['auc'])} |" for t in c["trials"]]
+        lines += ["", f"## Context length, the paper's Fig. 6 ({c['train']} train / {c['test']} test instances, "
+                  f"{c['epochs']} epochs, {len(c['trials'])} trials in one Ray Tune grid, {c['seconds']:.0f} s)", "",
+                  *context_markdown(c), "", "![Fig. 6](context_length.png)"]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def record_figures(results: dict, folder: Path) -> None:
+    """jobs/results/context_length.png (Fig. 6) and decoding.png beside analyses.md."""
+    from hades_ray.report.sweeps import context_figure, decoding_figure, window_label
+
+    if "context_length" in results:
+        c = results["context_length"]
+        trials = [t for t in c["trials"] if not t.get("error")]
+        (folder / "context_length.png").write_bytes(context_figure(trials, window_label(c)))
+    if "decoding" in results:
+        (folder / "decoding.png").write_bytes(decoding_figure(results["decoding"]["strategies"]))
+
+
+def decoding_markdown(d: dict) -> list[str]:
+    """The decoding study's table (jobs/results/analyses.md)."""
+    from hades_ray.report.model import fmt
+
+    reused = ", pools of an earlier run reused" if any(s.get("pool_reused") for s in d["strategies"]) else ""
+    lines = [f"## Decoding study ({d['documents']} texts, the same for every setting, {d['candidates']} candidates, "
+             f"seed {d['seed']}, {d['seconds']:.0f} s{reused})", "",
+             f"Incoherent: {d['proxy']['definition']} (LM `{d['proxy']['lm']}`; jobs/incoherence.py says why).", "",
+             "| setting | kept ppl (median) | distinct / replacements | artifact rate | incoherent | share | "
+             "share > ln 10 | share > ln 1000 | median jump (nats) | texts with one |",
+             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for s in d["strategies"]:
+        lines.append(
+            f"| {s['label']} | {s['kept_ppl_median']:.1f} | {s['distinct_replacements']} / {s['replacements']} | "
+            f"{fmt(s['artifact_rate'])} | {s['incoherent']} | {fmt(s['incoherence_rate'])} | "
+            f"{fmt(s['incoherence_rate_ln10'])} | {fmt(s['incoherence_rate_ln1000'])} | "
+            f"{fmt(s['surprisal_jump_median'])} | {s['texts_with_incoherent']} |"
+        )
+    j = d["judging"]
+    return lines + ["", f"For judges: {j['items']} items ({j['export']}, `{Path(j['files'][0]).name}`), "
+                    f"imported with `{j['import']}`; `key.jsonl` maps items to settings."]  # fmt: skip
 
 
 def main(argv=None) -> int:
@@ -109,7 +141,7 @@ def main(argv=None) -> int:
     from hades_ray.cli_common import setup_logging
     from hades_ray.config import load_config
     from hades_ray.ray_runtime import init_ray
-    from jobs.context_sweep import print_trials, run_context_sweep, save
+    from jobs.context_sweep import print_trials, run_context_sweep, save, write_outputs
     from jobs.decoding_sweep import run_decoding_sweep
 
     setup_logging()  # the jobs' own progress lines (shards written, detectors saved) between this job's
@@ -123,7 +155,7 @@ def main(argv=None) -> int:
             "decoding strategies",
             output / "decoding.json",
             args.force,
-            lambda: run_decoding_sweep(overrides(args), output / "decoding", args.docs, args.candidates),
+            lambda: run_decoding_sweep(overrides(args), output / "decoding", args.texts, args.candidates),
         )
     if not args.skip_context:
         pool = Path(args.pool)
@@ -138,12 +170,14 @@ def main(argv=None) -> int:
             lambda: run_context_sweep(config, pool, output / "context", windows, args.max_instances),
         )
         print_trials(results["context_length"])
+        write_outputs(results["context_length"], output)
     results["seconds_total"] = round(time.perf_counter() - began, 1)
     save(results, output / "analyses.json")
     if args.record:
         folder = Path(__file__).resolve().parent / "results"
         save(results | {"command": " ".join(["python", *sys.argv])}, folder / "analyses.json")
         (folder / "analyses.md").write_text(results_markdown(results), encoding="utf-8")
+        record_figures(results, folder)
     print(f"analyses written to {output / 'analyses.json'} in {results['seconds_total']:.0f} s", flush=True)
     return 0
 

@@ -1,5 +1,7 @@
 """The context-length analysis (the paper's Fig. 6): span classifiers in offline and online mode,
-trained with each context window as a Ray Tune grid, G-Mean and AUC on held-out documents.
+trained with each context window as one Ray Tune grid (mode x window), scored on held-out documents.
+The paper's windows are 5/10/20/40/80/160 words around the target (``detect.window_unit=words``,
+hades_ray/detect/spans.py); ``write_outputs`` draws them as its Fig. 6 (context_length.md/.png).
 
 Each trial is the detector's Tune trial (``hades_ray.detect.tune.detector_trial``: the detect
 package's ``TorchTrainer`` reporting every epoch through ``TuneReportCallback``). The epochs are fixed
@@ -18,6 +20,8 @@ from hades_ray.io.hades_format import write_instances
 from hades_ray.report.labelled import LEARNABILITY
 
 EXPERIMENT = "context_length"
+PAPER_WINDOWS = (5, 10, 20, 40, 80, 160)  # words around the target (the paper's Fig. 6)
+METRICS = ("accuracy", "gmean", "bss", "auc", "h_f1", "n_f1", "epoch")
 
 
 def sweep_data(pool: Path, folder: Path, seed: int, max_instances: int) -> dict[str, int]:
@@ -49,7 +53,8 @@ def progress_callback():
 
 
 def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_instances: int) -> dict:
-    """Grid over ``detect.mode`` x ``detect.window``; returns the results analyses.json holds."""
+    """Grid over ``detect.mode`` x ``detect.window`` (counted in ``config.detect.window_unit``); returns
+    the results analyses.json holds."""
     from ray import tune
 
     from hades_ray.detect.tune import concurrent_trials, detector_trial
@@ -87,7 +92,7 @@ def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_
             {
                 "mode": result.config["detect.mode"],
                 "window": result.config["detect.window"],
-                **{k: metrics.get(k) for k in ("gmean", "auc", "accuracy", "h_f1", "n_f1", "epoch")},
+                **{k: metrics.get(k) for k in METRICS},
                 "error": str(result.error) if result.error else None,
             }
         )
@@ -98,6 +103,7 @@ def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_
         "backbone": config.detect.backbone or config.models.encoder,
         "epochs": config.detect.epochs,
         "windows": windows,
+        "window_unit": config.detect.window_unit,
         **sizes,
         "trials": trials,
     }
@@ -106,6 +112,32 @@ def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_
 def print_trials(results: dict) -> None:
     for t in results["trials"]:
         print(f"  {t['mode']:<7} window {t['window']:>4}: G-Mean {t['gmean']}, AUC {t['auc']}", flush=True)
+
+
+def context_markdown(results: dict) -> list[str]:
+    """The Fig. 6 table: one row per window, offline and online side by side."""
+    from hades_ray.report.model import fmt
+    from hades_ray.report.sweeps import window_label
+
+    by = {(t["mode"], t["window"]): t for t in results["trials"]}
+    names = ("accuracy", "G-Mean", "BSS", "AUC")
+    header = " | ".join(f"{mode} {n}" for mode in ("offline", "online") for n in names)
+    lines = [f"| window ({window_label(results)}) | {header} |", "|---" * (1 + 2 * len(names)) + "|"]
+    for window in sorted({t["window"] for t in results["trials"]}):
+        cells = [fmt(by.get((mode, window), {}).get(k)) for mode in ("offline", "online") for k in METRICS[:4]]
+        lines.append(f"| {window} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_outputs(results: dict, folder: Path, stem: str = EXPERIMENT) -> list[Path]:
+    """``stem``.json, .md (the table) and .png (the paper's Fig. 6) under ``folder``."""
+    from hades_ray.report.sweeps import context_figure, window_label
+
+    trials = [t for t in results["trials"] if not t.get("error")]
+    save(results, folder / f"{stem}.json")
+    (folder / f"{stem}.md").write_text("\n".join(context_markdown(results)) + "\n", encoding="utf-8")
+    (folder / f"{stem}.png").write_bytes(context_figure(trials, window_label(results)))
+    return [folder / f"{stem}.{ext}" for ext in ("json", "md", "png")]
 
 
 def save(results: dict, path: Path) -> None:

@@ -1,33 +1,73 @@
-"""The decoding-strategy analysis: the same documents perturbed with greedy, top-k and top-p REPLACE,
-and for each the kept candidate's perplexity, distinct replacements, the artifact rate, and the AUC
-of the paper's LR feature detector trained on its learnability labels (which strategy makes the
-harder data). Only ``perturb.replace.decoding`` differs between the runs; masks come from the same seed."""
+"""The decoding study on the paper's grid: greedy, top-k (k = 5, 10, 50) and top-p (p = 0.95, 0.9, 0.8)
+REPLACE on the same texts (the first ``texts`` demo leads the perturbation job keeps, masks from the same
+seed), each measured by its kept candidates' perplexity, distinct replacements, the artifact rate
+(hades_ray/perturb/artifacts.py) and the incoherence proxy (jobs/incoherence.py). Only
+``perturb.replace.{decoding,top_k,top_p}`` differ between the runs. Every replacement of every setting
+goes to one judging round for people (jobs/decoding_judging.py, through hades_ray/annotate/export.py).
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
 from hades_ray.config import load_config
-from hades_ray.detect.learnability import pool_instances, split_by_doc
-from hades_ray.io.hades_format import write_instances
-from hades_ray.report.inputs import read_json, read_pool_rows
-from hades_ray.report.labelled import LEARNABILITY
+from hades_ray.perturb.artifacts import artifact_summary, count_artifacts
+from hades_ray.report.inputs import read_pool_rows
 
-STRATEGIES = ("greedy", "top_k", "top_p")
+# (label, decoding, the override that sets its parameter): the paper's seven settings.
+PAPER_SETTINGS = (
+    ("greedy", "greedy", None),
+    ("top-k 5", "top_k", "perturb.replace.top_k=5"),
+    ("top-k 10", "top_k", "perturb.replace.top_k=10"),
+    ("top-k 50", "top_k", "perturb.replace.top_k=50"),
+    ("top-p 0.95", "top_p", "perturb.replace.top_p=0.95"),
+    ("top-p 0.9", "top_p", "perturb.replace.top_p=0.9"),
+    ("top-p 0.8", "top_p", "perturb.replace.top_p=0.8"),
+)
+POOL_COLUMNS = ["doc_id", "original", "perturbed", "ppl", "spans"]
 
 
-def strategy_settings(config, decoding: str) -> str:
-    r = config.perturb.replace
-    return {"greedy": "argmax", "top_k": f"k={r.top_k}", "top_p": f"p={r.top_p}"}[decoding]
+def folder_name(label: str) -> str:
+    return label.replace(" ", "_").replace(".", "")
 
 
-def pool_measures(pool: Path) -> dict:
-    """Kept-candidate perplexity, distinct replacements and the artifact rate of one finished pool."""
-    rows = read_pool_rows(pool, ["ppl", "spans"])
+def study_texts(config, count: int, path: Path) -> list[str]:
+    """The first ``count`` demo leads (input order) that the perturbation job keeps under ``config``
+    (read checks, >= min_sentences, maskable words: its own prepare step), written to ``path`` as JSONL.
+    Every setting perturbs this file, so all see the same texts with the same document ids."""
+    from hades_ray.io.readers import plan_shards, read_shard
+    from hades_ray.models.registry import load_tokenizer
+    from hades_ray.perturb.steps import prepare_rows
+    from hades_ray.text.nlp import load_spacy
+
+    rows = [r for shard in plan_shards("demo", 1_000_000) for r in read_shard(shard).to_pylist()]
+    rows.sort(key=lambda r: r["row"])  # read_shard orders by length; the study takes leads in input order
+    nlp, tokenizer = load_spacy(config.spacy_model), load_tokenizer(config.models.mlm)
+    kept: list[dict] = []
+    for begin in range(0, len(rows), 2 * count):  # most demo leads are too short: prepare a chunk at a time
+        chunk = [dict(r) for r in rows[begin : begin + 2 * count]]
+        kept += [r for r in prepare_rows(chunk, nlp, tokenizer, config) if r["status"] == "ok"]
+        if len(kept) >= count:
+            break
+    if len(kept) < count:
+        raise ValueError(f"only {len(kept)} demo leads can be perturbed; ask for at most that many texts")
+    records = [{"id": r["doc_id"], "title": r["title"], "text": r["text"]} for r in kept[:count]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return [r["id"] for r in records]
+
+
+def setting_config(overrides: list[str], decoding: str, parameter: str | None, candidates: int):
+    extra = [f"perturb.replace.decoding={decoding}", f"perturb.rank.num_candidates={candidates}"]
+    return load_config("local", None, [*overrides, *extra, *([parameter] if parameter else [])])
+
+
+def pool_measures(rows: list[dict]) -> dict:
+    """Kept-candidate perplexity, distinct replacements and the artifact rate of one setting's texts."""
     replacements = [s["replacement"].strip().lower() for r in rows for s in r["spans"] or []]
-    artifacts = read_json(pool / "summary.json", "the perturbation job's summary").get("artifacts") or {}
     ppl = np.array([r["ppl"] for r in rows], dtype=float)
     return {
         "documents": len(rows),
@@ -36,74 +76,48 @@ def pool_measures(pool: Path) -> dict:
         "replacements": len(replacements),
         "distinct_replacements": len(set(replacements)),
         "distinct_share": len(set(replacements)) / len(replacements) if replacements else None,
-        "artifact_rate": artifacts.get("rate"),
+        "artifact_rate": artifact_summary(count_artifacts(rows))["rate"],
     }
 
 
-def detector_auc(config, pool: Path, folder: Path) -> dict:
-    """Train the LR detector on 60% of the pool's documents (10% more for the trainer's own validation),
-    then score the other 30%, which nothing was fit or chosen on."""
-    from hades_ray.detect.api import predict_records, train_detector
-    from hades_ray.metrics import binary_metrics
-
-    parts = split_by_doc(pool_instances(pool / "pool", seed=config.seed), (0.6, 0.1, 0.3), config.seed)
-    paths = {}
-    for name, part in zip(("train", "valid", "test"), parts):
-        paths[name] = write_instances([i.to_json() for i in part], folder / "data" / f"{name}.txt")
-    model = train_detector(config, paths["train"], paths["valid"], folder / "lr", detector="lr")
-    test = parts[2]
-    p, pred = predict_records(model, [i.to_json() for i in test])
-    labels = np.array([i.label for i in test])
-    metrics = binary_metrics(labels, pred, p)
-    low, high = auc_interval(labels, np.asarray(p), config.seed)
-    return {"auc": metrics["auc"], "auc_ci_low": low, "auc_ci_high": high, "gmean": metrics["gmean"],
-            "train": len(parts[0]), "test": len(test)}  # fmt: skip
-
-
-def auc_interval(labels: np.ndarray, p: np.ndarray, seed: int) -> tuple[float | None, float | None]:
-    """95% bootstrap interval of the AUC (scipy; resampled pairs), None when a class is missing."""
-    from scipy import stats
-    from sklearn.metrics import roc_auc_score
-
-    if len(np.unique(labels)) < 2:
-        return None, None
-
-    def auc(y, score):
-        return roc_auc_score(y, score) if len(np.unique(y)) == 2 else 0.5
-
-    boot = stats.bootstrap((labels, p), auc, paired=True, vectorized=False, n_resamples=1000,
-                           method="percentile", random_state=seed)  # fmt: skip
-    return float(boot.confidence_interval.low), float(boot.confidence_interval.high)
-
-
-def run_decoding_sweep(overrides: list[str], folder: Path, docs: int, candidates: int) -> dict:
-    """Perturb the first ``docs`` demo documents once per strategy; the measures of each."""
+def run_decoding_sweep(
+    overrides: list[str], folder: Path, texts: int, candidates: int, settings=PAPER_SETTINGS, executor: str = "ray"
+) -> dict:
+    """Perturb the same ``texts`` leads once per setting (on Ray, or in-process with ``executor="local"``);
+    the measures of each and the judges' export."""
     from hades_ray.perturb.runner import run_perturb
+    from hades_ray.pipeline.executor import Executor
+    from jobs.decoding_judging import export_for_judges
+    from jobs.incoherence import IncoherenceProxy
 
-    strategies = []
-    for decoding in STRATEGIES:
-        config = load_config(
-            "local",
-            None,
-            [*overrides, f"perturb.replace.decoding={decoding}", f"perturb.rank.num_candidates={candidates}"],
-        )
-        pool = folder / decoding
-        summary = run_perturb(config, "demo", pool, limit=docs)  # finished shards of the same config are skipped
-        row = {"decoding": decoding, "settings": strategy_settings(config, decoding), **pool_measures(pool)}
-        row["pool_reused"] = summary["shards"]["processed_now"] == 0  # its seconds then leave perturbation out
-        row |= detector_auc(config, pool, folder / f"{decoding}-detector")
-        print(
-            f"  {decoding}: kept ppl median {row['kept_ppl_median']:.1f}, distinct {row['distinct_replacements']}"
-            f"/{row['replacements']}, artifact rate {row['artifact_rate']}, LR AUC {row['auc']:.3f} "
-            f"[{row['auc_ci_low']:.3f}, {row['auc_ci_high']:.3f}]",
-            flush=True,
-        )
+    base = setting_config(overrides, "greedy", None, candidates)
+    doc_ids = study_texts(base, texts, folder / "texts.jsonl")
+    proxy = IncoherenceProxy(base.models.causal_lm)
+    order = {d: k for k, d in enumerate(doc_ids)}
+    rows_by_setting, strategies = {}, []
+    for label, decoding, parameter in settings:
+        config = setting_config(overrides, decoding, parameter, candidates)
+        pool = folder / folder_name(label)
+        runner = Executor.of(config.ray, executor)
+        summary = run_perturb(config, folder / "texts.jsonl", pool, executor=runner)  # a finished pool is reused
+        rows = [r for r in read_pool_rows(pool, POOL_COLUMNS) if r["doc_id"] in order]
+        rows.sort(key=lambda r: order[r["doc_id"]])
+        spans = proxy.measure(rows)
+        row = {"label": label, "decoding": decoding, "settings": (parameter or "argmax").rsplit(".", 1)[-1]}
+        row |= pool_measures(rows) | proxy.summary(spans) | {"pool_reused": summary["shards"]["processed_now"] == 0}
+        print(f"  {label}: kept ppl median {row['kept_ppl_median']:.1f}, distinct {row['distinct_replacements']}"
+              f"/{row['replacements']}, artifact rate {row['artifact_rate']}, incoherent {row['incoherent']}"
+              f" ({row['incoherence_rate']:.3f})", flush=True)  # fmt: skip
+        rows_by_setting[label] = (pool, rows, spans)
         strategies.append(row)
+    judging = export_for_judges(base, folder / "judging", rows_by_setting)
     return {
+        "texts": texts,
         "documents": strategies[0]["documents"],
-        "input_rows": docs,
+        "doc_ids": doc_ids,
         "candidates": candidates,
-        "detector": "LR on span features (MLM probability and entropy, TF-IDF, PPMI, POS/NER)",
-        "labels": LEARNABILITY,
+        "seed": base.seed,
+        "proxy": proxy.description(),
         "strategies": strategies,
+        "judging": judging,
     }

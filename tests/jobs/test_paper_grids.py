@@ -1,0 +1,88 @@
+"""The paper's Fig. 6 grid (context windows in words, offline and online, one Ray Tune grid) and its
+decoding study (seven settings on the same texts, the incoherence proxy, the judges' export), end to end
+on micro models with small sizes (jobs/context_sweep.py, jobs/decoding_sweep.py)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from hades_ray.config import load_config
+from hades_ray.perturb.runner import run_perturb
+from hades_ray.pipeline.executor import Executor
+
+SMALL = ["seed=0", "detect.epochs=1", "detect.batch_size=16", "detect.window_unit=words", "ray.num_cpus=2"]
+
+
+@pytest.fixture(scope="module")
+def pool(micro_home, tmp_path_factory):
+    config = load_config("local", None, ["seed=0", "perturb.rank.num_candidates=2"])
+    out = tmp_path_factory.mktemp("pool")
+    run_perturb(config, "demo", out, limit=40, executor=Executor.of(config.ray, "local"))
+    return out
+
+
+def test_fig6_grid_trains_every_mode_and_word_window_and_draws_the_figure(pool, ray_local, tmp_path):
+    from jobs.context_sweep import run_context_sweep, write_outputs
+
+    config = load_config("local", None, SMALL)
+    results = run_context_sweep(config, pool, tmp_path / "context", [5, 40], max_instances=40)
+    assert results["window_unit"] == "words"
+    grid = {(t["mode"], t["window"]) for t in results["trials"]}
+    assert grid == {("offline", 5), ("offline", 40), ("online", 5), ("online", 40)}
+    assert all(t["error"] is None and t["auc"] is not None and t["bss"] is not None for t in results["trials"])
+    files = write_outputs(results, tmp_path)
+    table = (tmp_path / "context_length.md").read_text()
+    assert "| window (words) |" in table and "\n| 5 |" in table and "\n| 40 |" in table
+    assert files[-1].read_bytes().startswith(b"\x89PNG")
+
+
+def test_decoding_study_perturbs_the_same_texts_and_exports_every_replacement(micro_home, tmp_path):
+    from hades_ray.annotate.judgments import batch_items
+    from jobs.decoding_sweep import PAPER_SETTINGS, folder_name, run_decoding_sweep
+    from jobs.incoherence import THRESHOLD
+
+    settings = [PAPER_SETTINGS[0], PAPER_SETTINGS[1], PAPER_SETTINGS[-1]]  # greedy, top-k 5, top-p 0.8
+    overrides = ["seed=0"]
+    results = run_decoding_sweep(overrides, tmp_path, texts=3, candidates=2, settings=settings, executor="local")
+    texts = [json.loads(line)["id"] for line in (tmp_path / "texts.jsonl").read_text().splitlines()]
+    assert results["doc_ids"] == texts and len(texts) == 3
+    for label, *_ in settings:
+        summary = json.loads((tmp_path / folder_name(label) / "summary.json").read_text())
+        assert summary["kept"] == 3  # every setting perturbed the same three texts
+    rows = {s["label"]: s for s in results["strategies"]}
+    assert rows["greedy"]["settings"] == "argmax" and rows["top-k 5"]["settings"] == "top_k=5"
+    for s in results["strategies"]:
+        assert s["documents"] == 3 and 0 <= s["incoherent"] <= s["replacements"]
+        assert s["incoherence_rate_ln1000"] <= s["incoherence_rate"] <= s["incoherence_rate_ln10"]
+    assert results["proxy"]["threshold_nats"] == pytest.approx(THRESHOLD, abs=1e-4)
+    # Every replacement of every setting is one item for judges, ids that do not name the setting.
+    judging = results["judging"]
+    items = batch_items(judging["workdir"], 0)
+    assert len(items) == judging["items"] == sum(s["replacements"] for s in results["strategies"])
+    assert len({i["id"] for i in items}) == len(items) and not any("greedy" in i["id"] for i in items)
+    with open(judging["files"][0], newline="", encoding="utf-8") as handle:
+        exported = list(csv.DictReader(handle))
+    assert {r["item_id"] for r in exported} == {i["id"] for i in items}
+    assert all(r["question"].startswith("Does the highlighted replacement make the perturbed text incoherent")
+               for r in exported)  # fmt: skip
+    key = [json.loads(line) for line in open(judging["key"], encoding="utf-8")]
+    assert {k["setting"] for k in key} == {label for label, *_ in settings}
+    assert all(k["proxy_incoherent"] is not None for k in key)  # the proxy's verdict for each judged item
+
+
+def test_an_unchanged_replacement_has_no_surprisal_jump(micro_home):
+    from jobs.incoherence import IncoherenceProxy
+
+    proxy = IncoherenceProxy("local:gpt2")
+    text = "The bridge was built in 1932 by the city council and painted red in 1954."
+    start = text.index("council")
+    row = {"doc_id": "d", "original": text, "perturbed": text,
+           "spans": [{"start": start, "end": start + 7, "orig_start": start, "orig_end": start + 7,
+                      "original": "council", "replacement": "council"}]}  # fmt: skip
+    (span,) = proxy.measure([row])
+    assert span["jump"] == 0 and not span["incoherent"]
+    offsets, nll = proxy.token_surprisals(text)
+    assert proxy.span_surprisal(text, 0, len(text)) == pytest.approx(float(nll.sum()))
