@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     if not args.skip_context:
         pool = Path(args.pool)
         if not (pool / "pool").is_dir():
-            pool = output / "decoding" / "top_k"  # the decoding run's top-k pool stands in for `make demo`'s
+            pool = output / "decoding" / "top-k_10"  # the study's top-k 10 pool stands in for make demo's
             print(f"context length: no pool under {args.pool}; using {pool}", flush=True)
         windows = [int(w) for w in args.windows.split(",") if w.strip()]
         results["context_length"] = part(
