@@ -103,7 +103,11 @@ def run_decoding_sweep(
         rows = [r for r in read_pool_rows(pool, POOL_COLUMNS) if r["doc_id"] in order]
         rows.sort(key=lambda r: order[r["doc_id"]])
         spans = proxy.measure(rows)
-        row = {"label": label, "decoding": decoding, "settings": (parameter or "argmax").rsplit(".", 1)[-1]}
+        row = {
+            "label": label,
+            "decoding": decoding,
+            "settings": (parameter or "argmax").removeprefix("perturb.replace."),
+        }
         row |= pool_measures(rows) | proxy.summary(spans) | {"pool_reused": summary["shards"]["processed_now"] == 0}
         print(f"  {label}: kept ppl median {row['kept_ppl_median']:.1f}, distinct {row['distinct_replacements']}"
               f"/{row['replacements']}, artifact rate {row['artifact_rate']}, incoherent {row['incoherent']}"

@@ -53,7 +53,7 @@ def test_decoding_study_perturbs_the_same_texts_and_exports_every_replacement(mi
         summary = json.loads((tmp_path / folder_name(label) / "summary.json").read_text())
         assert summary["kept"] == 3  # every setting perturbed the same three texts
     rows = {s["label"]: s for s in results["strategies"]}
-    assert rows["greedy"]["settings"] == "argmax" and rows["top-k 5"]["settings"] == "top_k=5"
+    assert [rows[k]["settings"] for k in ("greedy", "top-k 5", "top-p 0.8")] == ["argmax", "top_k=5", "top_p=0.8"]
     for s in results["strategies"]:
         assert s["documents"] == 3 and 0 <= s["incoherent"] <= s["replacements"]
         assert s["incoherence_rate_ln1000"] <= s["incoherence_rate"] <= s["incoherence_rate_ln10"]
