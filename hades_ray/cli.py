@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "hades_ray.guard.cli",
     "hades_ray.report.cli",
     "hades_ray.plan.cli",
+    "hades_ray.reproduce.cli",
 )
 
 # Input errors end the command with their one-line message and exit code 2, never a traceback.

@@ -23,6 +23,7 @@ from hades_ray.errors import ConfigError
 from hades_ray.guard.settings import GuardConfig
 from hades_ray.models.settings import ModelsConfig, pin_revisions
 from hades_ray.perturb.settings import PerturbConfig
+from hades_ray.reproduce.settings import ReproduceConfig
 from hades_ray.score.settings import ScoreConfig
 from hades_ray.select.settings import SelectConfig
 
@@ -57,6 +58,7 @@ class HadesConfig:
     annotate: AnnotateConfig = field(default_factory=AnnotateConfig)
     score: ScoreConfig = field(default_factory=ScoreConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
+    reproduce: ReproduceConfig = field(default_factory=ReproduceConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

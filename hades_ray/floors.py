@@ -32,6 +32,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("score", "guard", "annotate", "select"),
     # Reading results: cost plans and the analyses page.
     ("plan", "report"),
+    # The paper's experiments over all of them (they read the report's statistics; the report reads their files).
+    ("reproduce",),
     # Command wiring: the entry point, shared flags, every package's ``cli.py``.
     ("cli", "cli_common", "__main__", "*.cli"),
 )

@@ -89,10 +89,12 @@ def build_report(
     split: str = "test",
     min_round: int = 0,
     max_docs: int | None = MAX_DOCS,
+    tables: str | Path | None = None,
 ) -> dict:
     """Write ``output``/report.html, report.md, report.json; returns their paths and the section keys."""
     from hades_ray.report.pool import pool_section
     from hades_ray.report.render import write_pages
+    from hades_ray.report.reproduce import reproduce_section
     from hades_ray.report.rounds import pos_ner_section, rounds_section
     from hades_ray.report.sweeps import read_analyses
 
@@ -110,6 +112,7 @@ def build_report(
         ("pos_ner", lambda: pos_ner_section(dataset) if dataset and (dataset / "stats.json").is_file() else None),
         ("rounds", lambda: rounds_section(workdir) if workdir else None),
         ("detectors", lambda: _detectors(detectors or [], dataset, split, min_round, seed)),
+        ("reproduce", lambda: reproduce_section(tables) if tables else None),
     ]
     sections: list[Section] = []
     for name, make in steps:
@@ -121,9 +124,9 @@ def build_report(
     if analyses is not None:
         sections += _analyses(analyses, analyses_data)
     if not sections:
-        raise ReportInputError("nothing to report: give --pool, --workdir, --dataset, --detector or --analyses")
+        raise ReportInputError("nothing to report: give --pool, --workdir, --dataset, --detector, --analyses, --tables")
     inputs = {"pool": pool, "workdir": workdir, "dataset": dataset, "detectors": ", ".join(detectors or []),
-              "analyses": analyses}  # fmt: skip
+              "analyses": analyses, "tables": tables}  # fmt: skip
     paths = write_pages(Path(output), TITLE, sections, {k: str(v) for k, v in inputs.items() if v})
     log.info("report written in %.1f s", time.perf_counter() - began)
     return {"paths": paths, "sections": [s.key for s in sections]}

@@ -34,6 +34,9 @@ def add_report_args(parser: argparse.ArgumentParser) -> None:
         "`make report` uses out/analyses/analyses.json)",
     )
     parser.add_argument(
+        "--tables", default=None, metavar="DIR", help="a `hades-ray reproduce tables --output` folder (Tables 2-3)"
+    )
+    parser.add_argument(
         "--split",
         default="test",
         choices=("train", "valid", "test", "all"),
@@ -80,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         split=args.split,
         min_round=args.min_round,
         max_docs=args.max_docs,
+        tables=args.tables,
     )
     print(f"sections: {', '.join(result['sections'])}")
     for kind, path in result["paths"].items():

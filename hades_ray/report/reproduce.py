@@ -1,0 +1,60 @@
+"""Tables 2-3 as ``hades-ray reproduce tables`` wrote them (``OUT/tables.json``): each cell the paper's
+figure, ours and the difference, and the paired tests between rows. The report only reads the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hades_ray.report.inputs import ReportInputError
+from hades_ray.report.model import Section, Table, fmt
+
+COLUMNS = (
+    ("accuracy", "Acc"),
+    ("gmean", "G-Mean"),
+    ("bss", "BSS"),
+    ("auc", "AUC"),
+    ("n_precision", "N P"),
+    ("n_recall", "N R"),
+    ("n_f1", "N F1"),
+    ("h_precision", "H P"),
+    ("h_recall", "H R"),
+    ("h_f1", "H F1"),
+)
+
+
+def _cell(cell: dict) -> str:
+    diff = "–" if cell["diff"] is None else f"{cell['diff']:+.2f}"
+    return f"{fmt(cell['paper'], 2)}{'†' if cell['note'] else ''} / {fmt(cell['ours'], 2)} ({diff})"
+
+
+def _paired(table: dict) -> Table:
+    rows = []
+    for c in table["paired"]:
+        low, high = c.get("gmean_ci_low"), c.get("gmean_ci_high")
+        ci = "–" if low is None else f"[{100 * low:+.2f}, {100 * high:+.2f}]"
+        diff = fmt(100 * c.get("gmean_difference", float("nan")), 2)
+        p = fmt(c.get("mcnemar_exact_p"), 4)
+        rows.append([c["a"], c["b"], c["n"], c.get("a_right_b_wrong"), c.get("b_right_a_wrong"), p, diff, ci])
+    columns = ["A", "B", "n", "A right, B wrong", "B right, A wrong", "McNemar exact p", "G-Mean A - B",
+               "95% bootstrap CI"]  # fmt: skip
+    return Table(f"{table['title']}: paired tests on the same test items", columns, rows)
+
+
+def reproduce_section(folder: str | Path) -> Section:
+    """The section of a ``hades-ray reproduce tables --output`` folder."""
+    path = Path(folder) / "tables.json"
+    if not path.is_file():
+        raise ReportInputError(f"--tables {folder}: no tables.json; run `hades-ray reproduce tables` first")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    section = Section("reproduce", "Tables 2-3: the paper and ours", numbers=data)
+    section.notes += [*data.get("notes", []), "Each cell: the paper / ours (ours - paper), in percent; BSS lower is "
+                      "better; – where the paper gives no figure or a trial has none."]  # fmt: skip
+    for table in data["tables"].values():
+        rows = [[r["label"], *(_cell(r["cells"][k]) for k, _ in COLUMNS), r["n"]] for r in table["rows"]]
+        section.tables.append(Table(table["title"], ["Model", *(name for _, name in COLUMNS), "n"], rows))
+        section.notes += [f"† {r['row']} {name}: {r['cells'][k]['note']}." for r in table["rows"]
+                          for k, name in COLUMNS if r["cells"][k]["note"]]  # fmt: skip
+        if table["paired"]:
+            section.tables.append(_paired(table))
+    return section

@@ -1,0 +1,59 @@
+"""``hades-ray reproduce tables``: the paper's Tables 2-3 grid as one Ray Tune experiment."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hades_ray.cli_common import POSITIVE_INT, add_config_args, add_override, config_from_args
+
+
+def _tables(args: argparse.Namespace) -> int:
+    from hades_ray.reproduce.run import cost_text, prepare, reproduce_tables
+
+    config = config_from_args(args)
+    if args.cost_only:
+        grid, cells, dataset = prepare(config, args.dataset)
+        print(f"grid {grid.path} on {dataset}: {len(cells)} trials\n" + cost_text(config, grid, cells, dataset))
+        return 0
+    result = reproduce_tables(config, args.dataset, args.output, resume=args.resume)
+    print(result["markdown"], end="")
+    print(f"grid wall time {result['wall_seconds']:.0f} s; tables: {args.output}/tables.md and tables.json")
+    if result["failed"]:
+        print(
+            f"hades-ray reproduce tables: {len(result['failed'])} trial(s) failed ({', '.join(result['failed'])}); "
+            "their rows are empty. Rerun with --resume to run them again",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("reproduce", help="the paper's experiments (Tables 2-3) as commands")
+    commands = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
+    tables = commands.add_parser(
+        "tables",
+        help="train and test LR, SVM and the four transformer backbones, offline and online, as one Ray Tune "
+        "experiment; write Tables 2-3 beside the paper's figures",
+        description=__doc__,
+    )
+    tables.add_argument(
+        "--dataset", required=True, help="a HaDes-format folder: train.txt, valid.txt, test.txt (Wiki-Hades or "
+        "`hades-ray dataset build` output)"
+    )  # fmt: skip
+    tables.add_argument("--output", required=True, help="folder for the experiment, cells/ and tables.md/.json")
+    tables.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the grid in --output (finished trials are kept; only one this tool created, same config)",
+    )
+    tables.add_argument("--cost-only", action="store_true", help="print the grid's cost and stop (no training)")
+    add_override(tables, "--grid", "reproduce.grid", "grid file: a name (local, paper) or a YAML path")
+    add_override(tables, "--rows", "reproduce.rows", "rows to run, a YAML list such as [LR,BERT]", type=str)
+    add_override(tables, "--modes", "reproduce.modes", "modes to run, a YAML list such as [offline]", type=str)
+    add_override(tables, "--epochs", "detect.epochs", "training epochs of every transformer trial", type=POSITIVE_INT)
+    add_override(tables, "--labels", "reproduce.labels", "where the test labels come from",
+                 choices=("auto", "human", "simulated", "synthetic"))  # fmt: skip
+    add_config_args(tables)
+    tables.set_defaults(func=_tables)

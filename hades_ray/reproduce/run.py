@@ -1,0 +1,81 @@
+"""``hades-ray reproduce tables`` end to end: the grid, its cost, the Tune experiment, then the tables
+(``OUT/tables.md`` and ``OUT/tables.json``) from the trials' test predictions."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from hades_ray.config import HadesConfig
+from hades_ray.pipeline.storage import write_json_atomic, write_text
+from hades_ray.reproduce.cost import format_cost, grid_cost
+from hades_ray.reproduce.experiment import failed_cells, require_dataset, run_experiment
+from hades_ray.reproduce.grid import Grid, pin_grid, read_grid
+from hades_ray.reproduce.tables import build_tables
+
+log = logging.getLogger(__name__)
+TABLES_JSON, TABLES_MD = "tables.json", "tables.md"
+
+
+def label_source(dataset: Path, setting: str) -> str:
+    """Where the labels come from: the setting, or (auto) the judgments beside a ``dataset build`` folder."""
+    if setting != "auto":
+        return setting
+    imports = list(dataset.resolve().parent.glob("round-*/judgments/import-*.csv"))
+    if not imports:
+        return "unknown"  # e.g. the published Wiki-Hades folder: its labels are the paper's crowd judgments
+    return "simulated" if any(p.name.endswith(".simulated.csv") for p in imports) else "human"
+
+
+def prepare(config: HadesConfig, dataset: str | Path) -> tuple[Grid, list, Path]:
+    """The grid (its pins recorded in ``config``), its cells and the checked dataset folder."""
+    dataset = require_dataset(Path(dataset))
+    grid = read_grid(config)
+    pin_grid(config, grid)
+    cells = grid.cells(config.reproduce.modes)
+    if not cells:
+        raise FileNotFoundError(f"{grid.path}: no row has a mode in reproduce.modes ({config.reproduce.modes})")
+    return grid, cells, dataset
+
+
+def cost_text(config: HadesConfig, grid: Grid, cells: list, dataset: Path) -> str:
+    from hades_ray.detect.data import LoadReport, load_labelled
+    from hades_ray.reproduce.trial import split_path
+
+    train = load_labelled(split_path(dataset, "train"), config.detect.skip_bad, LoadReport())
+    return format_cost(grid_cost(config.to_dict(), grid, cells, train))
+
+
+def write_tables(config: HadesConfig, grid: Grid, cells: list, dataset: Path, output: Path, extra: dict) -> str:
+    """tables.json and tables.md from the cells' predictions; returns the Markdown."""
+    from hades_ray.report.render import page_md
+    from hades_ray.report.reproduce import reproduce_section
+
+    tables = build_tables(output, grid, cells, config.seed, config.reproduce.bootstrap_resamples)
+    labels = label_source(dataset, config.reproduce.labels)
+    stand_ins = any(r.stands_in_for for r in grid.rows)
+    notes = [f"Test labels: {labels}" + (" (SIMULATED judges, not people: the figures say nothing about the "
+             "paper's data)" if labels == "simulated" else "") + f"; dataset {dataset.resolve()}."]  # fmt: skip
+    if stand_ins:
+        notes.append("Backbones are SMALL STAND-INS for the paper's (named in each row), run through the same code.")
+    data = {"dataset": str(dataset.resolve()), "labels": labels, "grid": str(grid.path), "stand_ins": stand_ins,
+            "seed": config.seed, "bootstrap_resamples": config.reproduce.bootstrap_resamples, "notes": notes,
+            "tables": tables, **extra}  # fmt: skip
+    write_json_atomic(output / TABLES_JSON, data)
+    text = page_md("HaDes Tables 2-3", [reproduce_section(output)])  # the report's own section and renderer
+    write_text(output / TABLES_MD, text)
+    return text
+
+
+def reproduce_tables(config: HadesConfig, dataset: str | Path, output: str | Path, resume: bool = False) -> dict:
+    """Run (or resume) the grid and write the tables; returns the Markdown, the failed cells and timings."""
+    grid, cells, dataset = prepare(config, dataset)
+    output = Path(output)
+    print(f"grid {grid.path} on {dataset}: {len(cells)} trials\n" + cost_text(config, grid, cells, dataset), flush=True)
+    began = time.perf_counter()
+    trials = run_experiment(config, grid, cells, dataset, output, resume)
+    wall = time.perf_counter() - began
+    failed = failed_cells(trials)
+    markdown = write_tables(config, grid, cells, dataset, output, {"wall_seconds": wall, "failed": failed})
+    return {"markdown": markdown, "failed": failed, "wall_seconds": wall, "trials": trials}
