@@ -4,7 +4,8 @@ ours and the difference, plus McNemar's exact test and a paired bootstrap interv
 Metrics are ``hades_ray.metrics.binary_metrics`` of each cell's predictions; the pairwise statistics are
 the report's (``report.detectors.paired``: McNemar's exact binomial test on the items one row gets right
 and the other wrong, and the percentile bootstrap over test items of the G-Mean difference, seeded).
-The paper's figures come from ``hades_ray/report/paper_figures.py``, the one place that holds them.
+The paper's figures come from ``hades_ray/report/paper_figures.py``, the one place that holds them
+(a metric missing there shows as "–", never as zero).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from hades_ray.metrics import KEYS, binary_metrics
+from hades_ray.report import paper_figures
 from hades_ray.reproduce.grid import Cell, Grid
 from hades_ray.reproduce.trial import PREDICTIONS, cell_folder
 
@@ -24,11 +26,7 @@ TITLES = {"offline": "Table 2 (offline)", "online": "Table 3 (online)"}
 
 
 def paper_tables() -> dict[str, dict[str, dict[str, float]]]:
-    """mode -> paper row -> metric -> the paper's value in percent ({} while the module is absent)."""
-    try:
-        from hades_ray.report import paper_figures
-    except ImportError:
-        return {}
+    """mode -> paper row -> metric -> the paper's value in percent."""
     return {mode: rows for mode, (_, rows) in paper_figures.TABLES.items()}
 
 
@@ -38,7 +36,7 @@ def _inconsistent(paper: dict[str, float], key: str) -> str | None:
     p, r, given = (paper.get(f"{side}_{k}") for k in ("precision", "recall", "f1"))
     if not key.endswith("_f1") or None in (p, r, given):
         return None
-    derived = 2 * p * r / (p + r) if p + r else 0.0
+    derived = paper_figures.f1(p, r)
     if abs(derived - given) <= 0.01:
         return None
     return f"the paper's {given:.2f} does not follow from its P {p:.2f} and R {r:.2f}, which give {derived:.2f}"

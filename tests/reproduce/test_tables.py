@@ -79,6 +79,9 @@ def test_grid_fails_resumes_and_tables_come_from_predictions(tmp_path, dataset, 
             assert cell["paper"] == paper.get(row["row"], {}).get(key)
             if cell["paper"] is not None and cell["ours"] is not None:
                 assert cell["diff"] == pytest.approx(cell["ours"] - cell["paper"])
+    lr = rows[0]["cells"]
+    assert (lr["h_precision"]["paper"], lr["h_recall"]["paper"], lr["h_f1"]["paper"]) == (62.10, 51.24, 60.33)
+    assert "which give 56.15" in lr["h_f1"]["note"] and "60.33† /" in (out / "tables.md").read_text()
     (pair,) = data["tables"]["offline"]["paired"]
     assert (pair["a"], pair["b"], pair["n"]) == ("LR", "BERT", 24) and 0 <= pair["mcnemar_exact_p"] <= 1
     assert "Table 2 (offline)" in (out / "tables.md").read_text()
