@@ -8,11 +8,13 @@ import time
 from pathlib import Path
 
 from hades_ray.config import HadesConfig
+from hades_ray.errors import UserError
 from hades_ray.pipeline.storage import write_json_atomic, write_text
 from hades_ray.reproduce.cost import format_cost, grid_cost
 from hades_ray.reproduce.experiment import failed_cells, require_dataset, run_experiment
 from hades_ray.reproduce.grid import Grid, pin_grid, read_grid
 from hades_ray.reproduce.tables import build_tables
+from hades_ray.reproduce.trial import split_path, test_items
 
 log = logging.getLogger(__name__)
 TABLES_JSON, TABLES_MD = "tables.json", "tables.md"
@@ -36,12 +38,17 @@ def prepare(config: HadesConfig, dataset: str | Path) -> tuple[Grid, list, Path]
     cells = grid.cells(config.reproduce.modes)
     if not cells:
         raise FileNotFoundError(f"{grid.path}: no row has a mode in reproduce.modes ({config.reproduce.modes})")
+    split = config.reproduce.test_split
+    if not test_items(dataset, split, config.detect.skip_bad)[0]:
+        raise UserError(
+            f"{split_path(dataset, split)}: no labelled instances to score (the published Wiki-Hades test.txt "
+            "withholds its labels): --set reproduce.test_split=valid scores the validation split instead"
+        )
     return grid, cells, dataset
 
 
 def cost_text(config: HadesConfig, grid: Grid, cells: list, dataset: Path) -> str:
     from hades_ray.detect.data import LoadReport, load_labelled
-    from hades_ray.reproduce.trial import split_path
 
     train = load_labelled(split_path(dataset, "train"), config.detect.skip_bad, LoadReport())
     return format_cost(grid_cost(config.to_dict(), grid, cells, train))
@@ -55,8 +62,9 @@ def write_tables(config: HadesConfig, grid: Grid, cells: list, dataset: Path, ou
     tables = build_tables(output, grid, cells, config.seed, config.reproduce.bootstrap_resamples)
     labels = label_source(dataset, config.reproduce.labels)
     stand_ins = any(r.stands_in_for for r in grid.rows)
-    notes = [f"Test labels: {labels}" + (" (SIMULATED judges, not people: the figures say nothing about the "
-             "paper's data)" if labels == "simulated" else "") + f"; dataset {dataset.resolve()}."]  # fmt: skip
+    warning = " (SIMULATED judges, not people: the figures say nothing about the paper's data)"
+    scored = f"Scored split: {config.reproduce.test_split}.txt of {dataset.resolve()}"
+    notes = [f"{scored}; its labels: {labels}{warning if labels == 'simulated' else ''}."]
     if stand_ins:
         notes.append("Backbones are SMALL STAND-INS for the paper's (named in each row), run through the same code.")
     data = {"dataset": str(dataset.resolve()), "labels": labels, "grid": str(grid.path), "stand_ins": stand_ins,

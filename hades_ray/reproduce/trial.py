@@ -28,9 +28,9 @@ def split_path(dataset: str | Path, split: str) -> Path:
     return Path(dataset) / f"{split}.txt"
 
 
-def test_items(dataset: str | Path, skip_bad: bool) -> tuple[list[str], list]:
-    """The labelled test instances with ids every trial shares (the file's line numbers)."""
-    pairs = list(numbered_instances(split_path(dataset, "test"), skip_bad, LoadReport(), labelled_only=True))
+def test_items(dataset: str | Path, split: str, skip_bad: bool) -> tuple[list[str], list]:
+    """The labelled instances of the scored split, with ids every trial shares (the file's line numbers)."""
+    pairs = list(numbered_instances(split_path(dataset, split), skip_bad, LoadReport(), labelled_only=True))
     return [f"line-{row + 1}" for row, _ in pairs], [i for _, i in pairs]
 
 
@@ -72,7 +72,7 @@ def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, 
         cell.mode,
         config.detect.workers,
     )
-    ids, items = test_items(dataset, config.detect.skip_bad)
+    ids, items = test_items(dataset, config.reproduce.test_split, config.detect.skip_bad)
     p, pred = score_instances(Detector.open(model), items, config)
     labels = [i.label for i in items]
     record = {

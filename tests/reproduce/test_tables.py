@@ -100,3 +100,14 @@ def test_mcnemar_and_bootstrap_on_known_inputs():
     assert result["gmean_difference"] == pytest.approx(1 - 0.85)  # B: TPR and TNR 17/20 each
     assert result["gmean_ci_low"] <= result["gmean_difference"] <= result["gmean_ci_high"]
     assert _paired({"A": a, "B": b}, seed=7, resamples=500) == [result]  # a fixed seed, the same interval
+
+
+def test_an_unlabelled_test_split_is_named_before_any_work(tmp_path, dataset, capsys):
+    import dataclasses
+
+    unlabelled = [dataclasses.replace(i, label=-1) for i in toy_instances(5, seed=4)]  # as Wiki-Hades' test.txt
+    write_instances(unlabelled, dataset / "test.txt")
+    assert main(_args(tmp_path, dataset)) == 2
+    err = capsys.readouterr().err
+    assert "no labelled instances to score" in err and "reproduce.test_split=valid" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
