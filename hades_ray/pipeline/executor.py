@@ -25,6 +25,7 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.errors import ResourceError
 from hades_ray.pipeline.job import Mapper, ShardJob, merge_stats, read_shard, write_shards
 from hades_ray.pipeline.lock import OutputLock
+from hades_ray.pipeline.pools import IO_TASK_CPUS, describe_pools, pool_sizes
 from hades_ray.pipeline.progress import Progress
 from hades_ray.pipeline.shards import Shard, check_layout, iter_markers, part_name, plan_work, read_markers
 from hades_ray.pipeline.stage import Stage, StageActor
@@ -32,9 +33,8 @@ from hades_ray.pipeline.stage import Stage, StageActor
 log = logging.getLogger(__name__)
 ShardReader = Callable[[Shard], pa.Table]
 BlockWriter = Callable[[pa.Table], pa.Table]  # a block of shards -> their stats rows
-# Read and write tasks take little CPU; a fractional share keeps them schedulable next to actor pools
-# that hold the other logical CPUs (a 2-CPU cluster otherwise deadlocks silently).
-IO_TASK_CPUS = 0.25
+# Read and write tasks take little CPU (pools.IO_TASK_CPUS); a fractional share keeps them schedulable
+# next to actor pools that hold the other logical CPUs (a 2-CPU cluster otherwise deadlocks silently).
 SHARD_BLOCK_BYTES = 2 * 1024**3  # a shard stays one block: Ray Data must never split it
 
 
@@ -120,11 +120,21 @@ def finish(job: ShardJob, processed: int, skipped: int, seconds: float) -> dict:
     summary["timings"] = {
         "wall_seconds": round(seconds, 3),
         "stage_busy_seconds": {k: round(v, 3) for k, v in sorted(busy.items())},
+        "stage_actors": actors_per_stage(iter_markers(job.output)),
         **summary.get("timings", {}),  # a job's own figures derived from them (tokens per busy second)
     }
     if job.summary_file:
         storage.write_text(storage.join(job.output, job.summary_file), json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def actors_per_stage(markers) -> dict[str, int]:
+    """How many distinct actors of each pool worked on the output's shards (from their markers)."""
+    seen: dict[str, set] = {}
+    for marker in markers:
+        for stage, actors in marker.get("actors", {}).items():
+            seen.setdefault(stage, set()).update(actors)
+    return {stage: len(actors) for stage, actors in sorted(seen.items())}
 
 
 def run_in_process(shards: list[Shard], read: ShardReader, stages: list[Stage], write: BlockWriter) -> Iterator[dict]:
@@ -178,7 +188,7 @@ def run_on_ray(
 ) -> Iterator[dict]:
     """Stream shards through the stages on Ray Data; yields each shard's stats row as it is written."""
     import ray
-    from ray.data import ActorPoolStrategy, DataContext
+    from ray.data import DataContext
 
     if not shards:
         return
@@ -187,18 +197,38 @@ def run_on_ray(
     context = DataContext.get_current()
     context.target_max_block_size = max(context.target_max_block_size or 0, SHARD_BLOCK_BYTES)
     ds = ray.data.read_datasource(ShardDatasource(shards, read), num_cpus=IO_TASK_CPUS, override_num_blocks=len(shards))
-    for stage in stages:
+    sizes = pool_sizes(stages, ray.nodes(), len(shards)) if check else None
+    if sizes:
+        log.info("actor pools: %s", describe_pools(stages, sizes))
+    for i, stage in enumerate(stages):
         r = stage.resources
         options = {"batch_size": None, "batch_format": "pyarrow", "num_cpus": r.num_cpus}
         if r.num_gpus:
             options["num_gpus"] = r.num_gpus
+        # Ray's public map_batches refuses whole blocks (batch_size None) for a GPU stage; a shard must
+        # stay one block (the stage cuts its own batches), so GPU stages go through the method it calls.
+        map_blocks = ds.map_batches_internal if r.num_gpus else ds.map_batches
         if r.uses_actors:
-            compute = ActorPoolStrategy(min_size=r.min_actors, max_size=r.max_actors)
-            ds = ds.map_batches(StageActor, fn_constructor_args=(stage,), compute=compute, **options)
+            compute = _pool(r, sizes[i] if sizes else 0, len(shards))
+            ds = map_blocks(StageActor, fn_constructor_args=(stage,), compute=compute, **options)
         else:
-            ds = ds.map_batches(functools.partial(_call_stage, stage), **options)
+            ds = map_blocks(functools.partial(_call_stage, stage), **options)
     ds = ds.map_batches(write, batch_size=None, batch_format="pyarrow", num_cpus=IO_TASK_CPUS)
     yield from ds.iter_rows()
+
+
+def _pool(resources, size: int, blocks: int):
+    """A pool started at ``size`` actors (sized to the cluster); without a size (``check_resources``
+    off: an autoscaling cluster whose nodes start on demand) Ray's autoscaler grows it from the minimum.
+    Each actor keeps ``blocks_in_flight`` blocks queued, so the next block is there when one ends."""
+    from ray.data import ActorPoolStrategy
+
+    if size:
+        low = high = size
+    else:
+        high = max(1, min(resources.max_actors, blocks))
+        low = min(resources.min_actors, high)
+    return ActorPoolStrategy(min_size=low, max_size=high, max_tasks_in_flight_per_actor=resources.blocks_in_flight)
 
 
 def _call_stage(stage: Stage, batch: pa.Table) -> pa.Table:

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hades_ray.pipeline.shards import Shard, write_marker
-from hades_ray.pipeline.stage import PLACEHOLDER, Stage
+from hades_ray.pipeline.stage import ACTOR_PREFIX, PLACEHOLDER, Stage, worker_identity
 
 SHARD, FINGERPRINT, ROWS = "_shard", "_fingerprint", "_rows"
 ENGINE_COLUMNS = (SHARD, FINGERPRINT, ROWS, PLACEHOLDER)
@@ -89,8 +89,9 @@ def _write_one(job_write: ShardWriter, output: str, digest: str, index: int, tab
     real = table.filter(pc.invert(table.column(PLACEHOLDER)))
     if real.num_rows != expected:
         raise IncompleteShardError(f"shard {index}: {real.num_rows} of {expected} rows reached the writer")
-    seconds = stage_seconds(real)
-    stats = job_write(index, real.drop_columns(list(ENGINE_COLUMNS)))
+    seconds, actors = stage_seconds(real), stage_actors(real)
+    engine = [*ENGINE_COLUMNS, *(ACTOR_PREFIX + name for name in actors)]
+    stats = job_write(index, real.drop_columns(engine))
     marker = {
         **stats,
         "shard": index,
@@ -98,7 +99,8 @@ def _write_one(job_write: ShardWriter, output: str, digest: str, index: int, tab
         "digest": digest,
         "rows": expected,
         "stage_seconds": seconds,
-        "worker": worker_identity(),
+        "worker": worker_identity(),  # the writer
+        "actors": actors,  # each pool's actors that worked on this shard
         "finished_at": time.time(),
     }
     write_marker(output, index, marker)  # last: a shard with a marker is whole
@@ -114,21 +116,13 @@ def stage_seconds(table: pa.Table) -> dict[str, float]:
     }
 
 
-def worker_identity() -> dict:
-    """Which process did the work (node, pid, and the Ray actor when there is one)."""
-    import os
-    import socket
-
-    identity = {"host": socket.gethostname(), "pid": os.getpid()}
-    try:
-        import ray
-
-        if ray.is_initialized():
-            actor = ray.get_runtime_context().get_actor_id()
-            identity["actor"] = actor or ""
-    except Exception:  # noqa: BLE001 - identity is informative only; never fail a shard for it
-        pass
-    return identity
+def stage_actors(table: pa.Table) -> dict[str, list[str]]:
+    """Which actors of each pool worked on the shard (``host:pid:actor``), from the ``_actor_*`` columns."""
+    return {
+        name.removeprefix(ACTOR_PREFIX): sorted(set(table.column(name).to_pylist()))
+        for name in sorted(table.column_names)
+        if name.startswith(ACTOR_PREFIX)
+    }
 
 
 def merge_stats(markers: Iterable[dict]) -> dict:

@@ -18,6 +18,8 @@ import pyarrow.compute as pc
 
 # Engine column: an empty shard travels as one null row so its writer still runs; stages skip it.
 PLACEHOLDER = "_placeholder"
+# Engine columns ``_actor_<stage>``: which actor of a pool worked on the block (the marker records it).
+ACTOR_PREFIX = "_actor_"
 
 
 class StageError(RuntimeError):
@@ -35,6 +37,9 @@ class Resources:
     batch_size: int = 64  # rows per ``process`` call; model stages chunk further by tokens
     torch_threads: int = 1
     uses_actors: bool = True  # False: stateless tasks (no model to keep loaded)
+    # Blocks queued at each actor: the next one is already there when a block ends (Ray Data's
+    # max_tasks_in_flight_per_actor); each costs a block of memory in the object store.
+    blocks_in_flight: int = 2
 
     @classmethod
     def of(cls, stage_config, uses_actors: bool = True) -> Resources:
@@ -153,12 +158,35 @@ def setup_torch(resources: Resources) -> str:
     return "cuda" if resources.num_gpus > 0 and torch.cuda.is_available() else "cpu"
 
 
+def worker_identity() -> dict:
+    """Which process does the work (node, pid, and the Ray actor when there is one)."""
+    import os
+    import socket
+
+    identity = {"host": socket.gethostname(), "pid": os.getpid()}
+    try:
+        import ray
+
+        if ray.is_initialized():
+            actor = ray.get_runtime_context().get_actor_id()
+            identity["actor"] = actor or ""
+    except Exception:  # noqa: BLE001 - identity is informative only; never fail a shard for it
+        pass
+    return identity
+
+
 class StageActor:
-    """The Ray Data callable class around a stage: ``setup()`` once, then one call per shard."""
+    """The Ray Data callable class around a stage: ``setup()`` once, then one call per shard. Each
+    block leaves stamped with this actor's identity (``_actor_<stage>``), for the shard's marker."""
 
     def __init__(self, stage: Stage):
         self.stage = stage
         self.stage.setup()
+        who = worker_identity()
+        self.identity = f"{who['host']}:{who['pid']}:{who.get('actor', '')}"
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        return self.stage(batch)
+        out = self.stage(batch)
+        column = ACTOR_PREFIX + self.stage.name
+        out = out.drop_columns([column]) if column in out.column_names else out
+        return out.append_column(column, pa.array([self.identity] * out.num_rows, pa.string()))
