@@ -82,8 +82,13 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
     if origin in (typing.Union, types.UnionType):  # ``X | None``: null (or none, ~, empty) means "not set"
         if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none", "~")):
             return None
-        (inner,) = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _coerce(value, inner, key)
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        for option in inner[:-1]:  # ``int | str``: the first type the value reads as
+            try:
+                return _coerce(value, option, key)
+            except ConfigError:
+                pass
+        return _coerce(value, inner[-1], key)
     if hint is bool:
         if isinstance(value, bool):
             return value

@@ -31,6 +31,7 @@ from hades_ray.text.segment import first_paragraph
 SUFFIXES = (".jsonl", ".json", ".parquet")
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer JSONL line is quarantined unread: no first paragraph is that long
 _CHUNK = 1024 * 1024
+AUTO_INDEX_EVERY = 16  # JSONL offsets indexed every N lines when the shard size is computed from the rows
 INPUT_SCHEMA = pa.schema(
     [
         ("row", pa.int64()),
@@ -115,32 +116,35 @@ def _parquet_rows(path: str) -> int:
 
 def plan_shards(
     path: str,
-    shard_size: int,
+    shard_size: int | Callable[[int], int],
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
     mapper: Mapper = None,
 ) -> list[Shard]:
     """Fixed row-range shards over the input (after ``limit`` rows; ``sample`` draws about N of them).
+    ``shard_size`` is rows per shard, or a function of the rows to be read that gives it.
 
     With ``sample``, each row is kept with probability N / rows, seeded per (seed, file name, row), and
     shards widen by the same factor so each still holds about ``shard_size`` kept rows."""
     mapper = mapper or (lambda fn, items: [fn(i) for i in items])
+    every = shard_size if isinstance(shard_size, int) else AUTO_INDEX_EVERY  # JSONL offsets kept every N lines
     if str(path) == DEMO_INPUT:
         sources = [(DEMO_INPUT, "demo", len(_demo_records()), [0], "")]
     else:
-        sources = _file_sources(input_files(path), shard_size, mapper)
+        sources = _file_sources(input_files(path), every, mapper)
     total = sum(rows for _, _, rows, _, _ in sources)
     total = min(total, limit) if limit is not None else total
     rate = 1.0 if not sample or sample >= total else sample / total
-    span = shard_size if rate >= 1.0 else math.ceil(shard_size / rate)
+    size = shard_size if isinstance(shard_size, int) else shard_size(min(total, sample or total))
+    span = size if rate >= 1.0 else math.ceil(size / rate)
     shards: list[Shard] = []
     remaining = total
     for source, fmt, rows, offsets, identity in sources:
         rows = min(rows, remaining)
         remaining -= rows
         for first in range(0, rows, span):
-            indexed = first // shard_size if fmt == "jsonl" else 0
+            indexed = first // every if fmt == "jsonl" else 0
             shards.append(
                 Shard(
                     len(shards),
@@ -149,7 +153,7 @@ def plan_shards(
                     first,
                     min(first + span, rows),
                     byte_start=offsets[indexed],
-                    offset_row=indexed * shard_size,
+                    offset_row=indexed * every,
                     identity=identity,
                     sample_rate=rate,
                     sample_seed=seed,

@@ -41,7 +41,7 @@ def perturb_job(
         name="perturb",
         output=str(output),
         digest=config_digest(config),
-        plan=lambda mapper: plan_shards(source, config.perturb.read.shard_size, limit, sample, config.seed, mapper),
+        plan=lambda mapper: plan_shards(source, config.perturb.shard_rows, limit, sample, config.seed, mapper),
         read=read_shard,
         stages=functools.partial(perturb_stages, config),
         write=functools.partial(write_shard, output=str(output), lowercase=config.perturb.lowercase_instances),

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from hades_ray.errors import ConfigError
 from hades_ray.models.settings import DTYPES
+
+
+AUTO = "auto"
+SHARD_ROWS = (16, 1_000)  # auto shard size: floor (per-shard overhead) and ceiling (a block's memory)
+SHARD_BLOCKS_PER_ACTOR = 2  # one block in work and the next one queued (pipeline/stage.py: blocks_in_flight)
 
 
 @dataclass
@@ -14,7 +20,9 @@ class ReadConfig:
     max_chars: int = 20_000  # a longer first paragraph is quarantined, never truncated silently
     min_alpha_ratio: float = 0.5  # share of letters among non-space characters
     min_english_stopword_ratio: float = 0.08  # cheap language check: English function words per word
-    shard_size: int = 1_000  # input rows per output part file
+    # Input rows per output part file; auto: enough shards that the widest model pool gets
+    # SHARD_BLOCKS_PER_ACTOR blocks per actor, within SHARD_ROWS (the output bytes never depend on it).
+    shard_size: int | str = "auto"
 
 
 @dataclass
@@ -78,7 +86,24 @@ class PerturbConfig:
     resources: PerturbResources = field(default_factory=PerturbResources)
     lowercase_instances: bool = False  # the published HaDes files are lower-cased; ours keep case by default
 
+    def shard_rows(self, rows: int) -> int:
+        """Rows per shard for an input of ``rows`` rows: ``read.shard_size``, or for ``auto`` the size
+        that gives the widest model pool (its ``concurrency``) two blocks per actor, within
+        ``SHARD_ROWS``. It depends on the config alone, never on the cluster, so a rerun elsewhere
+        finds the same shards."""
+        if self.read.shard_size != AUTO:
+            return int(self.read.shard_size)
+        widest = max(self.resources.replace.concurrency, self.resources.rank.concurrency)
+        floor, ceiling = SHARD_ROWS
+        return min(ceiling, max(floor, math.ceil(rows / (SHARD_BLOCKS_PER_ACTOR * widest))))
+
     def validate(self) -> None:
+        from hades_ray.config_bounds import bound_problems
+
+        size = self.read.shard_size
+        problems = [] if size == AUTO else bound_problems("perturb.read.shard_size", size)
+        if problems:
+            raise ConfigError(f"{problems[0]} (or auto)")
         checks = [
             (
                 self.read.min_sentences >= self.mask.context_sentences + 1,

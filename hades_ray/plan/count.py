@@ -161,7 +161,7 @@ def prepare_sample(
     and run MASK on it."""
     nlp = CountingNlp(load_spacy(config.spacy_model))
     shards, seconds = [], 0.0
-    for shard in plan_shards(str(input_path), config.perturb.read.shard_size, limit, sample, config.seed):
+    for shard in plan_shards(str(input_path), config.perturb.shard_rows, limit, sample, config.seed):
         rows = read_shard(shard).to_pylist()
         started = time.process_time()  # CPU time: one core's own speed, whatever the neighbours do
         for batch in batches(rows, config.perturb.resources.prepare.batch_size):

@@ -200,3 +200,17 @@ def test_user_errors_are_reported_before_any_work(tmp_path, capsys, micro_home):
     args = ["perturb", "--input", "demo", "--output", str(tmp_path / "o"), "--executor", "local", "--limit", "2"]
     assert main([*args, "--set", f"models.mlm={tmp_path / 'no_model'}"]) == 2
     assert "no_model" in capsys.readouterr().err
+
+
+def test_the_same_seed_gives_the_same_bytes_whatever_the_shard_size(ray_run, corpus, tmp_path):
+    """shard_size auto (16 rows: the floor, one shard per input file) against the Ray run's shards of 6."""
+    assert _local(corpus, tmp_path / "auto", "--set", "perturb.read.shard_size=auto") == 0
+    assert json.loads((tmp_path / "auto" / "summary.json").read_text())["shards"]["total"] == 2
+    assert json.loads((ray_run / "summary.json").read_text())["shards"]["total"] == 3
+    for view in ("instances.jsonl", "quarantine.jsonl"):
+        assert (tmp_path / "auto" / view).read_bytes() == (ray_run / view).read_bytes()
+    assert _without_shard(_pool(tmp_path / "auto")) == _without_shard(_pool(ray_run))
+
+
+def _without_shard(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "shard"} for row in rows]
