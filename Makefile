@@ -20,7 +20,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
-.PHONY: install models demo demo-loop report test lint bench ray-head submit-perturb clean
+.PHONY: install models demo demo-loop device-check report test lint bench ray-head submit-perturb clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ demo: models
 
 demo-loop: models
 	$(PY) jobs/demo_loop.py --workdir out/demo-loop
+
+# REPLACE/RANK tokens/s, busy share, peak memory, byte identity and the 1M-segment plan, in one run:
+# paper-sized bf16 models on a CUDA device, the tests' micro models on a CPU (jobs/device_check.py).
+device-check: install
+	$(PY) jobs/device_check.py --output out/device_check.json
 
 # The analyses report (out/report/report.html) from `make demo` and `make demo-loop` outputs, plus the
 # context-length and decoding sweeps of jobs/analyses.py (reused from out/analyses/ when already run).

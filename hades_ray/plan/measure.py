@@ -127,9 +127,10 @@ def measure_rank(model, groups: list[list[list[int]]], pad_id: int, budget_s: fl
     return clock.figures()
 
 
-def measure_stages(config, tokenizers, counts, models: str, device: str, budget_s: float) -> dict:
+def measure_stages(config, tokenizers, counts, models: str, device: str, budget_s: float, watch=None) -> dict:
     """Both model stages' tokens/s with ``models`` ("configured" or "paper-sized") on ``device``;
-    ``counts`` must come from ``count_sample(..., keep_groups=True)``."""
+    ``counts`` must come from ``count_sample(..., keep_groups=True)``. ``watch(mlm, lm)``, if given,
+    sees the models before they run (jobs/device_check.py times their forwards)."""
     from hades_ray.models.registry import load_causal_lm, load_masked_lm, resolve_dtype
     from hades_ray.text.stopwords import stop_words
 
@@ -143,6 +144,8 @@ def measure_stages(config, tokenizers, counts, models: str, device: str, budget_
         mlm = load_masked_lm(config.models.mlm, device, perturb.replace.dtype)[1]
         lm = load_causal_lm(config.models.causal_lm, device, perturb.rank.dtype)[1]
         names = {"mlm": config.models.mlm, "causal_lm": config.models.causal_lm}
+    if watch:
+        watch(mlm, lm)
     stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
     bans = replace.vocabulary_bans(tokenizers.mlm, mlm.config.vocab_size, stops, perturb.replace.whole_words)
     lm_pad = tokenizers.lm.pad_token_id if tokenizers.lm.pad_token_id is not None else tokenizers.lm.eos_token_id

@@ -1,0 +1,241 @@
+"""One device check (``make device-check``): the figures that say whether the perturbation job meets its
+budget on the device at hand, in one run.
+
+On a CUDA device, with paper-sized models (BERT-base and GPT-2 built from their configurations, random
+weights: speed does not depend on the weights) in bfloat16:
+
+1. REPLACE and RANK tokens/s (``hades_ray/plan/measure.py``, the job's own functions on the demo
+   leads' real model inputs);
+2. the device's busy share during REPLACE: time inside the MLM's forwards (CUDA events around each
+   forward) over REPLACE's wall time, and NVML's utilisation where ``pynvml`` is installed;
+3. peak device memory;
+4. byte identity: 10 documents perturbed alone against the same documents inside 200 (the whole job,
+   in-process, on the device);
+5. the plan's device-hours for 1M perturbed segments from those figures (``hades_ray/plan/budget.py``).
+
+On a CPU the same steps run with the micro models of the tests (in under 2 minutes): the figures then
+check the path, not the speed. The models are built into a temporary folder, nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SEGMENTS = 1_000_000  # the paper's pool: 1M perturbed segments
+
+
+class ForwardTimer:
+    """Seconds inside a model's forwards: CUDA events around each forward on a GPU (the device's own
+    clock), the wall clock on a CPU. The first ``skip`` forwards (warm-up) are not counted."""
+
+    def __init__(self, device: str, skip: int = 1):
+        self.cuda, self.skip = device.startswith("cuda"), skip
+        self.spans: list = []
+        self._open = None
+
+    def attach(self, model) -> None:
+        model.register_forward_pre_hook(lambda *_: self._start())
+        model.register_forward_hook(lambda *_: self._stop())
+
+    def _mark(self):
+        if not self.cuda:
+            return time.perf_counter()
+        import torch
+
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def _start(self) -> None:
+        self._open = self._mark()
+
+    def _stop(self) -> None:
+        if self.skip:
+            self.skip -= 1
+        else:
+            self.spans.append((self._open, self._mark()))
+
+    def seconds(self) -> float:
+        if not self.cuda:
+            return sum(end - start for start, end in self.spans)
+        import torch
+
+        torch.cuda.synchronize()
+        return sum(start.elapsed_time(end) for start, end in self.spans) / 1000
+
+
+class NvmlSampler:
+    """The GPU's utilisation as NVML reports it, sampled every 50 ms while REPLACE runs (pynvml only)."""
+
+    def __init__(self):
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._handle, self._nvml = pynvml.nvmlDeviceGetHandleByIndex(0), pynvml
+        except Exception:  # noqa: BLE001 - no pynvml or no NVML: the CUDA events' figure stands alone
+            self._nvml = None
+
+    def __enter__(self):
+        if self._nvml:
+            threading.Thread(target=self._poll, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.05):
+            self.samples.append(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu)
+
+    def mean(self) -> float | None:
+        return round(sum(self.samples) / len(self.samples) / 100, 3) if self.samples else None
+
+
+def build_models(folder: Path, device: str) -> tuple[str, str]:
+    """Model folders for the check: the tests' micro models, or on CUDA paper-sized random-weight
+    models with the same tokenizers (the paper's models would need a download)."""
+    from hades_ray.models.micro import build_micro_kit
+
+    models = build_micro_kit(folder)
+    if device.startswith("cuda"):
+        from hades_ray.plan.measure import paper_sized_models
+
+        import torch
+
+        mlm, lm = paper_sized_models("cpu", torch.float32)
+        mlm.save_pretrained(models / "mlm")
+        lm.save_pretrained(models / "gpt2")
+    return str(models / "mlm"), str(models / "gpt2")
+
+
+def check_config(mlm: str, lm: str, device: str):
+    """The local preset on these models; on CUDA both model stages in bfloat16 on the device."""
+    from hades_ray.config import load_config
+
+    overrides = [f"models.mlm={mlm}", f"models.causal_lm={lm}"]
+    if device.startswith("cuda"):
+        overrides += ["perturb.replace.dtype=bfloat16", "perturb.rank.dtype=bfloat16"]
+        overrides += [f"perturb.resources.{stage}.num_gpus=1" for stage in ("replace", "rank")]
+    return load_config("local", overrides=overrides)
+
+
+def throughput(config, device: str, docs: int, seconds: float) -> tuple[dict, object]:
+    """Tokens/s of both stages, REPLACE's busy share and peak memory; and the sample's counts."""
+    from hades_ray.plan.count import count_sample, load_tokenizers
+    from hades_ray.plan.measure import measure_stages
+
+    tokenizers = load_tokenizers(config)
+    counts = count_sample(config, "demo", tokenizers, limit=docs, keep_groups=True)
+    timer = ForwardTimer(device)
+    models = "paper-sized" if device.startswith("cuda") else "configured"
+    with NvmlSampler() as nvml:
+        measured = measure_stages(
+            config, tokenizers, counts, models, device, seconds, watch=lambda m, _: timer.attach(m)
+        )
+    replace_wall = measured["replace"]["wall_seconds"]
+    measured["replace"]["busy_share"] = round(timer.seconds() / max(replace_wall, 1e-9), 3)
+    measured["replace"]["nvml_utilisation"] = nvml.mean()
+    return measured, counts
+
+
+def identity(config, workdir: Path, docs: int, alone: int) -> dict:
+    """Perturb the first ``alone`` leads alone and inside the first ``docs``: their pool rows must be
+    the same bytes (the whole job, in-process, on the device the config names)."""
+    import pyarrow.parquet as pq
+
+    from hades_ray.perturb.runner import run_perturb
+    from hades_ray.pipeline.executor import Executor
+
+    rows = {}
+    for name, limit in (("alone", alone), ("inside", docs)):
+        output = workdir / name
+        run_perturb(config, "demo", output, limit=limit, executor=Executor(kind="local"))
+        table = pq.read_table(output / "pool")
+        rows[name] = {r["doc_id"]: json.dumps(r, sort_keys=True) for r in table.drop_columns(["shard"]).to_pylist()}
+    same = [doc for doc, row in rows["alone"].items() if rows["inside"].get(doc) == row]
+    return {"documents": len(rows["alone"]), "identical": len(same), "byte_identical": len(same) == len(rows["alone"])}
+
+
+def plan(counts, measured: dict, device: str) -> dict:
+    """Device-hours for the paper's 1M perturbed segments from the measured tokens/s."""
+    from hades_ray.plan.budget import Throughput, make_plan
+
+    kind = "GPU" if device.startswith("cuda") else "CPU core"
+    rates = Throughput(
+        measured["replace"]["tokens_per_s"],
+        measured["rank"]["tokens_per_s"],
+        counts.read / max(counts.prepare_seconds, 1e-6),
+        f"jobs/device_check.py on {measured['device']}",
+        kind,
+    )
+    result = make_plan(counts, rates, devices=1, perturbed_docs=SEGMENTS)
+    return {key: result[key] for key in ("device_kind", "replace_device_hours", "rank_device_hours", "device_hours")}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda when present")
+    parser.add_argument("--docs", type=int, default=200, help="demo leads: the sample and the identity check's batch")
+    parser.add_argument("--alone", type=int, default=10, help="leads perturbed alone for the identity check")
+    parser.add_argument("--seconds", type=float, default=5.0, help="measuring time per model stage")
+    parser.add_argument("--output", default=None, metavar="CHECK.json", help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    device = "cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: this machine has no CUDA device")
+    torch.set_num_threads(1) if device == "cpu" else None
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="hades_device_check_") as tmp:
+        config = check_config(*build_models(Path(tmp), device), device)
+        measured, counts = throughput(config, device, args.docs, args.seconds)
+        same = identity(config, Path(tmp), args.docs, args.alone)
+    result = {
+        "device": measured["device"],
+        "measured": measured,
+        "identity": same,
+        "plan_1m_segments": plan(counts, measured, device),
+    }
+    result["seconds"] = round(time.perf_counter() - began, 1)
+    report(result)
+    if args.output:
+        Path(args.output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0 if same["byte_identical"] else 1
+
+
+def report(result: dict) -> None:
+    """The figures, one line each."""
+    measured = result["measured"]
+    r, k, p = measured["replace"], measured["rank"], result["plan_1m_segments"]
+    same = result["identity"]
+    print(f"device: {result['device']} ({measured['models']} models; tokens/s per {measured['basis']})")
+    print(f"REPLACE: {r['tokens_per_s']:,.0f} tokens/s ({r['model']}, {r['dtype']})")
+    print(f"RANK:    {k['tokens_per_s']:,.0f} tokens/s ({k['model']}, {k['dtype']})")
+    nvml = f", NVML utilisation {r['nvml_utilisation']:.0%}" if r.get("nvml_utilisation") is not None else ""
+    print(f"REPLACE busy share: {r['busy_share']:.0%} of its wall time inside model forwards{nvml}")
+    memory = {key: value for key, value in {**r, **k}.items() if key.endswith("_mib")}
+    print("peak memory: " + ", ".join(f"{key.removesuffix('_mib')} {value:,.0f} MiB" for key, value in memory.items()))
+    verdict = "byte-identical" if same["byte_identical"] else "DIFFERENT"
+    print(f"identity: {same['identical']} of {same['documents']} documents alone vs inside the batch: {verdict}")
+    print(
+        f"plan for {SEGMENTS:,} segments: {p['device_hours']} {p['device_kind']}-hours "
+        f"(REPLACE {p['replace_device_hours']}, RANK {p['rank_device_hours']})"
+    )
+    print(f"device check finished in {result['seconds']} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
