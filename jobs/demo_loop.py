@@ -71,12 +71,16 @@ def main(argv=None) -> int:
         None,
         [f"select.round_sizes={args.sizes}", "select.min_train_instances=20", "detect.epochs=2", *args.overrides],
     )
-    init_ray(config.ray.address, config.ray.num_cpus)
+    laps = Laps(began)
+    init_ray(config.ray.address, config.ray.num_cpus)  # one cluster for every pass below
+    laps.lap("ray_start")
     run_perturb(config, "demo", workdir / "pool", limit=args.docs)  # finished shards are skipped
+    laps.lap("pool")
     print(f"pool ready after {time.perf_counter() - began:.0f} s")
     from hades_ray.select.feature_job import compute_features
 
     similarity = compute_features(config, workdir, columns=["similarity"])["similarity"].astype(float)
+    laps.lap("features")
     if args.simulated_n_share > 0:
         config.annotate.simulate_similarity = float(similarity.quantile(1 - args.simulated_n_share))
         print(
@@ -87,20 +91,38 @@ def main(argv=None) -> int:
     for k in range(args.rounds):
         if k not in done or not (workdir / f"round-{k:03d}" / "round.json").is_file():
             print_round(run_round(config, workdir, k))
+        laps.lap(f"round_{k}_select")
         for _attempt in range(2):  # the first panel of 4, then 2 more judges where they disagree
             if export_items(config, workdir, k, "csv")["items"]:
                 report = simulate_judgments(config, workdir, k, noise=args.noise)
                 print(f"  SIMULATED judges: {report['import']} {report['accepted']} judgments")
+        laps.lap(f"round_{k}_judgments")
         print(f"  round {k} agreement (simulated judges): {json.dumps(round_labels(config, workdir, k)[1])}")
         print(f"  elapsed {time.perf_counter() - began:.0f} s")
     stats = build_dataset(config, workdir, workdir / "dataset")
+    laps.lap("dataset")
     print(
         f"dataset: {stats['instances']} instances ({stats['H']} H, {stats['N']} N), splits "
         + ", ".join(f"{s}={v['instances']}" for s, v in stats["splits"].items())
         + f" -> {workdir / 'dataset'}"
     )
     print(f"demo loop finished in {time.perf_counter() - began:.0f} s (judgments SIMULATED)")
+    print("seconds per pass: " + ", ".join(f"{name} {seconds:.0f}" for name, seconds in laps.laps.items()))
+    (workdir / "timings.json").write_text(json.dumps(laps.laps, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+class Laps:
+    """Wall seconds of each pass of the loop (start-up, pool, features, each round's selection and
+    judgments, dataset); a round's own phases are in its round.json."""
+
+    def __init__(self, began: float):
+        self.last, self.laps = began, {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(now - self.last, 1)
+        self.last = now
 
 
 if __name__ == "__main__":
