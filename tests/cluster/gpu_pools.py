@@ -18,6 +18,7 @@ OVERRIDES = [
     "models.mlm=local:mlm",
     "models.causal_lm=local:gpt2",
     "perturb.read.shard_size=2",
+    "perturb.rank.num_candidates=8",  # enough work per block that blocks queue at the model pools
     "perturb.resources.prepare.concurrency=1",
     "perturb.replace.dtype=float32",
     "perturb.rank.dtype=float32",
