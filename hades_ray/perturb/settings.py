@@ -11,7 +11,10 @@ from hades_ray.models.settings import DTYPES
 
 AUTO = "auto"
 SHARD_ROWS = (16, 1_000)  # auto shard size: floor (per-shard overhead) and ceiling (a block's memory)
-SHARD_BLOCKS_PER_ACTOR = 2  # one block in work and the next one queued (pipeline/stage.py: blocks_in_flight)
+# At least 2 (one block in work, the next queued: pipeline/stage.py's blocks_in_flight); 4, because the
+# documents kept per shard vary (the 200 demo leads in 4 shards kept 7 to 15), so smaller blocks even out
+# the actors' tails (make demo: one REPLACE actor worked 100 s alone on the largest of 4 blocks).
+SHARD_BLOCKS_PER_ACTOR = 4
 
 
 @dataclass
@@ -21,7 +24,7 @@ class ReadConfig:
     min_alpha_ratio: float = 0.5  # share of letters among non-space characters
     min_english_stopword_ratio: float = 0.08  # cheap language check: English function words per word
     # Input rows per output part file; auto: enough shards that the widest model pool gets
-    # SHARD_BLOCKS_PER_ACTOR blocks per actor, within SHARD_ROWS (the output bytes never depend on it).
+    # SHARD_BLOCKS_PER_ACTOR (4) blocks per actor, within SHARD_ROWS (the output bytes never depend on it).
     shard_size: int | str = "auto"
 
 
@@ -88,7 +91,7 @@ class PerturbConfig:
 
     def shard_rows(self, rows: int) -> int:
         """Rows per shard for an input of ``rows`` rows: ``read.shard_size``, or for ``auto`` the size
-        that gives the widest model pool (its ``concurrency``) two blocks per actor, within
+        that gives the widest model pool (its ``concurrency``) four blocks per actor, within
         ``SHARD_ROWS``. It depends on the config alone, never on the cluster, so a rerun elsewhere
         finds the same shards."""
         if self.read.shard_size != AUTO:

@@ -35,10 +35,10 @@ def test_no_pool_starts_more_actors_than_there_are_blocks():
     assert _sizes("local", _nodes({"CPU": 2.0}), 3)["replace"] == 2
 
 
-def test_auto_shard_size_gives_the_widest_pool_two_blocks_per_actor_within_floor_and_ceiling():
+def test_auto_shard_size_gives_the_widest_pool_four_blocks_per_actor_within_floor_and_ceiling():
     local, paper = load_config("local").perturb, load_config("paper").perturb
     assert local.read.shard_size == "auto"
-    assert local.shard_rows(200) == 50  # 4 shards for 2 REPLACE actors
+    assert local.shard_rows(200) == 25  # 8 shards for 2 REPLACE actors
     assert local.shard_rows(10) == 16  # floor: no shard of a handful of rows
     assert paper.shard_rows(1_000_000) == 1_000  # ceiling: a shard's block stays small
     assert load_config("local", overrides=["perturb.read.shard_size=6"]).perturb.shard_rows(200) == 6
