@@ -23,7 +23,13 @@ def add_generate_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", default=None, help="causal LM: hub id, folder or local:NAME (default: the config's models.causal_lm)"
     )
-    parser.add_argument("--guard", default=None, metavar="DETECTOR", help="online detector folder: turns the guard on")
+    parser.add_argument(
+        "--guard",
+        default=None,
+        metavar="DETECTOR",
+        help="online detector folder, or http://HOST:PORT of `hades-ray serve` (bearer token: $HADES_SERVE_TOKEN): "
+        "turns the guard on",
+    )
     _add_settings(parser)
     add_config_args(parser)
 
@@ -57,6 +63,7 @@ def _check(args: argparse.Namespace, settings: GuardConfig) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from hades_ray.detect.detector import Detector
+    from hades_ray.guard.http_judge import HttpJudge, is_url
     from hades_ray.guard.runner import run_generate
     from hades_ray.guard.sampling import Sampling
     from hades_ray.guard.stages import GenerateJob
@@ -64,20 +71,24 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     g = config.guard
     _check(args, g)
-    threshold = g.threshold
-    if args.guard:
-        detector = Detector.open(args.guard)
-        detector.require_online()  # a folder that is no online span classifier fails before any work
-        threshold = detector.threshold if threshold is None else threshold
+    threshold, detector = g.threshold, args.guard
+    if is_url(args.guard):  # an unreachable or offline service fails here, before any work
+        threshold = HttpJudge(args.guard, threshold).threshold
+    elif args.guard:
+        found = Detector.open(args.guard)
+        found.require_online()  # a folder that is no online span classifier fails before any work
+        threshold = found.threshold if threshold is None else threshold
+        detector = str(Path(args.guard).resolve())
     job = GenerateJob(
         generator=args.model or config.models.causal_lm,
         sampling=Sampling(g.max_new_tokens, g.temperature, g.top_k, g.top_p, g.no_end),
         seed=config.seed,
-        detector=str(Path(args.guard).resolve()) if args.guard else None,
+        detector=detector,
         threshold=threshold,
         max_retries=g.max_retries,
         words=g.words,
         dtype=g.dtype,
+        stride=config.score.stride,
     )
     summary = run_generate(job, args.prompts, args.output, config, executor_from_args(args, config))
     print(json.dumps(summary, indent=2))

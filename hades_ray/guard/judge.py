@@ -1,4 +1,15 @@
-"""The guard's judge: an online detector that gives p(H) of a word from its left context only."""
+"""The guard's judges: an online detector that gives p(H) of a word from its left context only.
+
+Every judge has ``threshold``, ``begin(rows)`` (a new batch of texts) and ``score_chunks(requests)``,
+called once per generation step with every waiting row's ``(row, prefix, chunk)``:
+
+- ``EncoderJudge``: a span classifier on an encoder (MiniLM, RoBERTa). Each word needs its own forward
+  over its left-context view; all rows' pending words of a step go through ``score_items`` together
+  (forwards grouped by token length, so a word's p(H) is the same bits alone or in any batch).
+- ``CausalJudge`` (hades_ray/guard/causal_judge.py): a causal backbone, scored incrementally with each
+  row's key/value cache: about one forward per generated token.
+- ``HttpJudge`` (hades_ray/guard/http_judge.py): a detector served by ``hades-ray serve``.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +18,37 @@ import numpy as np
 from hades_ray.guard.words import chunk_items
 
 
-class OnlineJudge:
-    """p(H) of each chunk's judged words, batched across prompts: one forward pass group per call."""
+def open_judge(guard: str, threshold: float | None, words: str = "content", device: str = "cpu", stride: int = 0):
+    """The judge for ``--guard``: a served detector's URL, or an online detector folder (a causal backbone
+    gets the cached judge, with ``stride`` as ``score.stride``)."""
+    from hades_ray.guard.http_judge import HttpJudge, is_url
+
+    if is_url(guard):
+        return HttpJudge(guard, threshold)
+    from hades_ray.detect.detector import Detector
+
+    Detector.open(guard).require_online()
+    if is_causal_detector(guard):
+        from hades_ray.guard.causal_judge import CausalJudge
+
+        return CausalJudge(guard, threshold, words, device, stride)
+    return EncoderJudge(guard, threshold, words, device)
+
+
+def is_causal_detector(folder: str) -> bool:
+    """Whether the detector's backbone is a decoder, read from its configuration (no weights loaded)."""
+    from transformers import AutoConfig
+
+    from hades_ray.detect.detector import Detector
+    from hades_ray.models.registry import resolve_model
+    from hades_ray.score.causal import is_causal_config
+
+    detector = Detector.open(folder)
+    return is_causal_config(AutoConfig.from_pretrained(resolve_model(detector.backbone), revision=detector.revision))
+
+
+class EncoderJudge:
+    """p(H) of each chunk's judged words, batched across prompts: one ``score_items`` call per step."""
 
     def __init__(self, model_dir: str, threshold: float | None, words: str = "content", device: str = "cpu"):
         from hades_ray.detect.detector import Detector
@@ -21,14 +61,18 @@ class OnlineJudge:
         self.words = words
         self.batch_size = 32
 
-    def score_chunks(self, requests: list[tuple[str, str]]) -> list[list[dict]]:
-        """For each ``(prefix, chunk)``: its judged words as ``{"start", "end", "word", "p"}`` (characters
-        in the chunk), scored in one batched call; an empty list where it has none (punctuation, stop words)."""
+    def begin(self, rows: int) -> None:
+        """Nothing to reset: every word's view is encoded afresh."""
+
+    def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
+        """For each ``(row, prefix, chunk)``: its judged words as ``{"start", "end", "word", "p"}``
+        (characters in the chunk), scored in one batched call; an empty list where it has none
+        (punctuation, stop words)."""
         from hades_ray.detect.scoring import score_items
         from hades_ray.detect.spans import window_unit
 
         items, owner = [], []
-        for k, (prefix, chunk) in enumerate(requests):
+        for k, (_, prefix, chunk) in enumerate(requests):
             for item in chunk_items(prefix, chunk, self.words):
                 items.append(item)
                 owner.append(k)
@@ -37,7 +81,7 @@ class OnlineJudge:
         scored: list[list[dict]] = [[] for _ in requests]
         for k, item, value in zip(owner, items, np.asarray(p, dtype=float)):
             start, end = item["span"]
-            scored[k].append({"start": start, "end": end, "word": requests[k][1][start:end], "p": float(value)})
+            scored[k].append({"start": start, "end": end, "word": requests[k][2][start:end], "p": float(value)})
         return scored
 
 

@@ -10,6 +10,10 @@ after a replacement sits where it would without the rejected word. With nothing 
 forward pass, processor and ``torch.multinomial`` call is the one ``generate`` makes, so the tokens
 are the same (tests/guard/test_guard.py checks this). Processors that read the history (a repetition penalty,
 when the model's generation config sets one) also see the rejected tokens still in ``input_ids``.
+
+The judge (hades_ray/guard/judge.py) is asked once per step about every row whose word ended. A cached
+judge keeps state per row; a word drawn again comes back to it with the same prefix, and it cuts its
+cache back to there (hades_ray/guard/causal_judge.py), so both caches roll back to the word's start.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from hades_ray.guard.judge_cache import cache_of
 from hades_ray.guard.rows import Row
 from hades_ray.guard.sampling import Sampling, encode_prompts, end_token_ids, generation_config, logits_processors
 from hades_ray.guard.text import TokenText
@@ -36,16 +41,14 @@ def _step_bound(budget: int, retries: int) -> int:
     return budget * (1 + retries * (budget + 2)) + 2
 
 
-def _cache(out):
-    return out.cache if hasattr(out, "cache") else out.past_key_values
-
-
 @torch.no_grad()
 def guarded_generate(
     model, tokenizer, prompts: list[str], sampling: Sampling, judge, guard: GuardSettings, seed: int
 ) -> list[dict]:
     """Generate for every prompt at once, checking each word; ``judge.score_chunks`` is called once
-    per step with every row's finished word. Returns per prompt: new tokens, text, scores, interventions."""
+    per step with every row's finished word (``(row, prefix, chunk)``; a resampled word comes again with
+    the same prefix, which is how a cached judge rolls back). Returns per prompt: new tokens, text,
+    scores, interventions."""
     config = generation_config(model, tokenizer, sampling)
     device = next(model.parameters()).device
     enc = encode_prompts(tokenizer, prompts, device)
@@ -56,6 +59,7 @@ def guarded_generate(
         for r, m in zip(ids, mask)
     ]
     step = _Stepper(model, int(config.pad_token_id), mask.sum(dim=1).tolist(), device)
+    judge.begin(len(prompts))
     torch.manual_seed(seed)
     out = model(input_ids=ids, attention_mask=mask, use_cache=True, **step.prompt_positions(mask))
     for _ in range(_step_bound(sampling.max_new_tokens, guard.max_retries)):
@@ -64,7 +68,7 @@ def guarded_generate(
         tokens, raw = _draw(out, rows, processors, ids)
         waiting = [i for i, row in enumerate(rows) if row.take(tokens[i], raw[i])]
         if waiting:
-            verdicts = judge.score_chunks([rows[i].current_word() for i in waiting])
+            verdicts = judge.score_chunks([(i, *rows[i].current_word()) for i in waiting])
             for i, scored in zip(waiting, verdicts):
                 rows[i].decide(scored, guard.threshold, guard.max_retries)
         ids, mask, out = step.extend(rows, ids, mask, out)
@@ -112,7 +116,7 @@ class _Stepper:
         if self.takes_positions:  # a token's position counts the text before it: no pads, no holes
             at = [[n + max(len(r.kept) - 1, 0)] for n, r in zip(self.lengths, rows)]
             positions = {"position_ids": torch.tensor(at, device=self.device)}
-        out = self.model(input_ids=feed, attention_mask=mask, cache=_cache(out), use_cache=True, **positions)
+        out = self.model(input_ids=feed, attention_mask=mask, cache=cache_of(out), use_cache=True, **positions)
         return ids, mask, out
 
 

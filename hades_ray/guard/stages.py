@@ -26,11 +26,12 @@ class GenerateJob:
     generator: str
     sampling: Sampling
     seed: int = 0
-    detector: str | None = None  # an online detector folder: the guard is on
+    detector: str | None = None  # an online detector folder or a served one's URL: the guard is on
     threshold: float | None = None  # None: the detector's stored threshold
     max_retries: int = 3
     words: str = "content"
     dtype: str = "float32"
+    stride: int = 0  # a causal judge's windows, as score.stride (0: a quarter window)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -118,7 +119,7 @@ class GenerateStage(Stage):
         self.job_dict = job.to_dict()
 
     def setup(self) -> None:
-        from hades_ray.guard.judge import OnlineJudge
+        from hades_ray.guard.judge import open_judge
         from hades_ray.guard.sampling import prepare_tokenizer
         from hades_ray.models.registry import load_causal_lm
 
@@ -127,7 +128,9 @@ class GenerateStage(Stage):
         tokenizer, self.model = load_causal_lm(self.job.generator, device, self.job.dtype)
         self.tokenizer = prepare_tokenizer(tokenizer)
         job = self.job
-        self.judge = OnlineJudge(job.detector, job.threshold, job.words, device) if job.detector else None
+        self.judge = None
+        if job.detector:
+            self.judge = open_judge(job.detector, job.threshold, job.words, device, job.stride)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         rows = batch.select(list(self.inputs)).to_pylist()

@@ -22,7 +22,11 @@ from hades_ray.detect.spans import special_token_count, token_words, word_range
 
 def is_causal(model) -> bool:
     """Whether the span classifier's backbone is a decoder (GPT-2 and its kin)."""
-    config = model.backbone.config
+    return is_causal_config(model.backbone.config)
+
+
+def is_causal_config(config) -> bool:
+    """Whether a backbone's ``config`` describes a decoder."""
     return (
         bool(getattr(config, "is_decoder", False))
         or any(a.endswith("ForCausalLM") or a.endswith("LMHeadModel") for a in (config.architectures or []))

@@ -17,16 +17,6 @@ PROMPTS = ["the city of", "in 1990 the band released their first album", "he was
 
 
 @pytest.fixture(scope="module")
-def generator(micro_home):
-    from hades_ray.guard.sampling import prepare_tokenizer
-    from hades_ray.models.registry import load_causal_lm
-
-    torch.set_num_threads(1)
-    tokenizer, model = load_causal_lm("local:gpt2", "cpu")
-    return prepare_tokenizer(tokenizer), model
-
-
-@pytest.fixture(scope="module")
 def detector(micro_home, tmp_path_factory):
     """A random-weight online detector on the micro MLM: its p(H) hovers near 0.5, so a threshold at
     the median of its scores flags about half of the words."""
@@ -44,13 +34,16 @@ class LetterJudge:
     def __init__(self, letter: str, threshold: float = 0.5):
         self.letter, self.threshold, self.calls = letter, threshold, 0
 
+    def begin(self, rows: int) -> None:
+        pass
+
     def score_chunks(self, requests):
         self.calls += 1
         return [
             [{"start": 0, "end": len(chunk), "word": chunk.strip(), "p": float(self.letter in chunk)}]
             if chunk.strip()
             else []
-            for _, chunk in requests
+            for _, _, chunk in requests
         ]
 
 

@@ -1,0 +1,146 @@
+"""A causal online judge that scores as the text grows: each row keeps the key/value cache of the window
+it is being scored in, so judging costs about one backbone forward per new judge token, not one per word.
+
+It follows ``hades-ray score``'s windows exactly (``hades_ray/score/causal.py``): a text longer than
+the detector's window is cut into windows of ``window`` tokens starting every ``stride`` tokens, and a
+word is scored in the first window that holds it whole. A window's tokens are its own encoding (its
+words joined by single spaces, with the tokenizer's specials), so a row's cache belongs to one window:
+while words land in the same window the new tokens extend the cache; a word owned by a later window
+re-encodes that window from its start (one prefill forward), and the cache then grows from there.
+
+Rollback needs no call: each request names its row, and the row's cache keeps only the longest prefix
+its cached token ids share with the window's encoding now, never reaching into the words being judged.
+A resampled word therefore finds the cache cut back to the word's start; a window taken by a rejected
+word is re-encoded. The hidden states are those of a forward over the whole window, as ``score`` runs it;
+the forwards differ in shape only (``hades_ray/guard/judge_cache.py``), so p(H) agrees to float rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from hades_ray.guard.judge_cache import RowCache, extend_caches
+from hades_ray.guard.words import chunk_items
+
+
+@dataclass
+class _Job:
+    """One row's forward in one window: the window's token ids, each token's word, the targets' words."""
+
+    row: int
+    lo: int
+    ids: list[int]
+    owner: np.ndarray
+    targets: list[tuple[int, int, int]] = field(default_factory=list)  # (request, item in it, word index)
+
+
+class CausalJudge:
+    """p(H) of each chunk's judged words from a span classifier with a causal backbone, cached per row."""
+
+    def __init__(self, model_dir: str, threshold: float | None, words: str = "content", device="cpu", stride=0):
+        from hades_ray.detect.detector import Detector
+        from hades_ray.detect.model import load_detector
+
+        detector = Detector.open(model_dir)
+        detector.require_online()
+        self.tokenizer, self.model, settings = load_detector(model_dir, device=device)
+        self.window = settings["window"]
+        self.stride = stride or max(1, self.window // 4)  # score's default (hades_ray/score/scorer.py)
+        self.threshold = detector.threshold if threshold is None else float(threshold)
+        self.words = words
+        self.caches: list[RowCache] = []
+
+    def begin(self, rows: int) -> None:
+        """A new batch of ``rows`` texts: every cache starts empty."""
+        self.caches = [RowCache() for _ in range(rows)]
+
+    @torch.no_grad()
+    def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
+        """For each ``(row, prefix, chunk)``: the chunk's judged words ``{"start", "end", "word", "p"}``
+        (characters in the chunk), every row's new tokens run together."""
+        from hades_ray.detect.stable import head_probabilities
+
+        items = [chunk_items(prefix, chunk, self.words) for _, prefix, chunk in requests]
+        jobs, leftovers = self._plan(requests, items)
+        pooled: dict[tuple[int, int], torch.Tensor] = {}
+        while jobs:  # a row whose chunk spans two windows has a second job: run after its first
+            now = {}
+            for job in jobs:
+                now.setdefault(job.row, job)
+            pooled |= self._run(list(now.values()))
+            jobs = [j for j in jobs if now[j.row] is not j]
+        p = np.zeros(0)
+        keys = sorted(pooled)
+        if keys:
+            p = head_probabilities(self.model.head, torch.stack([pooled[k] for k in keys])).cpu().numpy()
+        values = {k: float(v) for k, v in zip(keys, p.astype(np.float64))}
+        values |= self._leftovers(items, leftovers)
+        return [
+            [{"start": s, "end": e, "word": chunk[s:e], "p": values[(k, j)]} for j, (s, e) in enumerate(spans)]
+            for k, ((_, _, chunk), spans) in enumerate(zip(requests, ([it["span"] for it in its] for its in items)))
+        ]
+
+    def _plan(self, requests, items) -> tuple[list[_Job], list[tuple[int, int]]]:
+        """Each request's window jobs (in window order), and the targets no window holds whole."""
+        from hades_ray.score.causal import assign_targets, encode_window, text_windows
+
+        jobs, leftovers = [], []
+        for k, ((row, _, _), its) in enumerate(zip(requests, items)):
+            if not its:
+                continue
+            words, targets = its[0]["words"], [it["start"] for it in its]
+            ranges = text_windows(self.tokenizer, words, self.window, self.stride)
+            by_window: dict[int, _Job] = {}
+            for j, (target, w) in enumerate(zip(targets, assign_targets(ranges, targets, targets))):
+                if w < 0:
+                    leftovers.append((k, j))
+                    continue
+                if w not in by_window:
+                    ids, owner = encode_window(self.tokenizer, words, *ranges[w])
+                    by_window[w] = _Job(row, ranges[w][0], ids, owner)
+                by_window[w].targets.append((k, j, target))
+            jobs += [by_window[w] for w in sorted(by_window)]
+        return jobs, leftovers
+
+    def _run(self, jobs: list[_Job]) -> dict[tuple[int, int], torch.Tensor]:
+        """One batched forward over the jobs' new tokens; the pooled state of each of their targets."""
+        device = next(self.model.parameters()).device
+        feeds, keeps = [], []
+        for job in jobs:
+            ids = job.ids[: int(np.flatnonzero(job.owner >= 0)[-1]) + 1]  # a trailing [SEP] is no context
+            feeds.append(ids)
+            keeps.append(self.caches[job.row].reuse(job.lo, ids, _first_target_token(job, len(ids))))
+        states = extend_caches(self.model.backbone, [self.caches[j.row] for j in jobs], feeds, keeps, device)
+        pooled = {}
+        for job, state, keep, ids in zip(jobs, states, keeps, feeds):
+            for k, j, target in job.targets:
+                mask = torch.as_tensor(job.owner[keep : len(ids)] == target, device=device)
+                if not mask.any():  # no token of its own: the window's last token, as score's window_job
+                    mask[-1] = True
+                pooled[(k, j)] = self._pool(state, mask)
+        return pooled
+
+    def _pool(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        from hades_ray.detect.stable import pool_span
+
+        return pool_span(states.unsqueeze(0), mask.unsqueeze(0), self.model.pooling)[0]
+
+    def _leftovers(self, items, leftovers) -> dict[tuple[int, int], float]:
+        """Targets longer than a stride: their own online view, as ``score`` falls back to."""
+        if not leftovers:
+            return {}
+        from hades_ray.score.views import score_views, shared_views
+
+        views = [{name: items[k][j][name] for name in ("words", "start", "end")} for k, j in leftovers]
+        jobs, places = shared_views(self.tokenizer, views, "online", self.window)
+        p = score_views(self.model, jobs, 32)
+        return {key: float(p[job][row]) for key, (job, row) in zip(leftovers, places)}
+
+
+def _first_target_token(job: _Job, length: int) -> int:
+    """The first token of the job's targets: a cache reused past it would leave a target unscored."""
+    found = [int(np.flatnonzero(job.owner == t)[0]) for _, _, t in job.targets if (job.owner[:length] == t).any()]
+    return min(found, default=length - 1)
