@@ -2,15 +2,19 @@
 
 1. Detectors, trained here in a few minutes: the perturbation job on the first ``--train-docs`` leads
    of ../shared/data/enwiki2015_first_paragraphs.jsonl (replaced spans label 1, untouched content
-   words label 0, as jobs/bench_detect.py does), then an ONLINE MiniLM span classifier (the guard's
-   judge) and an LR detector on features (the independent second opinion) on the same instances.
+   words label 0, as jobs/bench_detect.py does), then two ONLINE span classifiers, the guard's judges:
+   one on MiniLM (an encoder: one forward per judged word) and one on the offline kit's GPT-2 (causal:
+   scored incrementally with its key/value cache, hades_ray/guard/causal_judge.py), and an LR detector
+   on features (the independent second opinion), all on the same instances.
 2. Held-out prompts: the first two sentences of ``--prompts`` leads from further down the file that
    no detector trained on (and that the offline kit's held-out split kept out of the generator).
-3. Three arms with the same seeds and sampling: plain ``model.generate``; the guarded loop with
-   ``max_retries=0`` (scores every word, changes none: its tokens must equal plain's); the guard.
+3. Five arms with the same seeds and sampling: plain ``model.generate``; per judge, the guarded loop
+   with ``max_retries=0`` (scores every word, changes none: its tokens must equal plain's) and the guard.
 4. Per arm: mean and 90th percentile online p(H) of the generated content words, the share flagged,
    the generator's perplexity of its generations, distinct-1/2, tokens/s, peak memory; and on the
-   first ``--agreement-outputs`` outputs the LR detector's p(H) and its agreement with the judge.
+   first ``--agreement-outputs`` outputs the LR detector's p(H) and its agreement with the encoder judge.
+5. Every p(H) the loop recorded against what ``hades-ray score``'s scorer (hades_ray/score/scorer.py)
+   gives the final text with the same judge: max |diff| and flags that differ.
 
 Writes jobs/results/bench_guard.{json,md}. Skips (exit 0) when ../shared/data is absent.
 """
@@ -33,7 +37,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "jobs" / "results"
 ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
-ARMS = ("plain", "scored", "guarded")
+ARMS = ("plain", "scored", "guarded", "causal_scored", "causal_guarded")
+JUDGED = {"scored": "online", "guarded": "online", "causal_scored": "causal", "causal_guarded": "causal"}
+DETECTORS = ("online", "lr", "causal")  # causal: the online detector on the offline kit's GPT-2
 
 
 def rss_mib() -> float:
@@ -93,42 +99,55 @@ def held_out_prompts(nlp, skip: int, count: int, fits) -> tuple[list[dict], int]
 def trained_detectors(config, work: Path, docs: int) -> dict:
     """The detectors of an earlier run kept in ``work`` (same leads), else trained now into it."""
     record = work / "detectors.json"
-    if record.is_file():
-        kept = json.loads(record.read_text())
-        if kept.get("train_docs") == docs and all(
-            Path(kept[n]["dir"], "detector.json").is_file() for n in ("online", "lr")
-        ):
-            return kept | {"reused_from": str(work)}
-    detectors = train_detectors(config, work, docs) | {"train_docs": docs}
+    kept = json.loads(record.read_text()) if record.is_file() else {}
+    if kept.get("train_docs") != docs:
+        kept = {}
+    have = [n for n in DETECTORS if n in kept and Path(kept[n]["dir"], "detector.json").is_file()]
+    if len(have) == len(DETECTORS):
+        return kept | {"reused_from": str(work)}
+    detectors = kept | train_detectors(config, work, docs, [n for n in DETECTORS if n not in have])
+    detectors["train_docs"] = docs
     record.write_text(json.dumps(detectors, indent=2, default=str))
     return detectors
 
 
-def train_detectors(config, work: Path, docs: int) -> dict:
-    """Perturb ``docs`` leads, label them, train the online judge and the LR detector."""
+def train_detectors(config, work: Path, docs: int, names: tuple[str, ...] | list[str] = DETECTORS) -> dict:
+    """Perturb ``docs`` leads (unless done), label them, train the detectors ``names``: the two online
+    judges and the LR detector."""
+    import copy
+
     from hades_ray.detect.api import train_detector
     from hades_ray.detect.learnability import pool_instances, split_by_doc
     from hades_ray.io.hades_format import write_instances
     from hades_ray.perturb.runner import run_perturb
     from hades_ray.pipeline.executor import Executor
 
-    began = time.perf_counter()
-    run_perturb(config, ENWIKI, work / "perturb", limit=docs, executor=Executor.of(config.ray, force=True))
-    out: dict = {"perturb_seconds": time.perf_counter() - began}
+    out: dict = {}
+    if not (work / "perturb" / "pool").is_dir():
+        began = time.perf_counter()
+        run_perturb(config, ENWIKI, work / "perturb", limit=docs, executor=Executor.of(config.ray, force=True))
+        out["perturb_seconds"] = time.perf_counter() - began
     instances = pool_instances(work / "perturb" / "pool", seed=config.seed)
     parts = split_by_doc(instances, (0.8, 0.2), seed=config.seed)
     paths = [write_instances(p, work / f"{name}.jsonl") for p, name in zip(parts, ("train", "valid"))]
     out["instances"] = {"train": len(parts[0]), "valid": len(parts[1])}
-    for name, kind, mode in (("online", "transformer", "online"), ("lr", "lr", "offline")):
+    causal = copy.deepcopy(config)
+    causal.detect.backbone = config.models.causal_lm
+    kinds = {"online": (config, "transformer", "online"), "lr": (config, "lr", "offline")}
+    kinds["causal"] = (causal, "transformer", "online")
+    for name in names:
+        settings, kind, mode = kinds[name]
         began = time.perf_counter()
-        folder = train_detector(config, paths[0], paths[1], work / name, kind, mode, 1)
+        folder = train_detector(settings, paths[0], paths[1], work / name, kind, mode, 1)
         out[name] = {"dir": str(folder), "seconds": time.perf_counter() - began}
         out[name]["valid"] = json.loads((folder / "metrics.json").read_text())
     return out
 
 
-def run_arms(model, tokenizer, judge, prompts: list[str], sampling, retries: int, seed: int, batch: int) -> dict:
-    """The three arms over the same batches and seeds; texts, token ids, interventions, timings."""
+def run_arms(model, tokenizer, judges: dict, prompts: list[str], sampling, retries: int, seed: int, batch: int) -> dict:
+    """The arms over the same batches and seeds; texts, token ids, interventions, timings. ``judges``:
+    the encoder (``online``) and the causal judge."""
+    from hades_ray.guard.judge import RecordingJudge
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import plain_generate
     from hades_ray.guard.stages import batch_seed
@@ -136,6 +155,7 @@ def run_arms(model, tokenizer, judge, prompts: list[str], sampling, retries: int
     arms: dict = {}
     for arm in ARMS:
         results = []
+        judge = RecordingJudge(judges[JUDGED[arm]]) if arm in JUDGED else None
         with PeakRss() as memory:
             began = time.perf_counter()
             for lo in range(0, len(prompts), batch):
@@ -144,7 +164,7 @@ def run_arms(model, tokenizer, judge, prompts: list[str], sampling, retries: int
                     tokens = plain_generate(model, tokenizer, chunk, sampling, seed_k)
                     results += [{"tokens": t, "interventions": [], "scores": []} for t in tokens]
                 else:
-                    guard = GuardSettings(judge.threshold, 0 if arm == "scored" else retries)
+                    guard = GuardSettings(judge.threshold, 0 if arm.endswith("scored") else retries)
                     results += guarded_generate(model, tokenizer, chunk, sampling, judge, guard, seed_k)
             seconds = time.perf_counter() - began
         arms[arm] = {
@@ -152,6 +172,7 @@ def run_arms(model, tokenizer, judge, prompts: list[str], sampling, retries: int
             "seconds": seconds,
             "rss_before_mib": memory.start,
             "peak_rss_mib": memory.peak,
+            "calls": judge.calls if judge else [],
         }
     return arms
 
@@ -299,24 +320,54 @@ def markdown(report: dict) -> str:
         "",
         f"{report['prompts']} held-out prompts ({report['prompts_skipped_too_long']} leads passed over: prompt plus "
         f"new tokens longer than the generator's context), {report['max_new_tokens']} new tokens each, sampling "
-        f"{report['sampling']}, max retries {report['max_retries']}, judge threshold {report['threshold']:.3f} "
-        f"({report['threshold_source']}). Seeds per batch of {report['batch_size']}: the same in every arm.",
+        f"{report['sampling']}, max retries {report['max_retries']}, judge thresholds {report['threshold']:.3f} "
+        f"(encoder) and {report['causal_threshold']:.3f} (causal) ({report['threshold_source']}). Seeds per batch "
+        f"of {report['batch_size']}: the same in every arm.",
         "",
-        "| | plain `generate` | judge only (retries 0) | guarded |",
-        "|---|---|---|---|",
+        "Judges: the encoder, an online MiniLM span classifier with a "
+        f"{report['judge_window']}-token window (one forward per judged word and per retry, all rows' words of "
+        "a step in one call); the causal one, an online span classifier on the offline kit's GPT-2 with a "
+        f"{report['causal_window']}-token window and stride {report['causal_stride']} (hades-ray score's "
+        "windows), scored with each row's key/value cache. p(H) rows: the encoder judge's for the first "
+        "three columns, the causal judge's for the last two.",
+        "",
+        "| | plain `generate` | encoder: judge only (retries 0) | encoder: guarded | causal: judge only "
+        "| causal: guarded |",
+        "|---|---|---|---|---|---|",
     ]
     for label, key in rows:
         lines.append(f"| {label} | " + " | ".join(_fmt(arms[a][key]) for a in ARMS) + " |")
     lines += [
         "",
-        f"Judge-only tokens equal plain `generate`'s: **{report['scored_equals_plain']}**. "
-        f"Guard overhead (plain tokens/s / guarded tokens/s): **{report['overhead_guarded']:.2f}x**; "
-        f"judging alone: {report['overhead_scored']:.2f}x. The judge is an online MiniLM span classifier with a "
-        f"{report['judge_window']}-token window: one forward per generated content word (and per retry).",
+        f"Judge-only tokens equal plain `generate`'s: **{report['scored_equals_plain']}** (encoder), "
+        f"**{report['causal_scored_equals_plain']}** (causal). Guard overhead (plain tokens/s / guarded "
+        f"tokens/s): causal judge **{report['overhead_causal_guarded']:.2f}x**, judging alone "
+        f"**{report['overhead_causal_scored']:.2f}x**; encoder judge **{report['overhead_guarded']:.2f}x**, "
+        f"judging alone {report['overhead_scored']:.2f}x.",
         "",
-        "p(H) recorded by the loop against the same words scored again afterwards (first outputs, max |diff|): "
-        + ", ".join(f"{k} {v:.1e}" for k, v in report["rescoring_max_abs_diff"].items())
-        + ".",
+        "p(H) the loop recorded against `hades-ray score`'s scorer (hades_ray/score/scorer.py) on the same "
+        "text with the same judge, every judged word including the rejected ones (max |diff|, flags that "
+        "differ at the judge's threshold): "
+        + "; ".join(
+            f"{k} {v['max_abs_diff']:.1e} over {v['words']} words, {v['flags_differing']} flags"
+            for k, v in report["score_check"].items()
+        )
+        + ". The causal judge's forwards extend each row's cache instead of running the whole window, so "
+        "the same arithmetic rounds differently in the last bits. Against the final texts (the words that "
+        "stayed): "
+        + "; ".join(
+            f"{k} {v['max_abs_diff']:.1e} over {v['words']} words, {v['flags_differing']} flags"
+            + (f", {v['unaligned']} words whose characters moved" if v["unaligned"] else "")
+            for k, v in report["final_text_check"].items()
+        )
+        + " (a word's left context decodes differently once later tokens arrive where a token ends inside "
+        "a character or the tokenizer's clean-up joins spaces, so the judge saw another text there).",
+        "",
+        f"The causal judge on the plain texts: mean p(H) {_fmt(report['causal_on_plain']['mean_p'])}, share "
+        f"flagged {_fmt(report['causal_on_plain']['share_flagged'])}.",
+        "",
+        "p(H) recorded by the loop against the same words scored again per word afterwards (encoder, first "
+        "outputs, max |diff|): " + ", ".join(f"{k} {v:.1e}" for k, v in report["rescoring_max_abs_diff"].items()) + ".",
         "",
         f"## Independent check: the LR detector on the first {report['agreement']['guarded']['outputs']} outputs",
         "",
@@ -345,11 +396,11 @@ def markdown(report: dict) -> str:
         "## Detectors (trained in this run)",
         "",
         f"Instances from perturbing {report['train_docs']} other leads: {det['instances']}; "
-        f"perturbation {det['perturb_seconds']:.0f} s"
+        f"perturbation {det.get('perturb_seconds', 0):.0f} s"
         + (f" (detectors reused from {det['reused_from']})." if det.get("reused_from") else "."),
         "",
     ]
-    for name in ("online", "lr"):
+    for name in DETECTORS:
         v = det[name]["valid"]
         lines.append(
             f"- {name}: validation G-Mean {_fmt(v.get('gmean'))}, AUC {_fmt(v.get('auc'))}, "
@@ -401,10 +452,15 @@ def reading(report: dict) -> list[str]:
             else "Resampling takes away words the generator drew, which can cost likelihood; "
         )
         + "perplexity under the generator that was steered is not a quality measure by itself.",
-        f"- Cost: the guard runs at {guarded['tokens_per_s']:.1f} tokens/s against {plain['tokens_per_s']:.1f} "
-        f"({report['overhead_guarded']:.2f}x slower; judging without resampling {report['overhead_scored']:.2f}x) "
-        "on 2 shared CPU cores. The judge costs one detector forward per content word (and per retry) whatever "
-        "the generator, so the ratio is at its worst here, a 4-layer generator beside a 6-layer judge; "
+        f"- Cost: with the encoder judge the guard runs at {guarded['tokens_per_s']:.1f} tokens/s against "
+        f"{plain['tokens_per_s']:.1f} ({report['overhead_guarded']:.2f}x slower; judging without resampling "
+        f"{report['overhead_scored']:.2f}x) on 2 shared CPU cores: it costs one detector forward over the word's "
+        "window per content word (and per retry), batched across prompts but not shared between words, so the "
+        "ratio is at its worst here, a 4-layer generator beside a 6-layer judge. The causal judge extends each "
+        "row's key/value cache by the new words' tokens, and encodes a window afresh only where a word falls "
+        f"past the current one: {report['arms']['causal_guarded']['tokens_per_s']:.1f} tokens/s guarded "
+        f"({report['overhead_causal_guarded']:.2f}x), {report['overhead_causal_scored']:.2f}x judging alone. "
+        "A guarded run also draws again every rejected word, and a batch waits for its slowest prompt; "
         "timings on a shared machine also move with its load.",
         "- Not measured: factual accuracy of the generations (no human or reference check), and any generator "
         "or detector other than the offline kit's.",
@@ -537,32 +593,78 @@ def main(argv=None) -> int:
     return 0
 
 
+def final_text_check(folder: str, stride: int, texts: list[str], results: list[dict], threshold: float) -> dict:
+    """The words that stayed, against what ``hades-ray score``'s scorer gives the final text with the same
+    detector and stride: max |diff| and how many flags differ. A word is found by its characters;
+    ``unaligned`` counts recorded words whose characters moved (a token that ends inside a character
+    decodes differently before the next token arrives)."""
+    from hades_ray.score.scorer import WordScorer
+    from hades_ray.score.words import Targets, find_targets
+
+    scorer, diffs, flips, unaligned = WordScorer(folder, stride=stride), [0.0], 0, 0
+    jobs = []
+    for text, result in zip(texts, results):
+        t = find_targets(text, "all")
+        shift = len(text) - len(result["generation"])
+        starts = {t.starts[f]: f for f in t.first}
+        mine = {}
+        for w in result["scores"]:
+            start = shift + w["start"]
+            if start in starts and text[start : shift + w["end"]] == w["word"]:
+                mine[start] = w["p"]
+            else:
+                unaligned += 1
+        first = [starts[s] for s in sorted(mine)]
+        jobs.append((Targets(t.words, t.starts, t.ends, first, first), [mine[s] for s in sorted(mine)]))
+    for (_, recorded), p in zip(jobs, scorer.score([t for t, _ in jobs])):
+        for value, got in zip(p, recorded):
+            diffs.append(abs(float(value) - got))
+            flips += (float(value) >= threshold) != (got >= threshold)
+    return {"words": len(diffs) - 1, "max_abs_diff": max(diffs), "flags_differing": flips, "unaligned": unaligned}
+
+
 def measure(args, config, prompts: list[dict], detectors: dict, generator) -> dict:
     from hades_ray.detect.detector import Detector
-    from hades_ray.guard.judge import OnlineJudge
+    from hades_ray.guard.causal_judge import CausalJudge
+    from hades_ray.guard.judge import EncoderJudge
     from hades_ray.guard.sampling import Sampling, prepare_tokenizer
     from hades_ray.guard.text import TokenText
 
     tokenizer, model = generator
     prepare_tokenizer(tokenizer)
-    judge = OnlineJudge(detectors["online"]["dir"], args.threshold, "content")
+    judge = EncoderJudge(detectors["online"]["dir"], args.threshold, "content")
+    stride = config.score.stride
+    judges = {
+        "online": judge,
+        "causal": CausalJudge(detectors["causal"]["dir"], args.threshold, "content", "cpu", stride),
+    }
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
-    arms = run_arms(model, tokenizer, judge, texts_in, sampling, args.max_retries, args.seed, args.batch_size)
+    arms = run_arms(model, tokenizer, judges, texts_in, sampling, args.max_retries, args.seed, args.batch_size)
     for r, prompt in zip(arms["plain"]["results"], texts_in):
         r["generation"] = TokenText(tokenizer, tokenizer(prompt)["input_ids"]).generated(r["tokens"])
-    same = [a["tokens"] for a in arms["plain"]["results"]] == [a["tokens"] for a in arms["scored"]["results"]]
+    plain_tokens = [a["tokens"] for a in arms["plain"]["results"]]
+    same = {n: plain_tokens == [a["tokens"] for a in arms[n]["results"]] for n in ("scored", "causal_scored")}
     # The loop already scored every word online with its left context; plain's words are the judge-only
     # arm's when their tokens match (checked above), else they are scored here.
     recorded = {name: [np.array([w["p"] for w in r["scores"]]) for r in arms[name]["results"]] for name in ARMS[1:]}
-    figures, agree, drift, lr_scores = {}, {}, {}, {}
+    from hades_ray.guard.judge import score_differences
+    from hades_ray.score.scorer import WordScorer
+
+    figures, agree, drift, lr_scores, checks, finals = {}, {}, {}, {}, {}, {}
     t_lr, k = Detector.open(detectors["lr"]["dir"]).threshold, args.agreement_outputs
     for name, arm in arms.items():
         texts = [(p, r["generation"]) for p, r in zip(texts_in, arm["results"])]
-        p_online = recorded.get(name) or (recorded["scored"] if same else online_p(judge, texts))
+        p_online = recorded.get(name) or (recorded["scored"] if same["scored"] else online_p(judge, texts))
+        threshold = judges[JUDGED.get(name, "online")].threshold
         ppl = perplexity(model, tokenizer, texts_in, [r["tokens"] for r in arm["results"]])
-        figures[name] = arm_figures(arm, texts, p_online, judge.threshold, ppl)
-        if name != "scored":
+        figures[name] = arm_figures(arm, texts, p_online, threshold, ppl)
+        if name in JUDGED:
+            full = [TokenText(tokenizer, tokenizer(p)["input_ids"]).prompt + g for p, g in texts]
+            folder = detectors[JUDGED[name]]["dir"]
+            finals[name] = final_text_check(folder, stride, full, arm["results"], threshold)
+            checks[name] = score_differences(WordScorer(folder, stride=stride), arm["calls"], threshold)
+        if name in ("plain", "guarded"):
             rescored = online_p(judge, texts[:k])  # aligned word for word with the LR detector's
             drift[name] = max(
                 (
@@ -574,16 +676,28 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
             )
             lr_scores[name] = lr_p(detectors["lr"]["dir"], config, texts[:k])
             agree[name] = agreement(rescored, lr_scores[name], judge.threshold, t_lr)
+    causal_on_plain = np.concatenate(recorded["causal_scored"]) if same["causal_scored"] else np.zeros(0)
     return {
         "lr_flag_share_change_ci": flag_share_change_ci(lr_scores["plain"], lr_scores["guarded"], t_lr, args.seed),
         "rescoring_max_abs_diff": drift,
+        "score_check": checks,
+        "final_text_check": finals,
         "arms": figures,
         "agreement": agree,
-        "scored_equals_plain": same,
-        "overhead_guarded": figures["plain"]["tokens_per_s"] / figures["guarded"]["tokens_per_s"],
-        "overhead_scored": figures["plain"]["tokens_per_s"] / figures["scored"]["tokens_per_s"],
+        "scored_equals_plain": same["scored"],
+        "causal_scored_equals_plain": same["causal_scored"],
+        "causal_on_plain": {
+            "mean_p": float(causal_on_plain.mean()) if causal_on_plain.size else None,
+            "share_flagged": float((causal_on_plain >= judges["causal"].threshold).mean())
+            if causal_on_plain.size
+            else None,
+        },
+        **{f"overhead_{n}": figures["plain"]["tokens_per_s"] / figures[n]["tokens_per_s"] for n in JUDGED},
         "threshold": judge.threshold,
+        "causal_threshold": judges["causal"].threshold,
         "judge_window": judge.settings["window"],
+        "causal_window": judges["causal"].window,
+        "causal_stride": judges["causal"].stride,
         "threshold_source": "--threshold" if args.threshold is not None else "stored in the detector folder",
         "lr_threshold": t_lr,
         "prompts": len(prompts),

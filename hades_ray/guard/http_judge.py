@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
 
 from hades_ray.errors import UserError
+from hades_ray.guard.words import WORD_CHAR
 
 TOKEN_ENV = "HADES_SERVE_TOKEN"
 TIMEOUT_S = 60.0
@@ -61,12 +63,19 @@ class HttpJudge:
             return list(pool.map(lambda r: self._chunk(r[1], r[2]), requests))
 
     def _chunk(self, prefix: str, chunk: str) -> list[dict]:
-        answer = self.call("POST", "/score/next", {"text": prefix + chunk, "since": len(prefix), "final": True})
-        shift = len(prefix)
+        shift, since = len(prefix), len(prefix)
+        if chunk[:1] and WORD_CHAR.match(chunk[0]) and prefix and WORD_CHAR.match(prefix[-1]):
+            since -= len(re.search(r"\w+$", prefix).group())  # the chunk continues the prompt's last word
+        answer = self.call("POST", "/score/next", {"text": prefix + chunk, "since": since, "final": True})
         return [
-            {"start": w["start"] - shift, "end": w["end"] - shift, "word": w["word"], "p": float(w["p_hallucination"])}
+            {
+                "start": max(w["start"] - shift, 0),
+                "end": w["end"] - shift,
+                "word": chunk[max(w["start"] - shift, 0) : w["end"] - shift],
+            }
+            | {"p": float(w["p_hallucination"])}
             for w in answer["words"]
-            if w["start"] >= shift
+            if w["end"] > shift
         ]
 
     def call(self, method: str, path: str, body: dict | None = None) -> dict:

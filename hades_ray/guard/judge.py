@@ -88,3 +88,52 @@ class EncoderJudge:
 def chunk_p(scored: list[dict]) -> float | None:
     """A chunk's p(H): its most suspicious judged word's (``None`` when nothing in it was judged)."""
     return max((w["p"] for w in scored), default=None)
+
+
+class RecordingJudge:
+    """Any judge, with every call's ``(prefix, chunk, scored words)`` kept in ``calls``: what it said about
+    which text, for checking its p(H) against ``hades-ray score`` on the same text (tests, benchmarks)."""
+
+    def __init__(self, judge):
+        self.judge, self.calls = judge, []
+
+    @property
+    def threshold(self) -> float:
+        return self.judge.threshold
+
+    def begin(self, rows: int) -> None:
+        self.judge.begin(rows)
+
+    def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
+        scored = self.judge.score_chunks(requests)
+        self.calls += [(prefix, chunk, words) for (_, prefix, chunk), words in zip(requests, scored)]
+        return scored
+
+
+def score_differences(scorer, calls: list[tuple[str, str, list[dict]]], threshold: float) -> dict:
+    """Each recorded word's p(H) against ``scorer`` (a ``WordScorer``: what ``hades-ray score`` computes) on
+    the same text, the chunk's words as targets: how many, max |diff|, and flags that differ. A word is
+    the text's unit holding its first character (a chunk that continues the prompt's last word is
+    judged as that whole word)."""
+    from hades_ray.score.words import Targets, find_targets
+
+    texts, recorded = [], []
+    for prefix, chunk, words in calls:
+        if not words:
+            continue
+        t = find_targets(prefix + chunk, "all")
+        mine = {}
+        for w in words:
+            at = len(prefix) + w["start"]
+            unit = next((f for f in t.first if t.starts[f] <= at < t.ends[f]), None)
+            mine[unit] = w["p"]
+        first = [f for f in t.first if f in mine]
+        texts.append(Targets(t.words, t.starts, t.ends, first, first))
+        recorded.append(mine)
+    diffs, flips, unmatched = [0.0], 0, 0
+    for t, p, mine in zip(texts, scorer.score(texts), recorded):
+        for f, value in zip(t.first, p):
+            diffs.append(abs(float(value) - mine[f]))
+            flips += (float(value) >= threshold) != (mine[f] >= threshold)
+        unmatched += None in mine  # a word score does not know as a target (none expected)
+    return {"words": len(diffs) - 1, "max_abs_diff": max(diffs), "flags_differing": flips, "unmatched": unmatched}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-PREFILL_TOKENS = 4  # rows with more new tokens than this run in their own forward
+PREFILL_TOKENS = 8  # rows with more new tokens than this (a window encoded afresh) run in their own forward
 
 
 def cache_of(out):

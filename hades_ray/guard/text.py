@@ -11,17 +11,25 @@ from __future__ import annotations
 class TokenText:
     """Decodes one prompt's continuation; ``kept`` is the list of generated token ids so far."""
 
+    MEMO = 64  # continuations kept decoded: each step asks again about the texts of the last few
+
     def __init__(self, tokenizer, prompt_ids: list[int]):
         self.tokenizer, self.prompt_ids = tokenizer, list(prompt_ids)
         self.prompt = self._decode(self.prompt_ids)
+        self._memo: dict[tuple[int, ...], str] = {}
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def generated(self, kept: list[int]) -> str:
         """The continuation's text (the prompt's decoded text is its prefix)."""
-        full = self._decode(self.prompt_ids + list(kept))
-        return full[len(self.prompt) :] if full.startswith(self.prompt) else self._decode(list(kept))
+        key = tuple(kept)
+        if key not in self._memo:
+            if len(self._memo) >= self.MEMO:
+                self._memo.clear()
+            full = self._decode(self.prompt_ids + list(kept))
+            self._memo[key] = full[len(self.prompt) :] if full.startswith(self.prompt) else self._decode(list(kept))
+        return self._memo[key]
 
     def piece(self, kept: list[int], token: int) -> str:
         """The text ``token`` adds after ``kept``."""

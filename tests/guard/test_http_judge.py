@@ -40,9 +40,10 @@ def url(detector, ray_local):
 
 
 def _median(judge, model, tokenizer, sampling) -> float:
+    """Halfway between the two middle p(H) of a scoring-only run (no word sits on the threshold)."""
     got = guarded_generate(model, tokenizer, PROMPTS, sampling, judge, GuardSettings(2.0, 0), 0)
     p = sorted(w["p"] for g in got for w in g["scores"])
-    return p[len(p) // 2]
+    return (p[len(p) // 2 - 1] + p[len(p) // 2]) / 2
 
 
 def test_served_judge_makes_the_local_judges_interventions(generator, detector, url):

@@ -45,23 +45,22 @@ class ScratchJudge:
 
         out = []
         for _, prefix, chunk in requests:
-            targets = find_targets(prefix + chunk, "all")
-            p = self.scorer.score([targets])[0]
-            out.append(
-                [
-                    {"start": s - len(prefix), "end": e - len(prefix), "word": chunk[s - len(prefix) : e - len(prefix)]}
-                    | {"p": float(v)}
-                    for s, e, v in ((targets.starts[f], targets.ends[f], v) for f, v in zip(targets.first, p))
-                    if s >= len(prefix)
-                ]
-            )
+            t = find_targets(prefix + chunk, "all")
+            words = []
+            for f, value in zip(t.first, self.scorer.score([t])[0]):
+                if t.ends[f] > len(prefix):  # in the chunk, or a word the chunk continues
+                    start, end = max(t.starts[f] - len(prefix), 0), t.ends[f] - len(prefix)
+                    words.append({"start": start, "end": end, "word": chunk[start:end], "p": float(value)})
+            out.append(words)
         return out
 
 
 def _threshold(judge, prompts, sampling, model, tokenizer) -> float:
-    """The median p(H) of a scoring-only run: the guard then rejects about half of the words."""
+    """Halfway between the two middle p(H) of a scoring-only run: the guard then rejects about half of
+    the words, and no word sits on the threshold (where float rounding could tip it)."""
     got = guarded_generate(model, tokenizer, prompts, sampling, judge, GuardSettings(2.0, 0), 0)
-    return float(np.median([w["p"] for g in got for w in g["scores"]]))
+    p = sorted(w["p"] for g in got for w in g["scores"])
+    return (p[len(p) // 2 - 1] + p[len(p) // 2]) / 2
 
 
 def _texts(tokenizer, prompts, got) -> list[str]:
@@ -70,28 +69,29 @@ def _texts(tokenizer, prompts, got) -> list[str]:
     return [TokenText(tokenizer, tokenizer(p)["input_ids"]).prompt + g["generation"] for p, g in zip(prompts, got)]
 
 
-def test_cached_causal_judge_records_what_score_gives_the_final_text(generator, causal):
-    from hades_ray.guard.judge import open_judge
+def test_cached_causal_judge_records_what_score_gives_the_same_text(generator, causal):
+    """Every word the cached judge scored (rejected ones too, after rollbacks and window restarts) has
+    the p(H) ``score``'s scorer gives the text it was judged in, to float rounding; and every word that
+    stayed has it in the final text."""
+    from hades_ray.guard.judge import RecordingJudge, open_judge, score_differences
     from hades_ray.score.scorer import WordScorer
-    from hades_ray.score.words import find_targets
 
     tokenizer, model = generator
     judge = open_judge(str(causal), None, "all")
     assert type(judge).__name__ == "CausalJudge"
-    sampling = Sampling(max_new_tokens=30, top_k=20, no_end=True)
+    sampling = Sampling(max_new_tokens=40, top_k=20, no_end=True)
     judge.threshold = _threshold(judge, PROMPTS, sampling, model, tokenizer)
-    got = guarded_generate(model, tokenizer, PROMPTS, sampling, judge, GuardSettings(judge.threshold, 2), 4)
+    recorder = RecordingJudge(judge)
+    got = guarded_generate(model, tokenizer, PROMPTS, sampling, recorder, GuardSettings(judge.threshold, 2), 4)
     assert sum(len(g["interventions"]) for g in got) > 3  # rollbacks happened
-    scorer, diffs = WordScorer(causal), []
-    for text, g in zip(_texts(tokenizer, PROMPTS, got), got):
-        targets = find_targets(text, "all")
-        scored = dict(zip((targets.starts[f] for f in targets.first), scorer.score([targets])[0]))
-        shift = len(text) - len(g["generation"])
-        assert len(scorer.tokenizer(text)["input_ids"]) > 2 * WINDOW  # several windows
-        for w in g["scores"]:
-            diffs.append(abs(scored[shift + w["start"]] - w["p"]))
-            assert (scored[shift + w["start"]] >= judge.threshold) == (w["p"] >= judge.threshold)
-    assert len(diffs) > 40 and max(diffs) < TOLERANCE
+    scorer = WordScorer(causal)
+    assert max(len(scorer.tokenizer(p + c)["input_ids"]) for p, c, _ in recorder.calls) > 2 * WINDOW
+    check = score_differences(scorer, recorder.calls, judge.threshold)
+    assert check["words"] > 60 and check["unmatched"] == 0
+    assert check["max_abs_diff"] < TOLERANCE and check["flags_differing"] == 0
+    finals = _texts(tokenizer, PROMPTS, got)  # the words that stayed, scored in the whole final text
+    kept = [(p, t[len(p) :], w) for p, c, w in recorder.calls for t in finals if t.startswith(p + c)]
+    assert len(kept) > 20 and score_differences(scorer, kept, judge.threshold)["max_abs_diff"] < TOLERANCE
 
 
 def test_resampling_rolls_the_judge_cache_back(generator, causal):
