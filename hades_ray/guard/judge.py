@@ -20,15 +20,19 @@ from hades_ray.guard.words import chunk_items
 
 def open_judge(guard: str, threshold: float | None, words: str = "content", device: str = "cpu", stride: int = 0):
     """The judge for ``--guard``: a served detector's URL, or an online detector folder (a causal backbone
-    gets the cached judge, with ``stride`` as ``score.stride``)."""
+    with a window in tokens gets the cached judge, with ``stride`` as ``score.stride``; a window in words
+    scores each word's own view, as ``score`` does)."""
     from hades_ray.guard.http_judge import HttpJudge, is_url
 
     if is_url(guard):
         return HttpJudge(guard, threshold)
     from hades_ray.detect.detector import Detector
+    from hades_ray.detect.settings import TOKENS
+    from hades_ray.detect.spans import window_unit
 
-    Detector.open(guard).require_online()
-    if is_causal_detector(guard):
+    detector = Detector.open(guard)
+    detector.require_online()
+    if is_causal_detector(guard) and window_unit(detector.meta) == TOKENS:  # score's windows are in tokens
         from hades_ray.guard.causal_judge import CausalJudge
 
         return CausalJudge(guard, threshold, words, device, stride)
