@@ -42,8 +42,10 @@ class ForwardTimer:
         self._open = None
 
     def attach(self, model) -> None:
-        model.register_forward_pre_hook(lambda *_: self._start())
-        model.register_forward_hook(lambda *_: self._stop())
+        # The encoder: REPLACE runs the MLM head apart, at the filled positions only (perturb/replace.py).
+        encoder = model.base_model
+        encoder.register_forward_pre_hook(lambda *_: self._start())
+        encoder.register_forward_hook(lambda *_: self._stop())
 
     def _mark(self):
         if not self.cuda:
