@@ -64,6 +64,10 @@ BOUNDS: dict[str, str] = {
     "detect.actors": "[1, 10000]",
     "detect.actor_cpus": "(0, 1024]",
     "select.round_sizes": "[1, 10000000]",
+    "select.schedule.rounds": "[0, 10000]",  # 0: off, round_sizes applies
+    "select.schedule.first": "[1, 10000000]",
+    "select.schedule.last": "[1, 10000000]",
+    "select.schedule.total": f"[1, {BIG}]",
     "select.p_low": "[-1, 1]",  # negative: found per round
     "select.p_high": "[-1, 1]",
     "select.candidate_target": f"[0, {BIG}]",
@@ -74,6 +78,7 @@ BOUNDS: dict[str, str] = {
     "select.date_name_drop_share": "[0, 1]",
     "select.ner_context_words": "[0, 10000]",
     "select.heldout_share": "(0, 1)",
+    "select.folds": "[2, 100]",
     "select.min_train_instances": f"[1, {BIG}]",
     "select.detector_workers": "[1, 10000]",
     "select.similarity_num_gpus": "[0, 64]",

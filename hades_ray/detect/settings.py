@@ -28,7 +28,8 @@ class DetectConfig:
     epochs: int = 3
     batch_size: int = 16
     class_weighting: str = "balanced"  # balanced (inverse class frequency) | none
-    selection_metric: str = "gmean"  # validation metric that picks the best epoch (higher is better)
+    # validation metric that picks the best epoch (higher is better); epoch: the last one (a fixed count)
+    selection_metric: str = "gmean"
     workers: int = 1  # Ray Train workers
     worker_cpus: float = 0.5  # fractional so Ray Data's read tasks always find a CPU (hades_ray/pipeline/README.md)
     use_gpu: bool = False
@@ -64,8 +65,8 @@ class DetectConfig:
             (self.epochs >= 1 and self.batch_size >= 1, "detect.epochs and detect.batch_size must be >= 1"),
             (self.class_weighting in ("balanced", "none"), "detect.class_weighting: balanced or none"),
             (
-                self.selection_metric in ("gmean", "auc", "accuracy", "h_f1", "n_f1"),
-                "detect.selection_metric: gmean, auc, accuracy, h_f1 or n_f1",
+                self.selection_metric in ("gmean", "auc", "accuracy", "h_f1", "n_f1", "epoch"),
+                "detect.selection_metric: gmean, auc, accuracy, h_f1, n_f1 or epoch (the last)",
             ),
             (self.workers >= 1 and self.actors >= 1, "detect.workers and detect.actors must be >= 1"),
             (self.worker_cpus > 0 and self.actor_cpus > 0, "detect.worker_cpus and detect.actor_cpus must be > 0"),

@@ -1,6 +1,6 @@
 """A round's per-row decisions over stored features and scores, as one CPU stage.
 
-Each row's fate (in the p(H) band, a paraphrase, an obvious Date/Name swap dropped, a predicted H kept
+Each row's fate (in the p(H) band, a paraphrase, a Date/Name swap dropped, a predicted H kept
 by Eq. 1, its sample key) depends only on the row and on the round's rule, never on its neighbours,
 so shards are decided independently and the result does not depend on the pool's layout.
 """

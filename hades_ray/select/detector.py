@@ -1,9 +1,13 @@
 """Step 1 of a round K >= 1: train a detector on the judgments of rounds < K and estimate its rates.
 
-The judged items are split three ways, stratified by label and seeded: a training part, a held-out
-part that picks the best epoch (``select.heldout_share``), and a calibration part
-(``select.calibration_share``) that neither trained nor selected the detector. TPR alpha, TNR beta and
-precision gamma come from the calibration part only, so Eq. 1's R is not biased by the epoch choice.
+Two ways, by ``select.detector_training``:
+
+* ``crossval`` (the paper: "using the accumulated data"): the detector trains on every judged item;
+  the epoch and alpha, beta, gamma come from out-of-fold predictions (``select/crossval.py``).
+* ``split``: the judged items are split three ways, stratified by label and seeded: a training part,
+  a held-out part that picks the best epoch (``select.heldout_share``), and a calibration part
+  (``select.calibration_share``) that neither trained nor selected the detector; TPR alpha, TNR beta
+  and precision gamma come from the calibration part only.
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hades_ray.io.hades_format import write_instances
+from hades_ray.select.crossval import HADES_KEYS, backbone_of, crossval_detector
+from hades_ray.select.crossval import write_records as _write
 from hades_ray.select.ratio import detector_rates
 
 log = logging.getLogger(__name__)
-HADES_KEYS = ("replaced", "replaced_ids", "hallucination", "id", "doc_id", "original_span", "replacement")
 PARTS = ("train", "heldout", "calibration")
 TRAINED = "trained.json"
 
@@ -78,21 +82,31 @@ def train_round_detector(config, workdir, round_index: int, out: Path, summary: 
     if len(labeled) < sel.min_train_instances or len(np.unique(labels)) < 2:
         _too_few(summary, len(labeled), int(labels.sum()) if len(labels) else 0, round_index, sel.min_train_instances)
         return None
+    trained_config = round_detector_config(config)
+    train = crossval_detector if sel.detector_training == "crossval" else split_detector
+    result = train(trained_config, labeled, labels, out / "detector", round_index)
+    counts, rates, detector = result["counts"], result["rates"], result["detector"]
+    rated, what = (counts["calibration"], "calibration") if "calibration" in counts else (counts["rated"], "judged")
+    if rated < 10:
+        summary["messages"].append(f"alpha, beta and gamma rest on {rated} {what} items: treat R as rough")
+    summary["counts"].update(counts)
+    summary.update(detector=detector, rates=rates)
+    done.write_text(json.dumps({"counts": {"judged_before": len(labeled), **counts}, "detector": detector,
+                                "rates": rates}, indent=2), encoding="utf-8")  # fmt: skip
+    return Path(result["model_dir"])
+
+
+def split_detector(config, labeled: list[dict], labels: np.ndarray, folder: Path, round_index: int) -> dict:
+    """Train on the training part, pick the epoch on the held-out part, rate on the calibration part."""
     from hades_ray.detect import api
 
+    sel = config.select
     parts = split_judged(labels, sel.heldout_share, sel.calibration_share, config.seed + round_index)
-    data = out / "detector" / "data"
-    paths = {
-        part: write_instances(
-            [{k: r[k] for k in HADES_KEYS} for r, p in zip(labeled, parts) if p == part], data / f"{part}.txt"
-        )
-        for part in PARTS
-    }
-    counts = {part: int((parts == part).sum()) for part in PARTS}
-    trained_config = round_detector_config(config)
+    paths = {part: _write([r for r, p in zip(labeled, parts) if p == part], folder / "data" / f"{part}.txt")
+             for part in PARTS}  # fmt: skip
     model_dir = Path(
         api.train_detector(
-            trained_config, paths["train"], paths["heldout"], out / "detector" / "model",
+            config, paths["train"], paths["heldout"], folder / "model",
             detector=sel.detector, mode="offline", workers=sel.detector_workers,
         )
     )  # fmt: skip
@@ -101,16 +115,9 @@ def train_round_detector(config, workdir, round_index: int, out: Path, summary: 
     rates = {**detector_rates(labels[parts == "calibration"], pred), "source": "calibration split"}
     detector = {
         "model_dir": str(model_dir),
-        "backbone": trained_config.detect.backbone or trained_config.models.encoder,
+        "backbone": backbone_of(config),
         "heldout_metrics": api.evaluate_file(model_dir, paths["heldout"]),
         "calibration_metrics": api.evaluate_file(model_dir, paths["calibration"]),
     }
-    if counts["calibration"] < 10:
-        summary["messages"].append(
-            f"alpha, beta and gamma rest on {counts['calibration']} calibration items: treat R as rough"
-        )
-    summary["counts"].update(counts)
-    summary.update(detector=detector, rates=rates)
-    done.write_text(json.dumps({"counts": {"judged_before": len(labeled), **counts}, "detector": detector,
-                                "rates": rates}, indent=2), encoding="utf-8")  # fmt: skip
-    return model_dir
+    counts = {part: int((parts == part).sum()) for part in PARTS}
+    return {"model_dir": model_dir, "counts": counts, "rates": rates, "detector": detector}

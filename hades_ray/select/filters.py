@@ -39,9 +39,12 @@ def paraphrase_keep(similarity: np.ndarray, threshold: float) -> np.ndarray:
 
 
 def obvious_swaps(features: pd.DataFrame, entity_types: list[str]) -> np.ndarray:
-    """True where original and replacement carry the same entity type among ``entity_types`` (Date->Date...)."""
+    """True where a Date or Name was replaced by a Date or Name: both the original's and the
+    replacement's entity type are among ``entity_types`` (the paper: "recognized as a Date or Name, and
+    replaced by a different Date or Name", so DATE->PERSON counts as well as DATE->DATE)."""
     orig, repl = features["orig_ent"].astype(str).values, features["repl_ent"].astype(str).values
-    return (orig == repl) & np.isin(orig, list(entity_types))
+    kinds = list(entity_types)
+    return np.isin(orig, kinds) & np.isin(repl, kinds)
 
 
 def swap_keep(ids, obvious: np.ndarray, drop_share: float, seed: int, round_index: int) -> np.ndarray:

@@ -1,12 +1,12 @@
-"""One selection round (paper Sec. 3.2): score, filter, rebalance and sample the next batch for judges.
+"""One selection round (paper §3.3): score, filter, rebalance and sample the next batch for judges.
 
 The driver plans and merges; workers do the rows. Round 0 samples the pool at random. Round K >= 1
 trains a detector on the judgments of the rounds before it (``select/detector.py``), has workers write
 p(H) of every pool instance (``select/scores.py``), places the p(H) band from the histograms in their
 markers, and then runs the selection pass (``select/candidates.py``): the paraphrase cut, the
-Date->Date / Name->Name drop and Eq. 1 subsampling as per-row seeded decisions, each shard's
-candidates written by its worker, and the batch drawn as the smallest seeded sample keys. The
-model-free filters apply in every round, round 0 included.
+Date/Name swap drop (a Date or Name replaced by any Date or Name) and Eq. 1 subsampling as per-row
+seeded decisions, each shard's candidates written by its worker, and the batch drawn as the smallest
+seeded sample keys. The model-free filters apply in every round, round 0 included.
 
 Features, scores and candidates are three jobs on the pipeline engine, run by the one ``Executor`` the
 round is given (``hades_ray/pipeline/executor.py``: lock, Ray, markers in ``_markers/``, skip policy),
@@ -39,6 +39,7 @@ from hades_ray.select.decide import Rule, rule_for
 from hades_ray.select.detector import train_round_detector
 from hades_ray.select.feature_job import ensure_features
 from hades_ray.select.ratio import explain_ratio
+from hades_ray.select.schedule import round_size
 from hades_ray.select.scores import detector_token, histogram_total, scores_job
 from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
@@ -51,6 +52,8 @@ COUNT_ORDER = (
     "train",
     "heldout",
     "calibration",
+    "folds",
+    "rated",
     "scored",
     "after_thresholds",
     "after_paraphrase",
@@ -143,7 +146,7 @@ def _scores(config, workdir: Path, round_index: int, shards: list, model_dir: Pa
 
 def _select(config, workdir: Path, round_index: int, executor: Executor) -> dict:
     sel = config.select
-    size = sel.round_size(round_index)
+    size = round_size(sel, round_index)
     out = round_dir(workdir, round_index)
     clock = Clock()
     shards = pool_shards(pool_dir(workdir))  # one plan of the pool for every pass of the round

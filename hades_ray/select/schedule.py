@@ -27,7 +27,7 @@ def _sizes(first: int, last: int, rounds: int, power: float) -> list[float]:
 
 def schedule_power(first: int, last: int, rounds: int, total: int) -> float:
     """The exponent ``p`` for which the ``rounds`` sizes from ``first`` to ``last`` add up to ``total``."""
-    low, high = 1e-3, 1e3  # the sum falls as the exponent grows
+    low, high = 1e-9, 1e9  # the sum falls as the exponent grows
     lowest, highest = RoundSchedule(rounds, first, last, total).total_range()
     if not lowest <= total <= highest:
         raise ValueError(f"a total of {total} cannot grow from {first} to {last} in {rounds} rounds: "

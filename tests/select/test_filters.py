@@ -92,3 +92,22 @@ def test_cosine_similarity_pure(tmp_path):
     for pooling in ("cls", "mean"):
         sims = cosine_similarities(tok, model, ["paris", "a dog"], ["paris", "quantum banana"], pooling)
         assert np.isclose(sims[0], 1.0, atol=1e-5) and sims[1] < 1.0
+
+
+def test_a_date_replaced_by_a_name_is_a_date_name_swap():
+    """The paper drops a Date or Name "replaced by a different Date or Name": cross swaps count too."""
+    frame = pd.DataFrame(
+        {
+            "orig_ent": ["DATE", "PERSON", "DATE", "PERSON", "DATE", "GPE", "ORG"],
+            "repl_ent": ["PERSON", "DATE", "DATE", "PERSON", "", "DATE", "PERSON"],
+        }
+    )
+    assert filters.obvious_swaps(frame, ["DATE", "PERSON"]).tolist() == [True, True, True, True, False, False, False]
+    # The labels that count as a Name are configurable: ORG as a Name makes ORG->PERSON a swap too.
+    assert filters.obvious_swaps(frame, ["DATE", "PERSON", "ORG"]).tolist()[-1]
+    # Cross swaps are dropped at the configured share, like the others.
+    ids = [f"i{k}" for k in range(3_000)]
+    cross = filters.obvious_swaps(pd.DataFrame({"orig_ent": ["DATE"] * 3_000, "repl_ent": ["PERSON"] * 3_000}),
+                                  ["DATE", "PERSON"])  # fmt: skip
+    keep = filters.swap_keep(ids, cross, 0.8, seed=1, round_index=0)
+    assert abs((~keep).mean() - 0.8) < 0.03

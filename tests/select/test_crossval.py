@@ -1,0 +1,68 @@
+"""The round detector as the paper trains it: on every accumulated judgment, with alpha, beta and gamma
+from out-of-fold predictions of the last round's judgments (one small run: two folds + the final fit)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from hades_ray.config import load_config
+from hades_ray.select.crossval import assign_folds, rated_mask
+from tests.select.fake_pool import build_pool
+
+
+def test_folds_are_stratified_and_seeded():
+    labels = np.array([1] * 30 + [0] * 13)
+    fold = assign_folds(labels, 5, seed=3)
+    assert sorted(np.bincount(fold)) == [8, 8, 9, 9, 9]  # sizes differ by one at most
+    assert all(abs((fold[labels == 1] == f).sum() - 6) <= 1 for f in range(5))
+    assert (assign_folds(labels, 5, seed=3) == fold).all() and (assign_folds(labels, 5, seed=4) != fold).any()
+
+
+def test_rates_come_from_the_last_round_unless_told_all_rounds():
+    records = [{"round": r} for r in (0, 0, 1, 2, 2)]
+    assert rated_mask(records, 3, "last_round").tolist() == [False, False, False, True, True]
+    assert rated_mask(records, 3, "all_rounds").all()
+
+
+@pytest.mark.ray
+def test_out_of_fold_rates_are_measured_on_items_their_detector_never_trained_on(ray_local, tmp_path):
+    from hades_ray.annotate.labels import consensus_items
+    from hades_ray.select.detector import train_round_detector
+    from hades_ray.select.ratio import detector_rates
+    from hades_ray.select.round import run_round
+    from hades_ray.select.simulate import simulate_judgments
+
+    workdir = tmp_path / "wd"
+    build_pool(workdir / "pool", n_docs=8)
+    config = load_config(overrides=["select.round_sizes=[30,30]", "select.min_train_instances=1000",
+                                    "select.detector_training=crossval", "select.folds=2", "detect.epochs=2",
+                                    "detect.window=32", "detect.batch_size=16"])  # fmt: skip
+    for k in (0, 1):  # two judged rounds, both sampled at random (too few judgments for a detector)
+        run_round(config, workdir, k)
+        for _ in range(2):
+            simulate_judgments(config, workdir, k)
+    config.select.min_train_instances = 10
+    summary, out = {"counts": {}, "messages": []}, workdir / "round-002"
+    out.mkdir()
+    assert train_round_detector(config, workdir, 2, out, summary) is not None
+    judged = {str(r["id"]): r for r in consensus_items(config, workdir, [0, 1])}
+    last_round = {i for i, r in judged.items() if r["round"] == 1}
+    record = json.loads((out / "detector" / "crossval.json").read_text())
+    trained_on = {}
+    for fold in record["folds"]:
+        train, predicted = set(fold["train_ids"]), set(fold["predicted_ids"])
+        assert not train & predicted and train | predicted == set(judged)
+        trained_on.update({i: train for i in predicted})
+    assert set(trained_on) == set(judged)  # every judged item is predicted once, out of fold
+    assert set(record["rated_ids"]) == last_round and len(last_round) < len(judged)
+    assert all(i not in trained_on[i] for i in record["rated_ids"])
+    p = dict(zip(record["ids"], record["oof_p"]))
+    rated = sorted(last_round)
+    expected = detector_rates([judged[i]["hallucination"] for i in rated], [int(p[i] >= 0.5) for i in rated])
+    assert {k: summary["rates"][k] for k in expected} == expected
+    assert summary["rates"]["source"].startswith("out-of-fold")
+    # The round's own detector trains on every accumulated judgment, for the folds' epoch count.
+    final = [json.loads(x)["id"] for x in (out / "detector" / "data" / "all.txt").read_text().splitlines()]
+    assert set(map(str, final)) == set(judged) and summary["counts"]["train"] == len(judged)
+    assert summary["detector"]["epochs"] == int(np.ceil(np.median(summary["detector"]["fold_best_epochs"]))) + 1
