@@ -20,7 +20,14 @@ from hades_ray.annotate.parsers import JudgmentError, parse_csv, parse_label_stu
 from hades_ray.io.safe_csv import unsafe_id_reason, write_guarded_csv
 from hades_ray.workdir import round_dir
 
-__all__ = ["JudgmentError", "batch_items", "import_judgments", "load_judgments", "next_import_number"]
+__all__ = [
+    "JudgmentError",
+    "batch_items",
+    "import_judgments",
+    "load_judgments",
+    "next_import_number",
+    "simulated_rounds",
+]
 COLUMNS = ["item_id", "judge_id", "label", "where", "simulated"]
 BAD_COLUMNS = ["where", "item_id", "judge_id", "label", "reason"]
 LABEL_ALIASES = {
@@ -52,6 +59,12 @@ def load_judgments(workdir: str | Path, round_index: int) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=COLUMNS + ["file"])
     return pd.concat(frames, ignore_index=True)
+
+
+def simulated_rounds(workdir: str | Path) -> list[int]:
+    """The rounds with at least one import of SIMULATED judgments (``import-NNN.simulated.csv``)."""
+    found = Path(workdir).glob("round-[0-9][0-9][0-9]/judgments/import-[0-9][0-9][0-9].simulated.csv")
+    return sorted({int(path.parent.parent.name.split("-")[1]) for path in found})
 
 
 def normalize_label(raw) -> str | None:

@@ -4,15 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from hades_ray.annotate.consensus import agreement_report, item_table
 from hades_ray.annotate.judgments import batch_items, load_judgments
 from hades_ray.workdir import existing_rounds
 
 
+def round_table(config, workdir: str | Path, round_index: int) -> pd.DataFrame:
+    """One row per item of the round's batch: votes, status, consensus label (``consensus.item_table``)."""
+    items = batch_items(workdir, round_index)
+    return item_table([str(i["id"]) for i in items], load_judgments(workdir, round_index), config.annotate)
+
+
+def agreement_over_rounds(configs: dict[int, object], workdir: str | Path) -> dict:
+    """The agreement report of every judged item of the rounds ``configs`` names (each round's items
+    under its own config), pooled as the paper reports it for the whole dataset."""
+    tables = [round_table(config, workdir, k) for k, config in sorted(configs.items())]
+    return agreement_report(pd.concat(tables, ignore_index=True))
+
+
 def round_labels(config, workdir: str | Path, round_index: int) -> tuple[list[dict], dict]:
     """(batch records with ``hallucination`` set by consensus, agreement report) of one round."""
     items = batch_items(workdir, round_index)
-    table = item_table([str(i["id"]) for i in items], load_judgments(workdir, round_index), config.annotate)
+    table = round_table(config, workdir, round_index)
     labels = dict(zip(table["item_id"], table["label"]))
     status = dict(zip(table["item_id"], table["status"]))
     labeled = [

@@ -123,6 +123,11 @@ def build_report(
             log.info("section %s: %.1f s", name, time.perf_counter() - started)
     if analyses is not None:
         sections += _analyses(analyses, analyses_data)
+    if workdir is not None or detectors:
+        from hades_ray.report.paper import paper_section
+
+        metrics = next((s.numbers["metrics"] for s in sections if s.key == "detectors"), {})
+        sections.append(paper_section(workdir, dataset, detectors or [], metrics))
     if not sections:
         raise ReportInputError("nothing to report: give --pool, --workdir, --dataset, --detector, --analyses, --tables")
     inputs = {"pool": pool, "workdir": workdir, "dataset": dataset, "detectors": ", ".join(detectors or []),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from hades_ray.annotate.judgments import simulated_rounds
 from hades_ray.report import plots
 from hades_ray.report.inputs import ReportInputError, read_json, read_yaml_config, round_folders
 from hades_ray.report.model import Figure, Section, Table, fmt
@@ -58,6 +59,7 @@ def round_numbers(workdir: Path) -> list[dict]:
                 "beta": rates.get("beta"),
                 "gamma": rates.get("gamma"),
                 "R": ratio.get("R"),
+                "rates_from": rates.get("source"),
                 "thresholds": data.get("thresholds"),
                 "messages": data.get("messages", []),
                 "agreement": agreement(folder),
@@ -87,9 +89,9 @@ def rounds_section(workdir: Path) -> Section:
     )  # fmt: skip
     section.tables.append(
         Table(
-            "Detector rates (calibration split) and Eq. 1's R",
-            ["round", "alpha (TPR)", "beta (TNR)", "gamma (precision)", "R"],
-            [[r["round"], *(fmt(r[k]) for k in ("alpha", "beta", "gamma", "R"))] for r in rounds],
+            "Detector rates and Eq. 1's R",
+            ["round", "alpha (TPR)", "beta (TNR)", "gamma (precision)", "R", "rates from"],
+            [[r["round"], *(fmt(r[k]) for k in ("alpha", "beta", "gamma", "R")), r["rates_from"]] for r in rounds],
         )
     )
     rows = []
@@ -104,9 +106,10 @@ def rounds_section(workdir: Path) -> Section:
         Table("Label balance and agreement", ["round", "H", "N", "H share", "judged", "consensus", ">= 80%",
                                               "100%", "Krippendorff alpha"], rows)
     )  # fmt: skip
-    simulated = sorted({p.parent.parent.name for p in workdir.glob("round-*/judgments/*.simulated.csv")})
+    simulated = simulated_rounds(workdir)
     if simulated:
-        section.notes.append(f"Judgments of {', '.join(simulated)} are SIMULATED (hades-ray annotations simulate).")
+        names = ", ".join(f"round-{k:03d}" for k in simulated)
+        section.notes.append(f"Judgments of {names} are SIMULATED (hades-ray annotations simulate).")
     section.notes += [f"round {r['round']}: {m}" for r in rounds for m in r["messages"]]
     section.figures.append(_figure(rounds))
     return section

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hades_ray.annotate.judgments import simulated_rounds
 from hades_ray.annotate.labels import consensus_items
 from hades_ray.config import save_config
 from hades_ray.io.hades_format import write_instances
@@ -102,6 +103,10 @@ def build_dataset(config, workdir: str | Path, output: str | Path) -> dict:
         chosen = [{k: r[k] for k in HADES_KEYS if k in r} for r, s in zip(records, frame["split"]) if s == split]
         write_instances(chosen, output / f"{split}.txt")
     stats = dataset_stats(frame)
+    # Whose labels these are: the report marks figures computed on simulated judgments as such.
+    simulated = set(simulated_rounds(workdir))
+    stats["simulated_rounds"] = sorted(simulated)
+    stats["simulated_instances"] = sum(int(r["round"] in simulated) for r in records)
     write_json_atomic(output / "stats.json", stats)
     (output / "stats.md").write_text(stats_markdown(stats), encoding="utf-8")
     save_config(config, output)

@@ -169,7 +169,8 @@ def full_report(tmp_path_factory, micro_home) -> Path:
 def test_every_section_with_its_numbers(full_report):
     report = json.loads((full_report / "report.json").read_text())
     sections = report["sections"]
-    assert list(sections) == ["pool", "features", "pos_ner", "rounds", "detectors", "context_length", "decoding"]
+    expected = ["pool", "features", "pos_ner", "rounds", "detectors", "context_length", "decoding", "paper"]
+    assert list(sections) == expected
     pool = sections["pool"]["numbers"]
     assert pool["spans_per_document"] == {"n": 12, "mean": 3.0, "median": 3.0}
     assert pool["kept_over_median_other"]["median"] < 1  # the kept candidate is the most fluent of its document

@@ -1,0 +1,131 @@
+"""The paper's figures beside ours: for each figure the paper gives (``report/paper_figures.py``), its
+value, ours and the gap (ours - paper), and whose labels ours rest on (people, SIMULATED judges, or
+synthetic learnability labels), so a gap measured on simulated labels is never read as the method's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hades_ray.report import paper_figures as paper
+from hades_ray.report.inputs import parse_detector_arg, read_json, read_yaml_config, round_folders
+from hades_ray.report.model import Section, Table, fmt
+
+METRIC_NAMES = {"accuracy": "Acc", "gmean": "G-Mean", "bss": "BSS", "auc": "AUC", "n_precision": "N-P",
+                "n_recall": "N-R", "n_f1": "N-F1", "h_precision": "H-P", "h_recall": "H-R", "h_f1": "H-F1"}  # fmt: skip
+COLUMNS = ["figure", "ours from", "paper", "ours", "gap (ours - paper)", "our labels"]
+SIMULATED = "SIMULATED judges"
+
+
+def _row(figure: str, source: str, theirs: float, ours: float | None, labels: str, digits: int = 2) -> list:
+    gap = None if ours is None else ours - theirs
+    return [figure, source, fmt(float(theirs), digits), fmt(ours, digits), fmt(gap, digits), labels]
+
+
+def judged_by(simulated: list[int], rounds: list[int]) -> str:
+    """Whose labels: people, simulated judges, or both (naming the simulated rounds)."""
+    if not simulated:
+        return "people"
+    names = ", ".join(str(k) for k in simulated)
+    return SIMULATED + (f" (rounds {names})" if set(simulated) != set(rounds) else "")
+
+
+def detector_kinds(values: list[str]) -> dict[str, tuple[str | None, str | None]]:
+    """(kind, mode) of each ``--detector`` by name; a predictions file says neither: (None, None)."""
+    from hades_ray.detect.detector import Detector
+
+    kinds = {}
+    for value in values:
+        name, path = parse_detector_arg(value)
+        detector = Detector.open(path) if path.is_dir() else None
+        kinds[name] = (detector.kind, detector.mode) if detector else (None, None)
+    return kinds
+
+
+def paper_rows(kind: str | None, mode: str | None) -> list[tuple[str, str, dict[str, float]]]:
+    """(table, row, the paper's figures) a detector is set beside: LR/SVM beside the paper's row of that
+    name, a span classifier beside its mode's headline row, a predictions file beside both headlines."""
+    if kind in ("lr", "svm"):
+        table, rows = paper.TABLES["offline"]
+        return [(table, kind.upper(), rows[kind.upper()])] if kind.upper() in rows else []
+    modes = [mode] if mode in paper.TABLES else list(paper.TABLES)
+    return [(paper.TABLES[m][0], paper.HEADLINE_ROW[m], paper.TABLES[m][1][paper.HEADLINE_ROW[m]]) for m in modes]
+
+
+def detector_table(metrics: dict[str, dict], kinds: dict, dataset_labels: str) -> Table:
+    """Each detector's metrics beside the paper's row(s) for it; a folder was scored on the dataset's
+    labels, a predictions file on its own."""
+    rows = []
+    for name, values in metrics.items():
+        kind, mode = kinds.get(name, (None, None))
+        labels = dataset_labels if kind else "the predictions file's own labels"
+        for table, row, figures in paper_rows(kind, mode):
+            for key, theirs in figures.items():
+                ours = values.get(key)
+                rows.append(_row(f"{table} {row} {METRIC_NAMES[key]}", name, theirs,
+                                 None if ours is None else 100 * ours, labels))  # fmt: skip
+    return Table("Detectors beside Tables 2-3 (percent; BSS lower is better)", COLUMNS, rows)
+
+
+def annotation_numbers(workdir: Path) -> dict:
+    """Our counterparts of the paper's annotation figures, over every judged round of ``workdir``."""
+    from hades_ray.annotate.judgments import simulated_rounds
+    from hades_ray.annotate.labels import agreement_over_rounds
+
+    folders = round_folders(workdir)
+    rounds = [int(f.name.split("-")[1]) for f in folders]
+    judged = [f for f in folders if any((f / "judgments").glob("import-*.csv"))]
+    configs = {int(f.name.split("-")[1]): read_yaml_config(f / "config.resolved.yaml") for f in judged}
+    report = agreement_over_rounds(configs, workdir) if configs else {}
+    labels = report.get("labels") or {}
+    labelled = labels.get("H", 0) + labels.get("N", 0)
+
+    def percent(value):
+        return None if value is None else 100 * value
+
+    return {
+        "share_consensus": percent(report.get("share_consensus")),
+        "share_agreement_80": percent(report.get("share_agreement_80")),
+        "share_agreement_100": percent(report.get("share_agreement_100")),
+        "krippendorff_alpha": report.get("krippendorff_alpha"),
+        "share_h": 100 * labels["H"] / labelled if labelled else None,
+        "share_n": 100 * labels["N"] / labelled if labelled else None,
+        "rounds": len(rounds),
+        "judged": labelled,
+        "labels": judged_by(simulated_rounds(workdir), rounds),
+    }
+
+
+def annotation_table(ours: dict) -> Table:
+    rows = [_row(f.label, "our rounds", f.value, ours.get(f.key), ours["labels"], 2 if f.unit else 3)
+            for f in paper.ANNOTATION]  # fmt: skip
+    rows += [_row(f.label, "our rounds", f.value, ours.get(f.key), ours["labels"], 0) for f in paper.ROUNDS]
+    return Table("Annotation beside the paper's (percent, except alpha and the counts)", COLUMNS, rows)
+
+
+def dataset_labels(dataset: Path | None) -> str:
+    """Whose labels the dataset's splits hold (its stats.json says which rounds were simulated)."""
+    if dataset is None:
+        return "not known (no --dataset)"
+    stats = read_json(dataset / "stats.json", "the dataset statistics `hades-ray dataset build` writes")
+    if "simulated_rounds" not in stats:
+        return "not recorded (rebuild the dataset to record them)"
+    return SIMULATED if stats["simulated_instances"] else "people"
+
+
+def paper_section(workdir: Path | None, dataset: Path | None, detectors: list[str], metrics: dict) -> Section:
+    """The comparison section; ``metrics`` are the detectors section's, by detector name."""
+    section = Section("paper", "The paper's figures beside ours", numbers={"paper": paper.PAPER})
+    section.notes.append(f"Paper: {paper.PAPER}. Gap = ours - paper.")
+    if metrics:
+        table = detector_table(metrics, detector_kinds(detectors), dataset_labels(dataset))
+        section.tables.append(table)
+        section.numbers["detectors"] = [dict(zip(COLUMNS, row)) for row in table.rows]
+    if workdir is not None:
+        ours = annotation_numbers(workdir)
+        section.tables.append(annotation_table(ours))
+        section.numbers["annotation"] = ours
+    if any(SIMULATED in str(row[-1]) for t in section.tables for row in t.rows):
+        section.notes.append("Rows marked SIMULATED rest on simulated judges (hades-ray annotations simulate), "
+                             "not people: their gap measures the simulation, not the method.")  # fmt: skip
+    section.notes += [f"Note: {text}." for text in paper.inconsistencies()]
+    return section
