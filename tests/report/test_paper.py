@@ -57,4 +57,4 @@ def test_report_shows_paper_ours_gap_and_marks_simulated_labels(tmp_path):
     assert any("SIMULATED" in note for note in section["notes"])
     assert any("60.33" in note and "56.15" in note for note in section["notes"])
     markdown = (tmp_path / "out" / "report.md").read_text()
-    assert "## The paper's figures beside ours" in markdown and "| 86.12 | 75.00 | -11.12 |" in markdown
+    assert "figures beside ours" in markdown and "| 86.12 | 75.00 | -11.12 |" in markdown
