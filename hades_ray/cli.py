@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "hades_ray.select.cli",
     "hades_ray.annotate.cli",
     "hades_ray.score.cli",
+    "hades_ray.serve.cli",
     "hades_ray.guard.cli",
     "hades_ray.report.cli",
     "hades_ray.plan.cli",

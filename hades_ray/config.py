@@ -26,6 +26,7 @@ from hades_ray.perturb.settings import PerturbConfig
 from hades_ray.reproduce.settings import ReproduceConfig
 from hades_ray.score.settings import ScoreConfig
 from hades_ray.select.settings import SelectConfig
+from hades_ray.serve.settings import ServeConfig
 
 PRESETS = ("local", "paper")
 RESOLVED_NAME = "config.resolved.yaml"
@@ -59,6 +60,7 @@ class HadesConfig:
     score: ScoreConfig = field(default_factory=ScoreConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
     reproduce: ReproduceConfig = field(default_factory=ReproduceConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -1,0 +1,87 @@
+"""``hades-ray serve``: keep a detector loaded behind an HTTP API (Ray Serve) until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import signal
+import socket
+import sys
+import threading
+
+from hades_ray.cli_common import GPU_SHARE, POSITIVE_INT, add_config_args, add_override, config_from_args
+
+APP_NAME = "hades"
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """A port in use is a one-line error here, not a proxy that never comes up."""
+    from hades_ray.errors import UserError
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be bound ({error.strerror})"
+            raise UserError(f"{host}:{port} {reason}; pick another with --port (or --host)") from None
+
+
+def _wait_for_stop() -> None:
+    """Block until SIGTERM or SIGINT."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from hades_ray.detect.detector import Detector
+    from hades_ray.ray_runtime import init_ray
+
+    config = config_from_args(args)
+    s = config.serve
+    Detector.open(args.model).scoring_mode(config.score.mode)  # a bad folder fails before Ray starts
+    _check_port_free(s.host, s.port)
+    own_cluster = not (config.ray.address or os.environ.get("RAY_ADDRESS"))
+    ray = init_ray(config.ray.address, config.ray.num_cpus)
+    from ray import serve
+
+    from hades_ray.serve.app import service_app
+
+    try:
+        serve.start(http_options={"host": s.host, "port": s.port})
+        serve.run(service_app(args.model, config), name=APP_NAME, route_prefix="/")
+        auth = "bearer token required" if s.bearer_token() else "no token (set HADES_SERVE_TOKEN to require one)"
+        print(f"serving {args.model} at http://{s.host}:{s.port}/ (API: /docs; {auth}); SIGTERM or Ctrl-C stops it")
+        sys.stdout.flush()
+        _wait_for_stop()
+    finally:
+        # A private cluster goes with its Serve; on a shared one only this application is removed.
+        if own_cluster:
+            serve.shutdown()
+        else:
+            serve.delete(APP_NAME)
+        ray.shutdown()
+    print("stopped")
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("serve", help="serve a trained detector over HTTP (Ray Serve) until stopped")
+    parser.add_argument("--model", required=True, help="detector folder written by `hades-ray train`")
+    add_override(parser, "--host", "serve.host", help="interface to listen on (default 127.0.0.1: this machine only)")
+    add_override(parser, "--port", "serve.port", type=POSITIVE_INT, help="HTTP port (default 8000)")
+    add_override(
+        parser,
+        "--max-replicas",
+        "serve.max_replicas",
+        type=POSITIVE_INT,
+        help="replicas autoscale up to this many (each loads the detector once)",
+    )
+    add_override(
+        parser, "--num-gpus", "serve.num_gpus", type=GPU_SHARE, help="GPUs per replica (0: CPU; 0.5 packs two)"
+    )
+    add_config_args(parser)
+    parser.set_defaults(func=_serve)

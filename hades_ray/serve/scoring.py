@@ -1,0 +1,89 @@
+"""What a replica computes: the score job's own stages (``hades_ray/score/stages.py``) over the texts of
+a batch of requests, and the records ``hades-ray score`` writes (``hades_ray/score/writer.py``).
+
+Nothing here is a second scorer: a request's texts become the in-memory shard ``--text`` makes
+(``memory_table``), run through the same target and score stages, and each text's record is
+``text_record``. Each text's p(H) is the same bits alone or inside any batch
+(``hades_ray/score/scorer.py``), so batching callers together never changes an answer.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from hades_ray.detect.detector import Detector
+from hades_ray.score.inputs import memory_table
+from hades_ray.score.stages import score_stages
+from hades_ray.score.writer import text_record
+
+SOURCE = "text"  # ids and sources are "text:N", as `hades-ray score --text` names its one text
+
+
+class RequestError(ValueError):
+    """A client's mistake: the HTTP status and a one-line reason."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+class ServiceScorer:
+    """The detector and the score stages, loaded once per replica."""
+
+    def __init__(self, model: str, config, num_gpus: float = 0.0):
+        s = config.score
+        self.detector = Detector.open(model)
+        self.mode = self.detector.scoring_mode(s.mode)
+        self.threshold = s.threshold if s.threshold is not None else self.detector.threshold
+        self.words, self.max_chars = s.words, s.max_chars
+        self.stages = score_stages(str(model), s.mode, s.words, config, num_gpus, s.stride)
+        for stage in self.stages:
+            stage.setup()
+
+    def describe(self) -> dict:
+        d = self.detector
+        return {"detector": str(d.folder), "identity": d.identity(), "kind": d.kind, "mode": self.mode}
+
+    def table(self, texts: list[str]) -> pa.Table:
+        """The texts as the score job's rows; a text score would quarantine is refused (422) instead."""
+        table = memory_table(texts, SOURCE, self.max_chars)
+        for k, reason in enumerate(table.column("reject").to_pylist()):
+            if reason:
+                where = "text" if len(texts) == 1 else f"texts[{k}]"
+                raise RequestError(422, f"{where}: {reason}")
+        return table
+
+    def score_tables(self, tables: list[pa.Table]) -> list[list[dict]]:
+        """Each request's rows with their targets and p(H), all requests' texts in one pass."""
+        scored = pa.concat_tables(tables)
+        for stage in self.stages:
+            scored = stage(scored)
+        rows, out, cursor = scored.to_pylist(), [], 0
+        for table in tables:
+            out.append(rows[cursor : cursor + table.num_rows])
+            cursor += table.num_rows
+        return out
+
+
+def records_body(rows: list[dict], threshold: float) -> bytes:
+    """``{"results": [...]}`` with each record the exact bytes of its ``scores.jsonl`` line."""
+    lines = [json.dumps(text_record(row, threshold), ensure_ascii=False) for row in rows]
+    return ('{"results": [' + ", ".join(lines) + "]}").encode()
+
+
+def next_words(row: dict, threshold: float, since: int, final: bool) -> dict:
+    """``/score/next``: the complete target words starting at or after ``since``, and the next ``since``.
+    A word is complete when a boundary follows it (it ends before the text does), or when ``final``."""
+    text = row["text"]
+    words = []
+    for w in text_record(row, threshold)["words"]:
+        if w["start"] < since:
+            continue
+        if w["end"] >= len(text) and not final:
+            break
+        words.append(
+            {"word": w["word"], "start": w["start"], "end": w["end"], "p_hallucination": w["p"], "flagged": w["flag"]}
+        )
+    return {"words": words, "next": words[-1]["end"] if words else since}

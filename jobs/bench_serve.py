@@ -1,0 +1,261 @@
+"""Throughput and latency of ``hades-ray serve`` at 1, 8 and 32 concurrent clients, against
+``hades-ray score`` (the batch job) on the same texts, with each side's peak memory.
+
+- score: one ``hades-ray score --input texts.jsonl --executor local`` process (the fastest way to run the
+  job on a small machine: no Ray start-up), timed end to end and by its own summary (scoring alone).
+- serve: one ``hades-ray serve`` process (a private Ray cluster, one replica); each client posts one text
+  per request (``POST /score``) from a shared queue until every text is scored, at each concurrency.
+  Its answers are checked against score's ``scores.jsonl`` (same p(H) bits), and it is stopped with
+  SIGTERM (its exit code is reported).
+
+Peak memory: score's process (``ru_maxrss``); serve's whole process tree (driver, GCS, raylet, Serve's
+controller and proxy, the replica), resident pages summed, sampled every 100 ms.
+
+    python jobs/bench_serve.py [--texts 200] [--clients 1 8 32] [--detector DIR]
+
+Without ``--detector``: an online detector on the offline kit's GPT-2 with a random head (speed does
+not depend on the head's weights; jobs/bench_score.py does the same). Writes jobs/results/bench_serve.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import queue
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "jobs" / "results"
+sys.path.insert(0, str(ROOT / "jobs"))
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+CLI = [sys.executable, "-m", "hades_ray.cli"]
+
+
+def tree_rss_mib(root: int) -> float:
+    """Resident memory of ``root`` and all its descendants now (Linux /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    family, grew = {root}, True
+    while grew:
+        new = {p for p, parent in parents.items() if parent in family} - family
+        family |= new
+        grew = bool(new)
+    total = 0
+    for pid in family:
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class TreePeak:
+    """The highest ``tree_rss_mib(pid)`` while the service runs, sampled every 100 ms."""
+
+    def __init__(self, pid: int):
+        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            self.peak = max(self.peak, tree_rss_mib(self.pid))
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return round(self.peak, 1)
+
+
+def run_score(detector: str, data: Path, out: Path) -> dict:
+    began = time.perf_counter()
+    command = [*CLI, "score", "--model", detector, "--input", str(data), "--output", str(out), "--executor", "local"]
+    subprocess.run(command, check=True, env=ENV, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - began
+    summary = json.loads((out / "summary.json").read_text())
+    n = summary["scored_texts"]
+    job = summary.get("timings", {}).get("wall_seconds") or summary.get("wall_seconds")
+    return {
+        "texts": n,
+        "end_to_end_seconds": round(wall, 2),
+        "texts_per_s_end_to_end": round(n / wall, 2),
+        "job_seconds": job,
+        "texts_per_s_job": round(n / job, 2) if job else None,
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+    }
+
+
+def start_serve(detector: str, port: int) -> subprocess.Popen:
+    command = [*CLI, "serve", "--model", detector, "--port", str(port)]
+    return subprocess.Popen(command, env={**ENV, "HADES_SERVE_TOKEN": ""}, stdout=subprocess.PIPE, text=True)
+
+
+def wait_ready(client, server: subprocess.Popen, limit: float = 300) -> float:
+    began = time.perf_counter()
+    while time.perf_counter() - began < limit:
+        if server.poll() is not None:
+            raise SystemExit(f"hades-ray serve exited with {server.returncode} before it was ready")
+        try:
+            if client.get("/healthz").status_code == 200:
+                return time.perf_counter() - began
+        except Exception:  # not listening yet
+            pass
+        time.sleep(0.5)
+    raise SystemExit("hades-ray serve was not ready in time")
+
+
+def load(url: str, texts: list[str], clients: int) -> tuple[dict, dict]:
+    """Every text once, ``clients`` callers at a time; the figures, and each text's served p(H)."""
+    import httpx
+
+    todo: queue.Queue = queue.Queue()
+    for k, text in enumerate(texts):
+        todo.put((k, text))
+    latencies, errors, answers = [], [], {}
+
+    def caller() -> None:
+        with httpx.Client(base_url=url, timeout=600) as c:
+            while True:
+                try:
+                    k, text = todo.get_nowait()
+                except queue.Empty:
+                    return
+                began = time.perf_counter()
+                reply = c.post("/score", json={"text": text})
+                latencies.append(time.perf_counter() - began)
+                if reply.status_code == 200:
+                    answers[k] = [w["p"] for w in reply.json()["results"][0]["words"]]
+                else:
+                    errors.append(reply.status_code)
+
+    threads = [threading.Thread(target=caller) for _ in range(clients)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - began
+    cuts = statistics.quantiles(latencies, n=100)
+    figures = {"clients": clients, "requests": len(latencies), "errors": len(errors), "seconds": round(wall, 2)}
+    figures |= {"texts_per_s": round(len(latencies) / wall, 2), "p50_ms": round(cuts[49] * 1000, 1)}
+    figures |= {"p99_ms": round(cuts[98] * 1000, 1)}
+    return figures, answers
+
+
+def run_serve(detector: str, texts: list[str], levels: list[int], expected: list[list[float]]) -> dict:
+    import httpx
+
+    from tests.loopback import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = start_serve(detector, port)
+    peak = TreePeak(server.pid)
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            ready = wait_ready(client, server)
+        load(url, texts[:8], 4)  # warm-up: the replica's first forwards
+        rows = []
+        for clients in levels:
+            figures, answers = load(url, texts, clients)
+            figures["same_p_as_score"] = [answers.get(k) for k in range(len(texts))] == expected
+            rows.append(figures)
+            print(json.dumps(figures), flush=True)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        code = server.wait(timeout=120)
+    return {"ready_seconds": round(ready, 1), "levels": rows, "peak_rss_mib": peak.stop(), "sigterm_exit": code}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--texts", type=int, default=200, help="demo leads to score")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32], help="concurrency levels")
+    parser.add_argument("--detector", default=None, help="a detector folder (default: kit GPT-2, random head)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from hades_ray.io.demo_corpus import read_demo_records
+
+    work = Path(tempfile.mkdtemp(prefix="bench_serve_"))
+    texts = [r["text"] for r in read_demo_records()[: args.texts]]
+    data = work / "texts.jsonl"
+    data.write_text("".join(json.dumps({"id": f"lead-{k}", "text": t}) + "\n" for k, t in enumerate(texts)))
+    detector = args.detector or _kit_detector(work / "detector")
+    print("score ...", flush=True)
+    score = run_score(detector, data, work / "score")
+    print(json.dumps(score), flush=True)
+    scored = [json.loads(line) for line in (work / "score" / "scores.jsonl").read_text().splitlines()]
+    expected = [[w["p"] for w in r["words"]] for r in scored]
+    print("serve ...", flush=True)
+    served = run_serve(detector, texts, args.clients, expected)
+    write(
+        {"detector": args.detector or "kit GPT-2 (local:gpt2), online, random head", "texts": len(texts)}, score, served
+    )
+
+
+def _kit_detector(folder: Path) -> str:
+    from bench_score import make_detector
+
+    from hades_ray.models.registry import resolve_model
+
+    return make_detector(folder, resolve_model("local:gpt2"), "online")
+
+
+def write(meta: dict, score: dict, served: dict) -> None:
+    meta |= {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
+    meta["command"] = "/work/cpurun --exclusive .venv/bin/python jobs/bench_serve.py"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    report = {"meta": meta, "score": score, "serve": served}
+    (RESULTS / "bench_serve.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS / "bench_serve.md").write_text(markdown(report))
+
+
+def markdown(report: dict) -> str:
+    meta, score, served = report["meta"], report["score"], report["serve"]
+    base = score["texts_per_s_end_to_end"]
+    lines = [
+        "# `hades-ray serve` against `hades-ray score` on the same texts",
+        "",
+        f"{meta['texts']} demo leads, content words; detector: {meta['detector']}; {meta['cores']} cores. "
+        "score: one `hades-ray score --executor local` process; serve: one `hades-ray serve` (private Ray "
+        "cluster, one replica, default `serve` section), one text per `POST /score`, every text once per "
+        f"concurrency level. Command: `{meta['command']}`.",
+        "",
+        "| run | texts/s | vs score (end to end) | p50 ms | p99 ms | errors | same p(H) as score |",
+        "|---|---:|---:|---:|---:|---:|---|",
+        f"| score, end to end ({score['end_to_end_seconds']} s) | {base} | 1.00x | | | 0 | |",
+        f"| score, the job alone ({score['job_seconds']} s) | {score['texts_per_s_job']} "
+        f"| {score['texts_per_s_job'] / base:.2f}x | | | 0 | |",
+    ]
+    for r in served["levels"]:
+        lines.append(
+            f"| serve, {r['clients']} clients | {r['texts_per_s']} | {r['texts_per_s'] / base:.2f}x | {r['p50_ms']} "
+            f"| {r['p99_ms']} | {r['errors']} | {'yes' if r['same_p_as_score'] else 'NO'} |"
+        )
+    lines += [
+        "",
+        f"Peak memory: score {score['peak_rss_mib']} MiB (its process); serve {served['peak_rss_mib']} MiB (its "
+        f"process tree: driver, Ray, Serve controller and proxy, replica). Serve was ready "
+        f"{served['ready_seconds']} s after start; SIGTERM ended it with exit code {served['sigterm_exit']}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

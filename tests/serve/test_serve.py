@@ -1,0 +1,226 @@
+"""``hades-ray serve``'s application on loopback, through a real HTTP client: the bytes ``hades-ray score``
+writes, words as a text streams in, a 4xx with a one-line reason for every bad request, the bearer
+token, an inert ``<script>`` in the heatmap page, and a short load test. One app for the module."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+from html.parser import HTMLParser
+
+import httpx
+import numpy as np
+import pytest
+
+from hades_ray.cli import main
+from tests.loopback import free_port
+from tests.score.test_score import TEXTS, _detector
+
+TOKEN = "s3cret-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+MAX_CHARS, MAX_TEXTS, MAX_BYTES = 400, 4, 4096
+SETTINGS = [f"score.max_chars={MAX_CHARS}", "score.words=all", "serve.num_cpus=0.5"]
+SETTINGS += [f"serve.max_texts_per_request={MAX_TEXTS}", f"serve.max_request_bytes={MAX_BYTES}"]
+
+
+@pytest.fixture(scope="module")
+def detector(micro_home, tmp_path_factory):
+    return _detector(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
+
+
+@pytest.fixture(scope="module")
+def url(detector, ray_local):
+    from ray import serve
+
+    from hades_ray.config import load_config
+    from hades_ray.serve.app import service_app
+
+    port = free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.run(service_app(str(detector), load_config(None, None, SETTINGS), token=TOKEN), name="hades")
+    url = f"http://127.0.0.1:{port}"
+    _wait_for_proxy(url)
+    yield url
+    serve.shutdown()
+
+
+def _wait_for_proxy(url: str) -> None:
+    """``serve.run`` returns once the replica is up; the HTTP proxy may still be binding its port."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url + "/openapi.json", timeout=5)
+            return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise AssertionError(f"nothing answers at {url}")
+
+
+@pytest.fixture(scope="module")
+def client(url):
+    with httpx.Client(base_url=url, headers=AUTH, timeout=60) as c:
+        yield c
+
+
+def _cli_scores(detector, tmp_path, *args: str) -> list[str]:
+    out = tmp_path / "out"
+    sets = [x for s in SETTINGS for x in ("--set", s)]
+    assert main(["score", "--model", str(detector), "--output", str(out), "--executor", "local", *sets, *args]) == 0
+    return (out / "scores.jsonl").read_text(encoding="utf-8").splitlines()
+
+
+def test_score_gives_the_bytes_hades_ray_score_writes(client, detector, tmp_path):
+    one = client.post("/score", json={"text": TEXTS[0]})
+    assert one.status_code == 200
+    (line,) = _cli_scores(detector, tmp_path / "one", "--text", TEXTS[0])
+    assert one.content == ('{"results": [' + line + "]}").encode()
+
+    many = client.post("/score", json={"texts": TEXTS, "threshold": 0.4}).json()["results"]
+    data = tmp_path / "texts.jsonl"
+    data.write_text("".join(json.dumps({"id": f"text:{k + 1}", "text": t}) + "\n" for k, t in enumerate(TEXTS)))
+    lines = _cli_scores(detector, tmp_path / "many", "--input", str(data), "--threshold", "0.4")
+    for served, line in zip(many, lines, strict=True):
+        written = json.loads(line)
+        assert served.pop("source") == served["id"] and written.pop("source").endswith(":" + served["id"][5:])
+        assert json.dumps(served, ensure_ascii=False) == json.dumps(written, ensure_ascii=False)
+    assert any(w["flag"] for r in many for w in r["words"]) or all(w["p"] < 0.4 for r in many for w in r["words"])
+
+
+def test_score_next_gives_each_completed_word_once_as_the_text_streams(client):
+    text = TEXTS[0] + " " + TEXTS[2]
+    streamed, since, cut = [], 0, 0
+    while cut < len(text):
+        cut = min(len(text), cut + 7)
+        reply = client.post("/score/next", json={"text": text[:cut], "since": since}).json()
+        assert all(w["end"] < cut and w["start"] >= since for w in reply["words"])  # complete, and new
+        streamed += reply["words"]
+        since = reply["next"]
+    streamed += client.post("/score/next", json={"text": text, "since": since, "final": True}).json()["words"]
+    whole = client.post("/score/next", json={"text": text, "final": True}).json()["words"]
+    key = [(w["word"], w["start"], w["end"], w["flagged"]) for w in whole]
+    assert [(w["word"], w["start"], w["end"], w["flagged"]) for w in streamed] == key and len(key) > 20
+    np.testing.assert_allclose(
+        [w["p_hallucination"] for w in streamed], [w["p_hallucination"] for w in whole], atol=1e-6
+    )
+    scored = client.post("/score", json={"text": text}).json()["results"][0]["words"]
+    assert [w["p"] for w in scored] == [w["p_hallucination"] for w in whole]  # the same bits as /score
+    unfinished = client.post("/score/next", json={"text": "The river flows nor"}).json()
+    assert [w["word"] for w in unfinished["words"]] == ["The", "river", "flows"] and unfinished["next"] == 15
+
+
+LONG = "word " * (MAX_CHARS // 5 + 1)
+JSON = {"Content-Type": "application/json"}
+BAD_REQUESTS = {  # class: (method, path, headers, body, status)
+    "malformed JSON": ("POST", "/score", JSON, b'{"text": "a', 400),
+    "not UTF-8": ("POST", "/score", JSON, b'{"text": "caf\xe9"}', 400),
+    "not an object": ("POST", "/score", JSON, b'["a text"]', 422),
+    "text not a string": ("POST", "/score", JSON, b'{"text": 7}', 422),
+    "texts not a list": ("POST", "/score", JSON, b'{"texts": "a text"}', 422),
+    "a text in texts not a string": ("POST", "/score", JSON, b'{"texts": ["ok", null]}', 422),
+    "neither text nor texts": ("POST", "/score", JSON, b"{}", 422),
+    "both text and texts": ("POST", "/score", JSON, b'{"text": "a", "texts": ["b"]}', 422),
+    "empty texts list": ("POST", "/score", JSON, b'{"texts": []}', 422),
+    "empty text": ("POST", "/score", JSON, b'{"text": "   "}', 422),
+    "too many texts": ("POST", "/score", JSON, json.dumps({"texts": ["a b"] * (MAX_TEXTS + 1)}).encode(), 422),
+    "text too long": ("POST", "/score", JSON, json.dumps({"text": LONG}).encode(), 422),
+    "body too large": ("POST", "/score", JSON, json.dumps({"text": "x" * MAX_BYTES}).encode(), 413),
+    "unknown field": ("POST", "/score", JSON, b'{"text": "a b", "colour": "red"}', 422),
+    "threshold out of range": ("POST", "/score", JSON, b'{"text": "a b", "threshold": 1.5}', 422),
+    "threshold not a number": ("POST", "/score", JSON, b'{"text": "a b", "threshold": "high"}', 422),
+    "wrong content type": ("POST", "/score", {"Content-Type": "text/plain"}, b'{"text": "a b"}', 415),
+    "no content type": ("POST", "/score", {}, b'{"text": "a b"}', 415),
+    "next: missing text": ("POST", "/score/next", JSON, b'{"since": 0}', 422),
+    "next: negative since": ("POST", "/score/next", JSON, b'{"text": "a b", "since": -1}', 422),
+    "next: since beyond the text": ("POST", "/score/next", JSON, b'{"text": "a b", "since": 4}', 422),
+    "next: since not an int": ("POST", "/score/next", JSON, b'{"text": "a b", "since": "1"}', 422),
+    "next: since a float": ("POST", "/score/next", JSON, b'{"text": "a b", "since": 1.5}', 422),
+    "next: final not a bool": ("POST", "/score/next", JSON, b'{"text": "a b", "final": "yes"}', 422),
+    "next: text too long": ("POST", "/score/next", JSON, json.dumps({"text": LONG}).encode(), 422),
+    "heatmap without text": ("GET", "/heatmap", {}, b"", 422),
+    "wrong method": ("GET", "/score", {}, b"", 405),
+    "wrong method on next": ("PUT", "/score/next", JSON, b'{"text": "a"}', 405),
+    "unknown path": ("GET", "/nowhere", {}, b"", 404),
+}
+
+
+def test_every_bad_request_gets_a_4xx_with_a_one_line_reason(client, capsys):
+    got = {}
+    for name, (method, path, headers, body, status) in BAD_REQUESTS.items():
+        reply = client.request(method, path, headers=headers, content=body)
+        reason = reply.json().get("error")
+        got[name] = (reply.status_code, reason)
+        assert reply.status_code == status, (name, reply.status_code, reply.text)
+        assert isinstance(reason, str) and reason and "\n" not in reason and "Traceback" not in reason, name
+    with capsys.disabled():
+        print("\nbad requests:\n" + "\n".join(f"  {n}: {s} {r}" for n, (s, r) in got.items()))
+    assert client.get("/healthz").json()["ready"] is True  # none of them hurt the replica
+
+
+def test_the_bearer_token_is_required_everywhere_but_the_docs(url, detector):
+    with httpx.Client(base_url=url, timeout=60) as anonymous:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+            for method, path, body in (("POST", "/score", {"text": "a b"}), ("GET", "/healthz", None)):
+                reply = anonymous.request(method, path, headers=headers, json=body)
+                assert reply.status_code == 401 and reply.headers["www-authenticate"] == "Bearer"
+        assert anonymous.get("/heatmap", params={"text": "a b"}).status_code == 401
+        health = anonymous.get("/healthz", headers=AUTH).json()
+        assert anonymous.get("/openapi.json").json()["paths"].keys() >= {"/score", "/score/next", "/healthz"}
+        assert anonymous.get("/docs").status_code == 200 and anonymous.get("/").status_code == 200
+    assert health["ready"] and health["detector"] == str(detector) and health["mode"] == "online"
+    assert len(health["identity"]) == 64
+
+
+class _Elements(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.handlers, self.data = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.handlers += [name for name, _ in attrs if name.startswith("on")]
+
+    def handle_data(self, data):
+        self.data.append(data)
+
+
+def test_a_script_in_the_text_stays_inert_on_the_heatmap_page(client):
+    hostile = 'The <script>alert("x")</script> tag and <img src=x onerror="alert(1)"> are text here .'
+    reply = client.get("/heatmap", params={"text": hostile})
+    assert reply.status_code == 200 and "script-src" not in reply.headers["content-security-policy"]
+    parser = _Elements()
+    parser.feed(reply.text)
+    assert "script" not in parser.tags and "img" not in parser.tags and not parser.handlers
+    assert "alert" in "".join(parser.data) and reply.text.count('class="w') > 5
+
+
+def test_concurrent_clients_get_no_errors(url, capsys):
+    clients, seconds = 8, 3.0
+    latencies: list[float] = []
+    errors: list[str] = []
+
+    def caller(k: int) -> None:
+        with httpx.Client(base_url=url, headers=AUTH, timeout=60) as c:
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                started = time.perf_counter()
+                reply = c.post("/score", json={"text": TEXTS[k % len(TEXTS)]})
+                latencies.append(time.perf_counter() - started)
+                if reply.status_code != 200:
+                    errors.append(f"{reply.status_code} {reply.text}")
+
+    threads = [threading.Thread(target=caller, args=(k,)) for k in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    p50, p99 = statistics.quantiles(latencies, n=100)[49], statistics.quantiles(latencies, n=100)[98]
+    with capsys.disabled():
+        print(
+            f"\nload: {clients} clients for {seconds:g} s: {len(latencies)} requests, {len(errors)} errors, "
+            f"{len(latencies) / wall:.1f} requests/s, p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
+        )
+    assert errors == [] and len(latencies) >= clients
