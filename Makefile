@@ -66,6 +66,7 @@ bench: models
 	$(PY) jobs/bench_plan.py
 	$(PY) jobs/bench_guard.py
 	$(PY) jobs/bench_score.py
+	$(PY) jobs/bench_serve.py
 
 # A private local Ray head for `make submit-perturb`: loopback only, token auth on. The token lives in
 # ~/.ray/auth_token (made once, readable by you alone); stop the head with `.venv/bin/ray stop`.

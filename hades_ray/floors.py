@@ -28,8 +28,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("config",),
     # The two engines over text: perturbation, and detectors (which reuse perturb's span bookkeeping).
     ("perturb", "detect"),
-    # Jobs built on detectors: scoring, guarded generation, judges' files, selection rounds.
-    ("score", "guard", "annotate", "select"),
+    # Jobs built on detectors: scoring, guarded generation, judges' files, selection rounds, the service.
+    ("score", "guard", "annotate", "select", "serve"),
     # Reading results: cost plans and the analyses page.
     ("plan", "report"),
     # The paper's experiments over all of them (they read the report's statistics; the report reads their files).
