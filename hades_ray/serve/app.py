@@ -4,11 +4,13 @@ callers scored together (``@serve.batch``), replicas scaled between the ``serve`
 ``build_app`` is the application builder ``serve run``/``serve deploy`` call
 (``import_path: hades_ray.serve.app:build_app``, see ``cluster/serve.yaml``); ``hades-ray serve`` binds
 the same application with ``service_app``.
+
+No ``from __future__ import annotations`` here: Serve rebuilds the routes' signatures, and FastAPI then
+must see ``Request`` as a class, not as a string.
 """
 
-from __future__ import annotations
-
 import asyncio
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -137,7 +139,8 @@ def service_app(model: str, config, token: str | None = None):
         "max_ongoing_requests": s.max_ongoing_requests,
         "ray_actor_options": {"num_cpus": s.num_cpus, "num_gpus": s.num_gpus},
     }
-    return DetectorService.options(**options).bind(str(model), config, s.bearer_token() if token is None else token)
+    folder = str(Path(model).resolve())  # replicas need not share the caller's working directory
+    return DetectorService.options(**options).bind(folder, config, s.bearer_token() if token is None else token)
 
 
 def build_app(args: dict):
