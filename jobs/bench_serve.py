@@ -218,7 +218,7 @@ def _kit_detector(folder: Path) -> str:
 
 def write(meta: dict, score: dict, served: dict) -> None:
     meta |= {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
-    meta["command"] = "/work/cpurun --exclusive .venv/bin/python jobs/bench_serve.py"
+    meta["command"] = "python jobs/bench_serve.py " + " ".join(sys.argv[1:])
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = {"meta": meta, "score": score, "serve": served}
     (RESULTS / "bench_serve.json").write_text(json.dumps(report, indent=2) + "\n")
