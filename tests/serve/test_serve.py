@@ -99,8 +99,10 @@ def test_score_next_gives_each_completed_word_once_as_the_text_streams(client):
         since = reply["next"]
     streamed += client.post("/score/next", json={"text": text, "since": since, "final": True}).json()["words"]
     whole = client.post("/score/next", json={"text": text, "final": True}).json()["words"]
-    key = [(w["word"], w["start"], w["end"], w["flagged"]) for w in whole]
-    assert [(w["word"], w["start"], w["end"], w["flagged"]) for w in streamed] == key and len(key) > 20
+    key = [(w["word"], w["start"], w["end"]) for w in whole]
+    assert [(w["word"], w["start"], w["end"]) for w in streamed] == key and len(key) > 20
+    threshold = client.get("/healthz").json()["threshold"]
+    assert all(w["flagged"] == (w["p_hallucination"] >= threshold) for w in streamed + whole)
     np.testing.assert_allclose(
         [w["p_hallucination"] for w in streamed], [w["p_hallucination"] for w in whole], atol=1e-6
     )
