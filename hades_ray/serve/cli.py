@@ -27,13 +27,13 @@ def _check_port_free(host: str, port: int) -> None:
             raise UserError(f"{host}:{port} {reason}; pick another with --port (or --host)") from None
 
 
-def _wait_for_stop() -> None:
-    """Block until SIGTERM or SIGINT."""
+def _stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT. Installed right after Ray starts: Ray's own handler aborts the
+    process, so a SIGTERM that arrives while the application is still deploying must find ours."""
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    while not stop.wait(1.0):
-        pass
+    return stop
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -46,6 +46,7 @@ def _serve(args: argparse.Namespace) -> int:
     _check_port_free(s.host, s.port)
     own_cluster = not (config.ray.address or os.environ.get("RAY_ADDRESS"))
     ray = init_ray(config.ray.address, config.ray.num_cpus)
+    stop = _stop_on_signals()
     from ray import serve
 
     from hades_ray.serve.app import service_app
@@ -56,7 +57,8 @@ def _serve(args: argparse.Namespace) -> int:
         auth = "bearer token required" if s.bearer_token() else "no token (set HADES_SERVE_TOKEN to require one)"
         print(f"serving {args.model} at http://{s.host}:{s.port}/ (API: /docs; {auth}); SIGTERM or Ctrl-C stops it")
         sys.stdout.flush()
-        _wait_for_stop()
+        while not stop.wait(1.0):
+            pass
     finally:
         # A private cluster goes with its Serve; on a shared one only this application is removed.
         if own_cluster:
