@@ -55,7 +55,7 @@ report: demo demo-loop
 		--split all --min-round 2 --analyses out/analyses/analyses.json --output out/report
 
 test: install
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25 tests
 
 lint: install
 	$(VENV)/bin/ruff check hades_ray jobs tests
