@@ -79,9 +79,15 @@ def page_html(title: str, sections: list[Section], inputs: dict) -> str:
     )
 
 
+def _md(text: str) -> str:
+    """Text for report.md: markdown viewers render inline HTML, so ``<``, ``>`` and ``&`` are escaped;
+    quotes are not (they are markup only inside a tag, and ``&#x27;`` would show in a terminal)."""
+    return escape(text, quote=False)
+
+
 def _md_cell(value) -> str:
     text = fmt(value) if not isinstance(value, str) else value
-    return escape(text).replace("|", "\\|").replace("\n", " ")
+    return _md(text).replace("|", "\\|").replace("\n", " ")
 
 
 def table_md(table: Table) -> str:
@@ -92,12 +98,12 @@ def table_md(table: Table) -> str:
 
 
 def page_md(title: str, sections: list[Section]) -> str:
-    out = [f"# {escape(title)}", ""]
+    out = [f"# {_md(title)}", ""]
     for section in sections:
-        out += [f"## {escape(section.title)}", ""]
-        out += [escape(note) + "\n" for note in section.notes]
+        out += [f"## {_md(section.title)}", ""]
+        out += [_md(note) + "\n" for note in section.notes]
         out += [table_md(t) + "\n" for t in section.tables]
-        out += [f"![{escape(f.title)}](figures/{f.name}.png)\n" for f in section.figures]
+        out += [f"![{_md(f.title)}](figures/{f.name}.png)\n" for f in section.figures]
     return "\n".join(out)
 
 

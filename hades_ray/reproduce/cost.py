@@ -50,8 +50,9 @@ def tokens_per_example(reference: str, texts: list[str], cap: int) -> tuple[floa
         log.info("counting %s tokens as %.1f per word: %s", reference, TOKENS_PER_WORD, error)
         lengths = [TOKENS_PER_WORD * len(t.split()) + 2 for t in texts]
         return sum(min(cap, n) for n in lengths) / len(texts), True
-    lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=True)["input_ids"]]
-    return sum(min(cap, n) for n in lengths) / len(texts), False
+    # Truncated at the cap as training truncates them (and without the tokenizer's over-length warning).
+    encoded = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=cap)["input_ids"]
+    return sum(len(ids) for ids in encoded) / len(texts), False
 
 
 def grid_cost(base: dict, grid: Grid, cells: list[Cell], train: list[Instance]) -> list[CellCost]:

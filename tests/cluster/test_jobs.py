@@ -19,7 +19,6 @@ BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.ray
 
 
-
 def _env(micro_home) -> dict:
     env = dict(
         os.environ,
@@ -38,6 +37,23 @@ def _input(shared_data, tmp_path, rows: int) -> Path:
     path = tmp_path / "input.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def run_cluster_script(name: str, micro_home, shared_data, tmp_path, rows: int, timeout: int) -> tuple[dict, Path]:
+    """Run ``tests/cluster/NAME`` (a script that starts its own cluster: a test's Ray session cannot host a
+    second one) on the first ``rows`` leads; returns its JSON verdict and the job's output folder."""
+    output = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / name), str(_input(shared_data, tmp_path, rows)), str(output)],
+        env=_env(micro_home),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    # Ray may print its own notices after the verdict: take the verdict's line.
+    return json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1]), output
 
 
 def _doc_ids(output: Path) -> list[str]:
@@ -115,19 +131,7 @@ def test_job_submitted_through_the_jobs_api(micro_home, shared_data, tmp_path):
 
 
 def test_job_finishes_every_row_once_after_losing_a_node(micro_home, shared_data, tmp_path):
-    output = tmp_path / "out"
-    script = Path(__file__).parent / "node_removal.py"
-    done = subprocess.run(
-        [sys.executable, str(script), str(_input(shared_data, tmp_path, 24)), str(output)],
-        env=_env(micro_home),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    # Ray may print its own notices after the verdict: take the verdict's line.
-    verdict = json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
+    verdict, output = run_cluster_script("node_removal.py", micro_home, shared_data, tmp_path, 24, timeout=900)
     assert verdict["actors_on_removed_node"] > 0  # the node that went away was doing the job's work
     assert verdict["job_running_at_removal"] and verdict["markers_at_removal"] < 12
     assert not verdict["alive"]
