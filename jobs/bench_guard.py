@@ -38,10 +38,14 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "jobs" / "results"
 ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
 ARMS = ("plain", "scored", "guarded", "causal_scored", "causal_guarded", "causal_word_scored", "causal_word_guarded")
+ARMS += ("small_scored", "small_guarded")
 JUDGED = {"scored": "online", "guarded": "online", "causal_scored": "causal", "causal_guarded": "causal"}
 # The causal detector judged as before this judge had its cache: one forward per word over its own view.
 JUDGED |= {"causal_word_scored": "causal_word", "causal_word_guarded": "causal_word"}
-FOLDER = {"online": "online", "causal": "causal", "causal_word": "causal"}  # the detector each judge runs
+# A cached causal judge smaller than the generator (the micro kit's 2-layer, 32-wide GPT-2, random head):
+# what the guard costs when a judge forward is cheaper than a generator step. Its p(H) means nothing.
+JUDGED |= {"small_scored": "small", "small_guarded": "small"}
+FOLDER = {"online": "online", "causal": "causal", "causal_word": "causal", "small": "small"}  # each judge's detector
 DETECTORS = ("online", "lr", "causal")  # causal: the online detector on the offline kit's GPT-2
 
 
@@ -73,6 +77,27 @@ class PeakRss:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, rss_mib())
+
+
+class ForwardClock:
+    """Seconds spent inside a module's forwards, and how many ran: hooks, so the code timed is unchanged."""
+
+    def __init__(self, module):
+        self.seconds, self.calls, self._began = 0.0, 0, 0.0
+        self._hooks = [module.register_forward_pre_hook(self._start), module.register_forward_hook(self._stop)]
+
+    def _start(self, *_) -> None:
+        self._began = time.perf_counter()
+
+    def _stop(self, *_) -> None:
+        self.seconds += time.perf_counter() - self._began
+        self.calls += 1
+
+    def take(self) -> tuple[float, int]:
+        """The time and count since the last take."""
+        out = (self.seconds, self.calls)
+        self.seconds, self.calls = 0.0, 0
+        return out
 
 
 def held_out_prompts(nlp, skip: int, count: int, fits) -> tuple[list[dict], int]:
@@ -156,9 +181,16 @@ def run_arms(model, tokenizer, judges: dict, prompts: list[str], sampling, retri
     from hades_ray.guard.stages import batch_seed
 
     arms: dict = {}
+    generator_clock = ForwardClock(model)
+    judge_clocks = {name: ForwardClock(j.model.backbone) for name, j in judges.items()}
     for arm in ARMS:
         results = []
+        if arm == "small_guarded":
+            reference = judges["causal"].threshold
+            judges["small"].threshold = matched_threshold(arms, "small_scored", "causal_scored", reference)
         judge = RecordingJudge(judges[JUDGED[arm]]) if arm in JUDGED else None
+        for clock in (generator_clock, *judge_clocks.values()):
+            clock.take()
         with PeakRss() as memory:
             began = time.perf_counter()
             for lo in range(0, len(prompts), batch):
@@ -177,7 +209,17 @@ def run_arms(model, tokenizer, judges: dict, prompts: list[str], sampling, retri
             "peak_rss_mib": memory.peak,
             "calls": judge.calls if judge else [],
         }
+        arms[arm]["generator_forward_seconds"], arms[arm]["generator_forwards"] = generator_clock.take()
+        spent = judge_clocks[JUDGED[arm]].take() if arm in JUDGED else (0.0, 0)
+        arms[arm]["judge_forward_seconds"], arms[arm]["judge_forwards"] = spent
     return arms
+
+
+def matched_threshold(arms: dict, small: str, reference: str, threshold: float) -> float:
+    """The small judge's threshold that flags the share of words the reference judge flags in its
+    judge-only arm: the guard then rejects about as often, so their costs compare."""
+    share = np.mean([w["p"] >= threshold for r in arms[reference]["results"] for w in r["scores"]])
+    return float(np.quantile([w["p"] for r in arms[small]["results"] for w in r["scores"]], 1 - share))
 
 
 def generated_words(prompt: str, generation: str) -> tuple[list[str], list[int]]:
@@ -257,6 +299,10 @@ def arm_figures(arm: dict, texts: list[tuple[str, str]], p_online: list, thresho
         "new_tokens": tokens,
         "seconds": arm["seconds"],
         "tokens_per_s": tokens / arm["seconds"],
+        "generator_forwards": arm["generator_forwards"],
+        "generator_forward_seconds": arm["generator_forward_seconds"],
+        "judge_forwards": arm["judge_forwards"],
+        "judge_forward_seconds": arm["judge_forward_seconds"],
         "rss_before_mib": arm["rss_before_mib"],
         "peak_rss_mib": arm["peak_rss_mib"],
         "interventions": len(events),
@@ -309,6 +355,9 @@ def markdown(report: dict) -> str:
         ("distinct-2", "distinct_2"),
         ("new tokens", "new_tokens"),
         ("tokens/s", "tokens_per_s"),
+        ("generator forwards (steps)", "generator_forwards"),
+        ("judge forwards", "judge_forwards"),
+        ("seconds in the judge's forwards", "judge_forward_seconds"),
         ("resident memory before the arm, MiB", "rss_before_mib"),
         ("peak resident memory during the arm, MiB", "peak_rss_mib"),
         ("interventions (rejected words)", "interventions"),
@@ -332,12 +381,14 @@ def markdown(report: dict) -> str:
         "a step in one call); the causal one, an online span classifier on the offline kit's GPT-2 with a "
         f"{report['causal_window']}-token window and stride {report['causal_stride']} (hades-ray score's "
         "windows), scored with each row's key/value cache; and, as before that cache, the same causal "
-        "detector with one forward per word over its own view (`per word`). p(H) rows: the encoder judge's "
-        "for the first three columns, the causal detector's for the last four.",
+        "detector with one forward per word over its own view (`per word`); and a small causal judge (below). "
+        "p(H) rows: the encoder judge's for the first three columns, the causal detector's for the next four, "
+        "the small judge's (noise: a random head) for the last two.",
         "",
         "| | plain `generate` | encoder: judge only (retries 0) | encoder: guarded | causal: judge only "
-        "| causal: guarded | causal per word: judge only | causal per word: guarded |",
-        "|---|---|---|---|---|---|---|---|",
+        "| causal: guarded | causal per word: judge only | causal per word: guarded | small causal: judge only "
+        "| small causal: guarded |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, key in rows:
         lines.append(f"| {label} | " + " | ".join(_fmt(arms[a][key]) for a in ARMS) + " |")
@@ -349,7 +400,26 @@ def markdown(report: dict) -> str:
         f"**{report['overhead_causal_scored']:.2f}x** (the same detector one forward per word, as before its "
         f"cache: {report['overhead_causal_word_guarded']:.2f}x, judging alone "
         f"{report['overhead_causal_word_scored']:.2f}x); encoder judge **{report['overhead_guarded']:.2f}x**, "
-        f"judging alone {report['overhead_scored']:.2f}x.",
+        f"judging alone {report['overhead_scored']:.2f}x. A judge smaller than the generator (the micro kit's "
+        f"2-layer, 32-wide GPT-2 under a random head, threshold {report['small_threshold']:.3f}: the quantile "
+        "that flags the share the causal judge flags, so it rejects about as often; its p(H) means nothing): "
+        f"**{report['overhead_small_guarded']:.2f}x** guarded, {report['overhead_small_scored']:.2f}x judging "
+        "alone.",
+        "",
+        "The floor: what each arm would cost if the guard added nothing to plain generation but its judge's "
+        "forwards (timed by hooks on the judge's backbone) and its extra generator steps (a rejected word's "
+        "tokens are drawn again, and a batch waits for its slowest prompt), at plain `generate`'s time per "
+        "step:",
+        "",
+        "| arm | overhead | floor | judge forwards per step | ms per judge forward | ms per generator step "
+        "(plain) | steps against plain |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {name} | {report[f'overhead_{name}']:.2f}x | {f['overhead_floor']:.2f}x | "
+            f"{f['judge_forwards_per_step']:.2f} | {f['judge_forward_ms']:.2f} | {f['generator_step_ms']:.2f} | "
+            f"{f['extra_steps']:.2f} |"
+            for name, f in report["floor"].items()
+        ),
         "",
         "p(H) the loop recorded against `hades-ray score`'s scorer (hades_ray/score/scorer.py) on the same "
         "text with the same judge, every judged word including the rejected ones (max |diff|, flags that "
@@ -468,10 +538,15 @@ def reading(report: dict) -> list[str]:
         "row's key/value cache by the new words' tokens, and encodes a window afresh only where a word falls "
         f"past the current one: {report['arms']['causal_guarded']['tokens_per_s']:.1f} tokens/s guarded "
         f"({report['overhead_causal_guarded']:.2f}x), {report['overhead_causal_scored']:.2f}x judging alone. "
-        "That judge is the generator's own size (the kit's 4-layer GPT-2), so its one forward per step (two "
-        "where a prompt's word opens a new window) costs about what the generator's forward costs, and at "
-        "these sizes a forward's fixed cost dominates on a CPU: the ratio falls toward 1 + (judge / generator "
-        "forward cost) beside a larger generator. A guarded run also draws again every rejected word "
+        "All rows' new tokens of a step, cache extensions and fresh windows alike, run packed in one forward. "
+        "That judge is the generator's own size (the kit's 4-layer GPT-2), so its one forward per step costs "
+        f"about what a generator step costs ({report['floor']['causal_scored']['judge_forward_ms']:.1f} ms "
+        f"against {report['floor']['causal_scored']['generator_step_ms']:.1f} ms), and at these sizes a "
+        "forward's fixed cost dominates on a CPU: judging alone cannot cost less than "
+        f"{report['floor']['causal_scored']['overhead_floor']:.2f}x here, guarding not less than "
+        f"{report['floor']['causal_guarded']['overhead_floor']:.2f}x (the table above). The ratio falls toward "
+        "1 + (judge forward / generator step) as the judge gets smaller than the generator: the micro judge "
+        f"costs {report['overhead_small_guarded']:.2f}x guarded. A guarded run also draws again every rejected word "
         f"({report['arms']['causal_guarded']['interventions']} here), and a batch waits for its slowest "
         "prompt; timings on a shared machine also move with its load.",
         "- Not measured: factual accuracy of the generations (no human or reference check), and any generator "
@@ -592,6 +667,7 @@ def main(argv=None) -> int:
         work = Path(args.workdir) if args.workdir else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         detectors = trained_detectors(config, work, args.train_docs)
+        detectors["small"] = small_judge(work, config.detect.window)
         report = measure(args, config, prompts, detectors, (tokenizer, model))
     report |= {"note": note, "train_docs": args.train_docs, "detectors": detectors, "seed": args.seed}
     report["prompts_skipped_too_long"] = too_long
@@ -635,6 +711,37 @@ def final_text_check(folder: str, stride: int, texts: list[str], results: list[d
     return {"words": len(diffs) - 1, "max_abs_diff": max(diffs), "flags_differing": flips, "unaligned": unaligned}
 
 
+def cost_floor(plain: dict, arm: dict) -> dict:
+    """What an arm would cost if the guard added nothing but its judge's forwards and its extra steps:
+    plain generation's time per generator forward times the arm's generator forwards, plus the time
+    its judge's forwards took, over plain generation's time. Also the judge's forwards per generator
+    forward and their mean time against a generator forward's (plain ``generate``, whole step)."""
+    step = plain["seconds"] / plain["generator_forwards"]
+    floor = (step * arm["generator_forwards"] + arm["judge_forward_seconds"]) / plain["seconds"]
+    judge_ms = 1000 * arm["judge_forward_seconds"] / max(arm["judge_forwards"], 1)
+    return {
+        "overhead_floor": floor,
+        "judge_forwards_per_step": arm["judge_forwards"] / arm["generator_forwards"],
+        "judge_forward_ms": judge_ms,
+        "generator_step_ms": 1000 * step,
+        "extra_steps": arm["generator_forwards"] / plain["generator_forwards"],
+    }
+
+
+def small_judge(work: Path, window: int) -> dict:
+    """The micro kit's GPT-2 (2 layers, 32 wide) under a random online head, with the causal judge's
+    window: a judge far cheaper than the generator, for its cost alone."""
+    from bench_score import make_detector
+
+    from hades_ray.models.micro import build_micro_causal_lm
+
+    folder = work / "small"
+    if not (folder / "detector.json").is_file():
+        backbone = build_micro_causal_lm(work / "micro_gpt2")
+        make_detector(folder, str(backbone), "online", window)
+    return {"dir": str(folder)}
+
+
 def measure(args, config, prompts: list[dict], detectors: dict, generator) -> dict:
     from hades_ray.detect.detector import Detector
     from hades_ray.guard.causal_judge import CausalJudge
@@ -650,6 +757,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
         "online": judge,
         "causal": CausalJudge(detectors["causal"]["dir"], args.threshold, "content", "cpu", stride),
         "causal_word": EncoderJudge(detectors["causal"]["dir"], args.threshold, "content"),
+        "small": CausalJudge(detectors["small"]["dir"], 0.5, "content", "cpu", stride),
     }
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
@@ -706,6 +814,8 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
             else None,
         },
         **{f"overhead_{n}": figures["plain"]["tokens_per_s"] / figures[n]["tokens_per_s"] for n in JUDGED},
+        "floor": {n: cost_floor(figures["plain"], figures[n]) for n in JUDGED},
+        "small_threshold": judges["small"].threshold,
         "threshold": judge.threshold,
         "causal_threshold": judges["causal"].threshold,
         "judge_window": judge.settings["window"],

@@ -56,13 +56,14 @@ def gpt2_sized(directory: Path) -> str:
     return str(directory)
 
 
-def make_detector(directory: Path, backbone: str, mode: str) -> str:
+def make_detector(directory: Path, backbone: str, mode: str, window: int = WINDOW) -> str:
+    """A detector folder on ``backbone`` with a random head (speed does not depend on its weights)."""
     import torch
 
     from hades_ray.config import HadesConfig, save_config
     from hades_ray.detect.model import build_classifier, export_detector, trainable_state
 
-    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": WINDOW}
+    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window}
     settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
     torch.manual_seed(0)
     tokenizer, model = build_classifier(backbone, settings)

@@ -32,11 +32,22 @@ def special_token_count(tokenizer) -> int:
 
 def token_words(tokenizer, words: list[str]) -> np.ndarray:
     """Word index of each subword of ``" ".join(words)`` (no special tokens)."""
-    text = " ".join(words)
-    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    starts = np.cumsum([0] + [len(w) + 1 for w in words[:-1]])
-    ends = np.array([max(b, a + 1) for a, b in offsets]) if offsets else np.zeros(0, dtype=int)
-    return np.searchsorted(starts, ends - 1, side="right") - 1
+    return token_words_of(tokenizer, [words])[0]
+
+
+def token_words_of(tokenizer, texts: list[list[str]]) -> list[np.ndarray]:
+    """``token_words`` of many word lists, tokenized in one call (a call's fixed cost counts per step
+    in the guard, hades_ray/guard/causal_judge.py)."""
+    if not texts:
+        return []
+    joined = [" ".join(words) for words in texts]
+    encoded = tokenizer(joined, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    out = []
+    for words, offsets in zip(texts, encoded):
+        starts = np.cumsum([0] + [len(w) + 1 for w in words[:-1]])
+        ends = np.array([max(b, a + 1) for a, b in offsets]) if offsets else np.zeros(0, dtype=int)
+        out.append(np.searchsorted(starts, ends - 1, side="right") - 1)
+    return out
 
 
 def word_range(tok_words: np.ndarray, lo: int, hi: int, n_words: int) -> tuple[int, int]:

@@ -84,25 +84,29 @@ class CausalJudge:
         ]
 
     def _plan(self, requests, items) -> tuple[list[_Job], list[tuple[int, int]]]:
-        """Each request's window jobs (in window order), and the targets no window holds whole."""
-        from hades_ray.score.causal import assign_targets, encode_window, text_windows
+        """Each request's window jobs (in window order), and the targets no window holds whole. Every
+        request's text is tokenized in one call, and every window to run in another."""
+        from hades_ray.detect.spans import token_words_of
+        from hades_ray.score.causal import assign_targets, encode_windows, text_windows
 
-        jobs, leftovers = [], []
-        for k, ((row, _, _), its) in enumerate(zip(requests, items)):
-            if not its:
-                continue
-            words, targets = its[0]["words"], [it["start"] for it in its]
-            ranges = text_windows(self.tokenizer, words, self.window, self.stride)
+        asked = [k for k, its in enumerate(items) if its]
+        tok_words = token_words_of(self.tokenizer, [items[k][0]["words"] for k in asked])
+        jobs, leftovers, windows = [], [], []
+        for k, tokens in zip(asked, tok_words):
+            words, targets = items[k][0]["words"], [it["start"] for it in items[k]]
+            ranges = text_windows(self.tokenizer, words, self.window, self.stride, tokens)
             by_window: dict[int, _Job] = {}
             for j, (target, w) in enumerate(zip(targets, assign_targets(ranges, targets, targets))):
                 if w < 0:
                     leftovers.append((k, j))
                     continue
                 if w not in by_window:
-                    ids, owner = encode_window(self.tokenizer, words, *ranges[w])
-                    by_window[w] = _Job(row, ranges[w][0], ids, owner)
+                    by_window[w] = _Job(requests[k][0], ranges[w][0], [], np.zeros(0, dtype=int))
+                    windows.append((by_window[w], (words, *ranges[w])))
                 by_window[w].targets.append((k, j, target))
             jobs += [by_window[w] for w in sorted(by_window)]
+        for (job, _), (ids, owner) in zip(windows, encode_windows(self.tokenizer, [w for _, w in windows])):
+            job.ids, job.owner = ids, owner
         return jobs, leftovers
 
     def _run(self, jobs: list[_Job]) -> dict[tuple[int, int], torch.Tensor]:
@@ -113,7 +117,7 @@ class CausalJudge:
             ids = job.ids[: int(np.flatnonzero(job.owner >= 0)[-1]) + 1]  # a trailing [SEP] is no context
             feeds.append(ids)
             keeps.append(self.caches[job.row].reuse(job.lo, ids, _first_target_token(job, len(ids))))
-        states = extend_caches(self.model.backbone, [self.caches[j.row] for j in jobs], feeds, keeps, device)
+        states = extend_caches(self.model.backbone, [self.caches[j.row] for j in jobs], feeds, device)
         pooled = {}
         for job, state, keep, ids in zip(jobs, states, keeps, feeds):
             for k, j, target in job.targets:

@@ -1,11 +1,13 @@
 """Per-row key/value caches of a causal backbone, extended for many rows in one forward.
 
 Each row holds the token ids it has run and their keys and values (one ``[1, heads, tokens, dim]``
-pair per layer). A forward lines the rows up: caches padded on the left, new tokens padded on the
-right, both pads masked out, each row's positions counted from its own cache length, so every real
-token sees exactly its row's earlier tokens, as in one forward over the row alone. Rows with many new
-tokens (a window encoded from its start) run apart from rows adding a word, so a prefill does not pad
-every other row to its length.
+pair per layer). A step's forward packs every row into one sequence: the rows' caches side by side,
+then the rows' new tokens side by side, with a mask that lets each new token see only its own row's
+cached tokens and its own row's earlier new tokens, and each row's positions counted from its own
+cache length. Every real token therefore sees exactly what it sees in a forward over its row alone,
+and a step costs one forward over its new tokens whatever their count per row: a window encoded
+from its start (many tokens) and a word added to a cache (one or two) share that forward, and no
+row is padded to another's length.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-
-PREFILL_TOKENS = 8  # rows with more new tokens than this (a window encoded afresh) run in their own forward
 
 
 def cache_of(out):
@@ -41,67 +41,58 @@ class RowCache:
         return keep
 
 
-def extend_caches(backbone, caches: list[RowCache], feeds: list[list[int]], keeps: list[int], device) -> list:
-    """Run each row's ``feeds[r][keeps[r]:]`` after its cache; the caches grow by them. Returns each row's
-    last hidden states of its new tokens (``[new, hidden]``)."""
-    states: list = [None] * len(caches)
-    small = [r for r in range(len(caches)) if len(feeds[r]) - keeps[r] <= PREFILL_TOKENS]
-    large = [r for r in range(len(caches)) if len(feeds[r]) - keeps[r] > PREFILL_TOKENS]
-    for group in (small, large):
-        if group:
-            for r, s in zip(group, _forward(backbone, [caches[r] for r in group], [feeds[r] for r in group], device)):
-                states[r] = s
-    return states
-
-
-def _forward(backbone, caches: list[RowCache], feeds: list[list[int]], device) -> list[torch.Tensor]:
+def extend_caches(backbone, caches: list[RowCache], feeds: list[list[int]], device) -> list[torch.Tensor]:
+    """Run each row's ``feeds[r]`` after the tokens its cache holds (a prefix of it), all rows in one
+    forward; the caches grow by them. Returns each row's last hidden states of its new tokens
+    (``[new, hidden]``)."""
     from transformers.cache_utils import DynamicCache
 
     past = [len(c.ids) for c in caches]
     new = [len(f) - p for f, p in zip(feeds, past)]
-    width, length, rows = max(past), max(new), len(caches)
-    ids = torch.zeros((rows, length), dtype=torch.long)
-    positions = torch.zeros((rows, length), dtype=torch.long)
-    mask = torch.zeros((rows, width + length), dtype=torch.long)
-    for r, (feed, p, n) in enumerate(zip(feeds, past, new)):
-        ids[r, :n] = torch.tensor(feed[p:])
-        positions[r, :n] = torch.arange(p, p + n)
-        mask[r, width - p : width + n] = 1
+    width = sum(past)
+    ids = torch.tensor([[t for f, p in zip(feeds, past) for t in f[p:]]], device=device)
+    positions = torch.tensor([[i for p, n in zip(past, new) for i in range(p, p + n)]], device=device)
+    dtype = next(backbone.parameters()).dtype
     cache = DynamicCache()
     if width:
-        layers = [_stack([c.kv[layer] if c.kv else None for c in caches], width) for layer in range(_depth(caches))]
+        held = [c for c in caches if c.kv]
+        layers = [
+            (torch.cat([c.kv[k][0] for c in held], dim=2), torch.cat([c.kv[k][1] for c in held], dim=2))
+            for k in range(len(held[0].kv))
+        ]
         cache = DynamicCache(ddp_cache_data=layers)
     out = backbone(
-        input_ids=ids.to(device),
-        attention_mask=mask.to(device),
-        position_ids=positions.to(device),
+        input_ids=ids,
+        attention_mask=_packed_mask(past, new, dtype).to(device),
+        position_ids=positions,
         cache=cache,
         use_cache=True,
     )
-    grown = cache_of(out)
-    for r, (c, feed, p, n) in enumerate(zip(caches, feeds, past, new)):
+    grown, states = cache_of(out), []
+    at_past, at_new = 0, width
+    for c, feed, p, n in zip(caches, feeds, past, new):
         c.kv = [
-            (layer.keys[r : r + 1, :, width - p : width + n], layer.values[r : r + 1, :, width - p : width + n])
+            (
+                torch.cat([layer.keys[:, :, at_past : at_past + p], layer.keys[:, :, at_new : at_new + n]], dim=2),
+                torch.cat([layer.values[:, :, at_past : at_past + p], layer.values[:, :, at_new : at_new + n]], dim=2),
+            )
             for layer in grown.layers
         ]
         c.ids = list(feed)
-    return [out.last_hidden_state[r, :n] for r, n in enumerate(new)]
+        states.append(out.last_hidden_state[0, at_new - width : at_new - width + n])
+        at_past, at_new = at_past + p, at_new + n
+    return states
 
 
-def _depth(caches: list[RowCache]) -> int:
-    return next(len(c.kv) for c in caches if c.kv)
-
-
-def _stack(pairs: list, width: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One layer's keys and values of every row, each left-padded with zeros to ``width`` tokens."""
-    like = next(p for p in pairs if p is not None)[0]
-    heads, dim = like.shape[1], like.shape[3]
-    out = []
-    for which in (0, 1):
-        parts = []
-        for p in pairs:
-            have = 0 if p is None else p[which].shape[2]
-            pad = like.new_zeros((1, heads, width - have, dim))
-            parts.append(pad if p is None else torch.cat([pad, p[which]], dim=2))
-        out.append(torch.cat(parts))
-    return out[0], out[1]
+def _packed_mask(past: list[int], new: list[int], dtype) -> torch.Tensor:
+    """The additive ``[1, 1, new tokens, cached + new tokens]`` mask of a packed forward: 0 where a new
+    token may look (its row's cache, its row's new tokens up to itself), the dtype's minimum elsewhere."""
+    width, length = sum(past), sum(new)
+    allowed = torch.zeros((length, width + length), dtype=torch.bool)
+    at_past, at_new = 0, 0
+    for p, n in zip(past, new):
+        allowed[at_new : at_new + n, at_past : at_past + p] = True
+        allowed[at_new : at_new + n, width + at_new : width + at_new + n] = torch.ones(n, n, dtype=torch.bool).tril()
+        at_past, at_new = at_past + p, at_new + n
+    mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+    return mask[None, None]

@@ -34,12 +34,13 @@ def is_causal_config(config) -> bool:
     )
 
 
-def text_windows(tokenizer, words: list[str], window: int, stride: int) -> list[tuple[int, int]]:
-    """Word ranges ``[lo, hi)`` of the windows a text is scored in (one when it fits)."""
+def text_windows(tokenizer, words: list[str], window: int, stride: int, tok_words=None) -> list[tuple[int, int]]:
+    """Word ranges ``[lo, hi)`` of the windows a text is scored in (one when it fits); ``tok_words``: the
+    text's ``token_words`` when the caller has them already."""
     budget = max(1, window - special_token_count(tokenizer))
     if not words:
         return []
-    tok_words = token_words(tokenizer, words)
+    tok_words = token_words(tokenizer, words) if tok_words is None else tok_words
     n = len(tok_words)
     if n <= budget:
         return [(0, len(words))]
@@ -76,13 +77,22 @@ def assign_targets(ranges: list[tuple[int, int]], first: list[int], last: list[i
 
 def encode_window(tokenizer, words: list[str], lo: int, hi: int) -> tuple[list[int], np.ndarray]:
     """Token ids of words ``lo..hi-1`` with the tokenizer's specials, and each token's word (-1: none)."""
-    pieces = words[lo:hi]
-    text = " ".join(pieces)
-    enc = tokenizer(text, return_offsets_mapping=True)
-    starts = np.cumsum([0] + [len(w) + 1 for w in pieces[:-1]])
-    owner = np.full(len(enc["input_ids"]), -1)
-    for t, (a, b) in enumerate(enc["offset_mapping"]):
+    return encode_windows(tokenizer, [(words, lo, hi)])[0]
+
+
+def encode_windows(tokenizer, windows: list[tuple[list[str], int, int]]) -> list[tuple[list[int], np.ndarray]]:
+    """``encode_window`` of many ``(words, lo, hi)``, tokenized in one call."""
+    if not windows:
+        return []
+    texts = [" ".join(words[lo:hi]) for words, lo, hi in windows]
+    enc = tokenizer(texts, return_offsets_mapping=True)
+    out = []
+    for (words, lo, hi), text, ids, offsets in zip(windows, texts, enc["input_ids"], enc["offset_mapping"]):
+        starts = np.cumsum([0] + [len(w) + 1 for w in words[lo:hi][:-1]])
         # A token of spaces alone (BPE's lone "Ġ" before punctuation) overlaps no word, as in encode_spans.
-        if b > a and not text[a:b].isspace():
-            owner[t] = lo + int(np.searchsorted(starts, b - 1, side="right") - 1)
-    return list(enc["input_ids"]), owner
+        real = np.array([b > a and not text[a:b].isspace() for a, b in offsets], dtype=bool)
+        ends = np.array([b for _, b in offsets], dtype=int)
+        owner = np.full(len(ids), -1)
+        owner[real] = lo + np.searchsorted(starts, ends[real] - 1, side="right") - 1
+        out.append((list(ids), owner))
+    return out
