@@ -71,6 +71,8 @@ def guarded_generate(
             verdicts = judge.score_chunks([(i, *rows[i].current_word()) for i in waiting])
             for i, scored in zip(waiting, verdicts):
                 rows[i].decide(scored, guard.threshold, guard.max_retries)
+        if all(r.done for r in rows):  # no forward for a step nobody takes
+            return [_result(row) for row in rows]
         ids, mask, out = step.extend(rows, ids, mask, out)
     if all(r.done for r in rows):
         return [_result(row) for row in rows]
