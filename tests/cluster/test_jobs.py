@@ -1,4 +1,5 @@
-"""The job as users run it on clusters: through `ray job submit`, and surviving the loss of a node."""
+"""The job as users run it on clusters: through `ray job submit` to a head that demands Ray's token, and
+surviving the loss of a node."""
 
 import json
 import os
@@ -19,16 +20,20 @@ BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.ray
 
 
-def _env(micro_home) -> dict:
+def _env(micro_home, home: Path | None = None, auth: str = "disabled") -> dict:
+    """The environment of a test's own cluster and its clients: token auth ``disabled`` unless asked
+    for, and then a private ``HOME`` (``auth`` "token"), so the token file is never the user's."""
     env = dict(
         os.environ,
-        RAY_AUTH_MODE="disabled",
+        RAY_AUTH_MODE=auth,
         RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
         HADES_RAY_HOME=str(micro_home),
         PATH=f"{BIN}:{os.environ['PATH']}",
         PYTHONUNBUFFERED="1",
     )
-    env.pop("RAY_ADDRESS", None)
+    env.pop("RAY_ADDRESS", None), env.pop("RAY_AUTH_TOKEN", None)
+    if home is not None:
+        env["HOME"] = str(home)
     return env
 
 
@@ -60,9 +65,14 @@ def _doc_ids(output: Path) -> list[str]:
     return [r for p in sorted((output / "pool").glob("*.parquet")) for r in pq.read_table(p)["doc_id"].to_pylist()]
 
 
-def test_job_submitted_through_the_jobs_api(micro_home, shared_data, tmp_path):
+def test_job_submitted_through_the_jobs_api_needs_the_token(micro_home, shared_data, tmp_path):
+    """A head started as ``make ray-head`` starts it keeps Ray's token auth on: the perturbation job
+    submitted with the token runs to the end; a caller without the token is refused."""
+    home, stranger = tmp_path / "home", tmp_path / "stranger"
+    home.mkdir(), stranger.mkdir()
+    env = _env(micro_home, home, auth="token")
+    subprocess.run([str(BIN / "ray"), "get-auth-token", "--generate"], env=env, capture_output=True, check=True)
     port, dashboard = free_port(), free_port()
-    env = _env(micro_home)
     head = subprocess.Popen(
         [
             str(BIN / "ray"),
@@ -122,6 +132,9 @@ def test_job_submitted_through_the_jobs_api(micro_home, shared_data, tmp_path):
         assert "succeeded" in done.stdout
         summary = json.loads((output / "summary.json").read_text())
         assert summary["read"] == 6 and summary["kept"] == len(_doc_ids(output)) > 0
+        refused = subprocess.run(submit, env=_env(micro_home, stranger, auth="token"), capture_output=True, text=True)
+        assert refused.returncode != 0 and "succeeded" not in refused.stdout
+        assert "token" in (refused.stdout + refused.stderr).lower()
     finally:
         os.killpg(head.pid, signal.SIGTERM)  # our own head only: `ray stop` would stop everyone's Ray
         try:

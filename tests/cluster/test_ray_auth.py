@@ -1,5 +1,6 @@
-"""Token auth stays on outside the tests: the private local cluster of ``init_ray`` and a head started
-the way ``make ray-head`` does both demand Ray's token, and ``ray job submit`` works only with it.
+"""Token auth stays on outside the tests: the private local cluster of ``init_ray`` demands Ray's token
+(a head started the way ``make ray-head`` does, and ``ray job submit`` to it, are tested with the job in
+``test_jobs.py``).
 
 These tests run Ray with ``RAY_AUTH_MODE`` unset or ``token`` (the suite disables it in conftest.py)
 and a private ``HOME``, so the token file they make is never the user's ``~/.ray/auth_token``.
@@ -8,21 +9,16 @@ and a private ``HOME``, so the token file they make is never the user's ``~/.ray
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.ray
-
 
 
 def _env(home: Path, **extra) -> dict:
@@ -45,41 +41,3 @@ def test_init_ray_starts_a_local_cluster_with_token_auth(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-2:] == ["True", "42"]
     assert (tmp_path / ".ray" / "auth_token").is_file()  # Ray made the token, in the private HOME
-
-
-def test_job_submission_needs_the_token(tmp_path):
-    home, stranger = tmp_path / "home", tmp_path / "stranger"
-    home.mkdir(), stranger.mkdir()
-    subprocess.run([str(BIN / "ray"), "get-auth-token", "--generate"], env=_env(home), capture_output=True, check=True)
-    port, dashboard = free_port(), free_port()
-    head = subprocess.Popen(
-        [str(BIN / "ray"), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1"]
-        + ["--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--num-cpus=1", "--block"]
-        + [f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}"]
-        + [f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}"]
-        + [f"--temp-dir={tempfile.mkdtemp(prefix='hra', dir='/tmp')}"],  # short: socket paths are limited
-        env=_env(home, RAY_AUTH_MODE="token"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    submit = [str(BIN / "ray"), "job", "submit", "--address", f"http://127.0.0.1:{dashboard}", "--"]
-    submit += ["python", "-c", "print('job ran', 6 * 7)"]
-    try:
-        deadline = time.time() + 300  # a loaded machine can take minutes
-        while True:  # the dashboard and its job agent take a few seconds to accept jobs
-            done = subprocess.run(submit, env=_env(home, RAY_AUTH_MODE="token"), capture_output=True, text=True)
-            not_ready = any(s in done.stdout + done.stderr for s in ("Failed to connect", "No available agent"))
-            if done.returncode == 0 or not not_ready or time.time() > deadline:
-                break
-            time.sleep(3)
-        assert done.returncode == 0 and "job ran 42" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
-        refused = subprocess.run(submit, env=_env(stranger, RAY_AUTH_MODE="token"), capture_output=True, text=True)
-        assert refused.returncode != 0 and "job ran" not in refused.stdout
-        assert "token" in (refused.stdout + refused.stderr).lower()
-    finally:
-        os.killpg(head.pid, signal.SIGTERM)  # our own head only: `ray stop` would stop everyone's Ray
-        try:
-            head.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
