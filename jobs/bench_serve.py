@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "jobs" / "results"
-sys.path.insert(0, str(ROOT / "jobs"))
+sys.path[:0] = [str(ROOT), str(ROOT / "jobs")]  # tests.loopback, bench_score
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
 CLI = [sys.executable, "-m", "hades_ray.cli"]
 
