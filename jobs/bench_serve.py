@@ -23,10 +23,8 @@ import argparse
 import json
 import os
 import platform
-import queue
 import resource
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -119,48 +117,11 @@ def wait_ready(client, server: subprocess.Popen, limit: float = 300) -> float:
     raise SystemExit("hades-ray serve was not ready in time")
 
 
-def load(url: str, texts: list[str], clients: int) -> tuple[dict, dict]:
-    """Every text once, ``clients`` callers at a time; the figures, and each text's served p(H)."""
-    import httpx
-
-    todo: queue.Queue = queue.Queue()
-    for k, text in enumerate(texts):
-        todo.put((k, text))
-    latencies, errors, answers = [], [], {}
-
-    def caller() -> None:
-        with httpx.Client(base_url=url, timeout=600) as c:
-            while True:
-                try:
-                    k, text = todo.get_nowait()
-                except queue.Empty:
-                    return
-                began = time.perf_counter()
-                reply = c.post("/score", json={"text": text})
-                latencies.append(time.perf_counter() - began)
-                if reply.status_code == 200:
-                    answers[k] = [w["p"] for w in reply.json()["results"][0]["words"]]
-                else:
-                    errors.append(reply.status_code)
-
-    threads = [threading.Thread(target=caller) for _ in range(clients)]
-    began = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - began
-    cuts = statistics.quantiles(latencies, n=100)
-    figures = {"clients": clients, "requests": len(latencies), "errors": len(errors), "seconds": round(wall, 2)}
-    figures |= {"texts_per_s": round(len(latencies) / wall, 2), "p50_ms": round(cuts[49] * 1000, 1)}
-    figures |= {"p99_ms": round(cuts[98] * 1000, 1)}
-    return figures, answers
-
-
 def run_serve(detector: str, texts: list[str], levels: list[int], expected: list[list[float]]) -> dict:
     import httpx
 
     from tests.loopback import free_port
+    from tests.serve.running import load
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -172,7 +133,7 @@ def run_serve(detector: str, texts: list[str], levels: list[int], expected: list
         load(url, texts[:8], 4)  # warm-up: the replica's first forwards
         rows = []
         for clients in levels:
-            figures, answers = load(url, texts, clients)
+            figures, _, answers = load(url, texts, clients)
             figures["same_p_as_score"] = [answers.get(k) for k in range(len(texts))] == expected
             rows.append(figures)
             print(json.dumps(figures), flush=True)

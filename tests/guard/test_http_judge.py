@@ -14,6 +14,7 @@ from hades_ray.guard.sampling import Sampling
 from tests.guard.test_guard import PROMPTS, _prompts_file, _read
 from tests.loopback import free_port
 from tests.score.test_score import _detector
+from tests.serve.running import served
 
 pytest.importorskip("hades_ray.serve.app", reason="the served detector (hades-ray serve) is not on this branch")
 
@@ -28,17 +29,8 @@ def detector(micro_home, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def url(detector, ray_local):
-    from ray import serve
-
-    from hades_ray.config import load_config
-    from hades_ray.serve.app import service_app
-
-    port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    config = load_config(None, None, ["score.words=all", "serve.num_cpus=0.5"])
-    serve.run(service_app(str(detector), config, token=TOKEN), name="hades-guard", route_prefix="/")
-    yield f"http://127.0.0.1:{port}"
-    serve.shutdown()
+    with served(detector, ["score.words=all", "serve.num_cpus=0.5"], TOKEN, "hades-guard") as url:
+        yield url
 
 
 def _median(judge, model, tokenizer, sampling) -> float:

@@ -5,18 +5,14 @@ token, an inert ``<script>`` in the heatmap page, and a short load test. One app
 from __future__ import annotations
 
 import json
-import statistics
-import threading
-import time
-from html.parser import HTMLParser
 
 import httpx
 import numpy as np
 import pytest
 
 from hades_ray.cli import main
-from tests.loopback import free_port
-from tests.score.test_score import TEXTS, _detector
+from tests.score.test_score import TEXTS, _Elements, _detector
+from tests.serve import running
 
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -32,30 +28,8 @@ def detector(micro_home, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def url(detector, ray_local):
-    from ray import serve
-
-    from hades_ray.config import load_config
-    from hades_ray.serve.app import service_app
-
-    port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    serve.run(service_app(str(detector), load_config(None, None, SETTINGS), token=TOKEN), name="hades")
-    url = f"http://127.0.0.1:{port}"
-    _wait_for_proxy(url)
-    yield url
-    serve.shutdown()
-
-
-def _wait_for_proxy(url: str) -> None:
-    """``serve.run`` returns once the replica is up; the HTTP proxy may still be binding its port."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url + "/openapi.json", timeout=5)
-            return
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise AssertionError(f"nothing answers at {url}")
+    with running.served(detector, SETTINGS, TOKEN, "hades") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -174,19 +148,6 @@ def test_the_bearer_token_is_required_everywhere_but_the_docs(url, detector):
     assert len(health["identity"]) == 64
 
 
-class _Elements(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags, self.handlers, self.data = [], [], []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        self.handlers += [name for name, _ in attrs if name.startswith("on")]
-
-    def handle_data(self, data):
-        self.data.append(data)
-
-
 def test_a_script_in_the_text_stays_inert_on_the_heatmap_page(client):
     hostile = 'The <script>alert("x")</script> tag and <img src=x onerror="alert(1)"> are text here .'
     reply = client.get("/heatmap", params={"text": hostile})
@@ -199,30 +160,10 @@ def test_a_script_in_the_text_stays_inert_on_the_heatmap_page(client):
 
 def test_concurrent_clients_get_no_errors(url, capsys):
     clients, seconds = 8, 3.0
-    latencies: list[float] = []
-    errors: list[str] = []
-
-    def caller(k: int) -> None:
-        with httpx.Client(base_url=url, headers=AUTH, timeout=60) as c:
-            end = time.perf_counter() + seconds
-            while time.perf_counter() < end:
-                started = time.perf_counter()
-                reply = c.post("/score", json={"text": TEXTS[k % len(TEXTS)]})
-                latencies.append(time.perf_counter() - started)
-                if reply.status_code != 200:
-                    errors.append(f"{reply.status_code} {reply.text}")
-
-    threads = [threading.Thread(target=caller, args=(k,)) for k in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
-    p50, p99 = statistics.quantiles(latencies, n=100)[49], statistics.quantiles(latencies, n=100)[98]
+    figures, errors, _ = running.load(url, TEXTS, clients, AUTH, seconds)
     with capsys.disabled():
         print(
-            f"\nload: {clients} clients for {seconds:g} s: {len(latencies)} requests, {len(errors)} errors, "
-            f"{len(latencies) / wall:.1f} requests/s, p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
+            f"\nload: {clients} clients for {seconds:g} s: {figures['requests']} requests, {figures['errors']} errors, "
+            f"{figures['texts_per_s']:.1f} requests/s, p50 {figures['p50_ms']:.0f} ms, p99 {figures['p99_ms']:.0f} ms"
         )
-    assert errors == [] and len(latencies) >= clients
+    assert errors == [] and figures["requests"] >= clients
