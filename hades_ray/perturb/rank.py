@@ -6,6 +6,9 @@ import math
 
 import torch
 
+from hades_ray.perturb.packing import MIN_HEAD_ROWS, Packing, model_positions, packing_of
+from hades_ray.perturb.settings import RankConfig
+
 
 def encode_for_perplexity(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
     """Token ids per text, starting with BOS where the model has one so the first word is scored too."""
@@ -16,48 +19,78 @@ def encode_for_perplexity(tokenizer, texts: list[str], max_length: int) -> list[
     return [list(ids) if ids and ids[0] == bos else [bos, *ids][:max_length] for ids in encoded]
 
 
-MAX_BATCH_TOKENS = 32_768  # rows x width of one forward; hades_ray/plan counts the same chunks
-
-
-def length_chunks(lengths: list[int], max_batch_tokens: int = MAX_BATCH_TOKENS) -> list[list[int]]:
-    """The indices of each forward ``perplexities`` makes: shortest first, as many rows as the
-    shortest of them allows within ``max_batch_tokens``. A pure function of the lengths, so the planner
-    counts the very same forwards."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+def length_chunks(lengths: list[int], packing: Packing | None = None) -> list[list[int]]:
+    """The indices of each forward ``perplexities`` makes: sequences by width (shortest first, then in
+    input order), as many rows as the width allows within the token budget. A pure function of the
+    lengths, so the planner counts the very same forwards."""
+    packing = packing or Packing()
+    order = sorted(range(len(lengths)), key=lambda i: (packing.width(lengths[i]), i))
     chunks, begin = [], 0
     while begin < len(order):
-        take = max(1, max_batch_tokens // max(lengths[order[begin]], 1))
-        chunks.append(order[begin : begin + take])
-        begin += len(chunks[-1])
+        width = packing.width(lengths[order[begin]])
+        same = [i for i in order[begin : begin + packing.rows(width)] if packing.width(lengths[i]) == width]
+        chunks.append(same)
+        begin += len(same)
     return chunks
 
 
-def forward_shapes(lengths: list[int], max_batch_tokens: int = MAX_BATCH_TOKENS) -> list[tuple[int, int]]:
+def forward_shapes(lengths: list[int], packing: Packing | None = None) -> list[tuple[int, int]]:
     """(rows, width) of each forward ``perplexities`` makes for sequences of these lengths."""
-    return [(len(chunk), max(lengths[i] for i in chunk)) for chunk in length_chunks(lengths, max_batch_tokens)]
+    packing = packing or Packing()
+    shapes = []
+    for chunk in length_chunks(lengths, packing):
+        width = packing.width(max(lengths[i] for i in chunk))
+        shapes.append((packing.rows(width) if packing.fixed_rows else len(chunk), width))
+    return shapes
 
 
 @torch.inference_mode()
-def perplexities(
-    model, token_ids: list[list[int]], pad_id: int, max_batch_tokens: int = MAX_BATCH_TOKENS
-) -> list[float]:
-    """exp(mean next-token NLL) of each sequence; sequences are batched by length, results keep order."""
+def perplexities(model, token_ids: list[list[int]], pad_id: int, config: RankConfig | None = None) -> list[float]:
+    """exp(mean next-token NLL) of each sequence, in forwards packed as ``config`` says
+    (hades_ray/perturb/packing.py); results keep the input order."""
+    config = config or RankConfig()
     device = next(model.parameters()).device
+    packing = packing_of(config, device.type, model_positions(model))
+    lengths = [len(ids) for ids in token_ids]
     result = [math.nan] * len(token_ids)
-    for chunk in length_chunks([len(ids) for ids in token_ids], max_batch_tokens):
-        width = max(len(token_ids[i]) for i in chunk)
-        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(chunk), width), dtype=torch.long)
+    for chunk in length_chunks(lengths, packing):
+        width = packing.width(max(lengths[i] for i in chunk))
+        rows = packing.rows(width) if packing.fixed_rows else len(chunk)
+        ids = torch.full((rows, width), pad_id, dtype=torch.long)
+        attention = torch.zeros((rows, width), dtype=torch.long)
+        attention[:, 0] = 1  # dummy rows see one token (a row with none is NaN in some attention kernels)
         for row, index in enumerate(chunk):
-            ids[row, : len(token_ids[index])] = torch.tensor(token_ids[index])
-            attention[row, : len(token_ids[index])] = 1
-        logits = model(input_ids=ids.to(device), attention_mask=attention.to(device)).logits.float()
-        nll = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:].to(device), reduction="none")
+            ids[row, : lengths[index]] = torch.tensor(token_ids[index])
+            attention[row, : lengths[index]] = 1
+        nll = _next_token_nll(model, ids.to(device), attention.to(device), config.logits_mb)
         valid = attention[:, 1:].to(device).float()
         mean_nll = (nll * valid).sum(dim=1) / valid.sum(dim=1).clamp(min=1)
         for row, index in enumerate(chunk):
             result[index] = float(torch.exp(mean_nll[row]))
     return result
+
+
+def _next_token_nll(model, ids: torch.Tensor, attention: torch.Tensor, logits_mb: int) -> torch.Tensor:
+    """[rows, width - 1] NLL of each next token. The vocabulary projection and its log-softmax run
+    a few whole rows at a time, so that the logits and their log-probabilities together take at most
+    ``logits_mb`` MB (or one row's, where one row alone takes more). Whole rows, and the projection
+    on at least MIN_HEAD_ROWS positions, keep every bit of one pass over all rows
+    (tests/perturb/test_packing.py); the last position predicts nothing and is not projected."""
+    head = model.get_output_embeddings()
+    if head is None:  # no separate projection to chunk: the whole forward, as before
+        logits = model(input_ids=ids, attention_mask=attention).logits.float()
+        return torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
+    hidden = model.base_model(input_ids=ids, attention_mask=attention)[0][:, :-1]
+    positions = max(hidden.shape[1], 1)
+    row_bytes = 2 * 4 * head.weight.shape[0] * positions  # float32 logits and their log-softmax
+    per_chunk = max(logits_mb * 2**20 // row_bytes, -(-MIN_HEAD_ROWS // positions), 1)
+    losses = []
+    for begin in range(0, ids.shape[0], per_chunk):
+        logits = head(hidden[begin : begin + per_chunk]).float()
+        targets = ids[begin : begin + per_chunk, 1:]
+        # over dim 1 of [rows, vocab, positions] as before: the last-dimension kernel gives other bits
+        losses.append(torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none"))
+    return torch.cat(losses)
 
 
 def most_fluent(ppls: list[float]) -> int:

@@ -16,16 +16,17 @@ a one-token word does not repeat the word after it.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from hades_ray.perturb.packing import Packing, head_rows, model_positions, packing_of
 from hades_ray.perturb.settings import ReplaceConfig
 
 NEG_INF = float("-inf")
-MAX_BATCH_TOKENS = 32_768  # rows x width of one forward; hades_ray/plan counts the same chunks
 SPAN_START, CONTINUATION, INNER_WORD = 0, 1, 2  # what the original token at a position was
 CLITICS = frozenset(["'", "\u2019", "s", "t", "d", "m", "ll", "re", "ve"])
 
@@ -100,14 +101,17 @@ def vocabulary_bans(
 
 
 def _mlm_logits_at(
-    model, input_ids: torch.Tensor, attention: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor
+    model, input_ids: torch.Tensor, attention: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, at_least: int
 ) -> torch.Tensor:
-    """Logits at one position per row; the vocabulary projection runs only where it is needed."""
+    """Logits at one position per row: the vocabulary projection runs only at the filled positions,
+    on at least ``at_least`` rows (zero rows below them; hades_ray/perturb/packing.py says why)."""
     head = next((getattr(model, name) for name in ("cls", "lm_head") if hasattr(model, name)), None)
     if head is None:
         return model(input_ids=input_ids, attention_mask=attention).logits[rows, cols]
-    hidden = model.base_model(input_ids=input_ids, attention_mask=attention)[0]
-    return head(hidden[rows, cols])
+    hidden = model.base_model(input_ids=input_ids, attention_mask=attention)[0][rows, cols]
+    if hidden.shape[0] < at_least:
+        hidden = torch.cat([hidden, hidden.new_zeros(at_least - hidden.shape[0], hidden.shape[1])])
+    return head(hidden)[: len(rows)]
 
 
 def choose_tokens(logits: torch.Tensor, uniforms: np.ndarray, config: ReplaceConfig) -> torch.Tensor:
@@ -167,25 +171,35 @@ def model_steps(seq: MaskedSequence, bans: VocabularyBans) -> int:
     return len(_plan(seq, bans).steps)
 
 
-def step_chunks(lengths: list[int], step_counts: list[int], max_batch_tokens: int) -> Iterator[tuple[int, list[int]]]:
-    """Every forward ``fill_masks`` makes, in order, as (step, rows): at each step the rows that still
-    have a position to fill, cut so that rows x the longest of them stays within ``max_batch_tokens``.
-    A pure function of the lengths and step counts, so the planner counts the very same forwards."""
-    for step in range(max(step_counts, default=0)):
-        active = [row for row, count in enumerate(step_counts) if step < count]
-        rows_per_chunk = max(1, max_batch_tokens // max(lengths[row] for row in active))
-        for begin in range(0, len(active), rows_per_chunk):
-            yield step, active[begin : begin + rows_per_chunk]
+def step_chunks(step_counts: list[int], rows_per_forward: int) -> Iterator[list[tuple[int, int]]]:
+    """Every forward ``fill_masks`` makes, in order, as (row, step) pairs. Rows wait in a queue in
+    input order; a forward takes the first ``rows_per_forward`` of them, each at its next step, and a
+    row with steps left joins the back again, so forwards stay full until the last rows. A row's fills
+    depend only on its own forwards, so the schedule does not change them. A pure function of the
+    step counts, so the planner counts the very same forwards."""
+    queue = deque((row, 0) for row, count in enumerate(step_counts) if count > 0)
+    while queue:
+        forward = [queue.popleft() for _ in range(min(rows_per_forward, len(queue)))]
+        yield forward
+        queue.extend((row, step + 1) for row, step in forward if step + 1 < step_counts[row])
 
 
 def forward_shapes(
-    sequences: list[MaskedSequence], bans: VocabularyBans, max_batch_tokens: int = MAX_BATCH_TOKENS
+    sequences: list[MaskedSequence], bans: VocabularyBans, packing: Packing | None = None
 ) -> list[tuple[int, int]]:
-    """(rows, width) of each forward ``fill_masks`` would make for ``sequences``, without a model."""
+    """(rows, width) of each forward ``fill_masks`` would make for ``sequences`` packed as ``packing``
+    (exact within the default budget when not given), without a model."""
+    packing = packing or Packing()
     lengths = [len(seq.input_ids) for seq in sequences]
+    width = packing.width(max(lengths))
     counts = [model_steps(seq, bans) for seq in sequences]
-    chunks = step_chunks(lengths, counts, max_batch_tokens)
-    return [(len(chunk), max(lengths[row] for row in chunk)) for _, chunk in chunks]
+    shapes = []
+    for forward in step_chunks(counts, packing.rows(width)):
+        if packing.fixed_rows:
+            shapes.append((packing.rows(width), width))
+        else:
+            shapes.append((len(forward), max(lengths[row] for row, _ in forward)))
+    return shapes
 
 
 def fill_masks(
@@ -194,43 +208,59 @@ def fill_masks(
     config: ReplaceConfig,
     bans: VocabularyBans,
     pad_id: int,
-    max_batch_tokens: int = MAX_BATCH_TOKENS,
     timings: dict | None = None,
 ) -> list[list[int]]:
-    """Token ids chosen for each sequence's positions, left to right; ``timings["forward"]``
-    accumulates the seconds spent inside model forwards."""
+    """Token ids chosen for each sequence's positions, left to right, in forwards packed as
+    ``config`` says (hades_ray/perturb/packing.py); ``timings["forward"]`` accumulates the seconds
+    spent inside model forwards."""
     device = next(model.parameters()).device
+    packing = packing_of(config, device.type, model_positions(model))
     on_device = bans.to(device)
-    width = max(len(s.input_ids) for s in sequences)
-    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    width = packing.width(max(len(s.input_ids) for s in sequences))
+    ids = torch.full((len(sequences) + 1, width), pad_id, dtype=torch.long)  # the last row: the dummy row
     for row, seq in enumerate(sequences):
         ids[row, : len(seq.input_ids)] = torch.tensor(seq.input_ids)
-    lengths = torch.tensor([len(s.input_ids) for s in sequences])
+    lengths = torch.tensor([len(s.input_ids) for s in sequences] + [1])
     chosen: list[list[int]] = [list(s.original_ids) for s in sequences]  # kept positions stay as they were
     plans = [_plan(seq, bans) for seq in sequences]
     for row, seq in enumerate(sequences):
         for index in set(range(len(seq.positions))) - set(plans[row].steps):
             ids[row, seq.positions[index]] = seq.original_ids[index]
-    for step, chunk in step_chunks(lengths.tolist(), [len(p.steps) for p in plans], max_batch_tokens):
-        cols = [sequences[r].positions[plans[r].steps[step]] for r in chunk]
-        banned = [_banned_ids(ids[r], sequences[r], plans[r], step, col, bans) for r, col in zip(chunk, cols)]
+    for forward in step_chunks([len(p.steps) for p in plans], packing.rows(width)):
+        cols = [sequences[r].positions[plans[r].steps[s]] for r, s in forward]
+        banned = [_banned_ids(ids[r], sequences[r], plans[r], s, col, bans) for (r, s), col in zip(forward, cols)]
+        kinds = [plans[r].kinds[s] for r, s in forward]
+        shape = _Forward([r for r, _ in forward], cols, packing, width)
         picks = _step(
             model,
             ids,
             lengths,
-            chunk,
-            cols,
-            [plans[r].kinds[step] for r in chunk],
+            shape,
+            kinds,
             banned,
-            [sequences[r].rng for r in chunk],
+            [sequences[r].rng for r, _ in forward],
             config,
             on_device,
             timings,
         )
-        for row, col, token in zip(chunk, cols, picks):
+        for (row, step), col, token in zip(forward, cols, picks):
             ids[row, col] = token
             chosen[row][plans[row].steps[step]] = token
     return chosen
+
+
+@dataclass
+class _Forward:
+    """The rows of one forward and the position each fills; with fixed rows, dummy rows fill it up."""
+
+    rows: list[int]
+    cols: list[int]
+    packing: Packing
+    width: int
+
+    def padded(self, dummy: int) -> tuple[list[int], list[int]]:
+        missing = self.packing.rows(self.width) - len(self.rows) if self.packing.fixed_rows else 0
+        return self.rows + [dummy] * missing, self.cols + [0] * missing
 
 
 def _banned_ids(ids: torch.Tensor, seq: MaskedSequence, plan: _Plan, step: int, col: int, bans) -> list[int]:
@@ -249,14 +279,17 @@ def _banned_ids(ids: torch.Tensor, seq: MaskedSequence, plan: _Plan, step: int, 
 
 
 @torch.inference_mode()
-def _step(model, ids, lengths, chunk, cols, kinds, banned, rngs, config, bans, timings) -> list[int]:
-    span = int(lengths[chunk].max())
+def _step(model, ids, lengths, shape: _Forward, kinds, banned, rngs, config, bans, timings) -> list[int]:
+    rows, cols = shape.padded(dummy=ids.shape[0] - 1)
+    span = shape.width if shape.packing.fixed_rows else int(lengths[rows].max())
     device = bans.anywhere.device
-    batch = ids[chunk, :span].to(device)
-    attention = (torch.arange(span).unsqueeze(0) < lengths[chunk].unsqueeze(1)).long().to(device)
-    rows = torch.arange(len(chunk), device=device)
+    batch = ids[rows, :span].to(device)
+    attention = (torch.arange(span).unsqueeze(0) < lengths[rows].unsqueeze(1)).long().to(device)
+    at_least = head_rows(len(shape.rows), shape.packing, shape.width)
     started = time.perf_counter()
-    logits = _mlm_logits_at(model, batch, attention, rows, torch.tensor(cols, device=device)).float()
+    logits = _mlm_logits_at(
+        model, batch, attention, torch.arange(len(rows), device=device), torch.tensor(cols, device=device), at_least
+    )[: len(shape.rows)].float()
     if device.type == "cuda":
         torch.cuda.synchronize()
     if timings is not None:

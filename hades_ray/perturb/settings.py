@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from hades_ray.errors import ConfigError
 from hades_ray.models.settings import DTYPES
 
+PACKINGS = ("auto", "exact", "binned")  # hades_ray/perturb/packing.py
+
 
 AUTO = "auto"
 SHARD_ROWS = (16, 1_000)  # auto shard size: floor (per-shard overhead) and ceiling (a block's memory)
@@ -51,6 +53,10 @@ class ReplaceConfig:
     # false is the paper's unconstrained fill (README: Deviations from the paper).
     whole_words: bool = True
     dtype: str = "float32"  # float32 | bfloat16 | float16 | auto (bf16 where the CPU or GPU runs it fast)
+    # Token-budget packing (perturb/packing.py): rows x width of one forward, filled across a block's documents.
+    max_batch_tokens: int = 32_768
+    packing: str = "auto"  # exact (CPU default) | binned (fixed shapes, for GPUs) | auto: binned on CUDA
+    bin_tokens: int = 64  # binned: widths are multiples of this
 
 
 @dataclass
@@ -58,6 +64,10 @@ class RankConfig:
     num_candidates: int = 20
     max_length: int = 1024  # capped by the model's own context (n_positions)
     dtype: str = "float32"  # float32 | bfloat16 | float16 | auto
+    max_batch_tokens: int = 32_768  # as perturb.replace
+    packing: str = "auto"
+    bin_tokens: int = 64
+    logits_mb: int = 256  # log-softmax over the vocabulary runs in chunks of at most this many MB of logits
 
 
 @dataclass
@@ -116,7 +126,13 @@ class PerturbConfig:
             (self.mask.stopwords in ("auto", "nltk", "spacy"), "perturb.mask.stopwords: auto, nltk or spacy"),
             (self.replace.dtype in DTYPES, f"perturb.replace.dtype: one of {', '.join(DTYPES)}"),
             (self.rank.dtype in DTYPES, f"perturb.rank.dtype: one of {', '.join(DTYPES)}"),
+            (self.rank.logits_mb >= 1, "perturb.rank.logits_mb must be at least 1"),
         ]
+        for name in ("replace", "rank"):
+            section = getattr(self, name)
+            checks.append((section.packing in PACKINGS, f"perturb.{name}.packing: one of {', '.join(PACKINGS)}"))
+            checks.append((section.max_batch_tokens >= 1, f"perturb.{name}.max_batch_tokens must be at least 1"))
+            checks.append((section.bin_tokens >= 1, f"perturb.{name}.bin_tokens must be at least 1"))
         for stage in ("prepare", "replace", "rank"):
             res: StageResources = getattr(self.resources, stage)
             message = f"perturb.resources.{stage}.min_concurrency must be in [1, concurrency]"

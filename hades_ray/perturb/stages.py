@@ -129,7 +129,8 @@ class RankStage(PerturbStage):
         self.pad_id = pad if pad is not None else (tokenizer.eos_token_id or 0)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
-        return self.columns(steps.rank_rows(self.rows(batch), self.model, self.pad_id))
+        rows = steps.rank_rows(self.rows(batch), self.model, self.pad_id, self.config.perturb.rank)
+        return self.columns(rows)
 
 
 def perturb_stages(config: HadesConfig) -> list[Stage]:

@@ -2,7 +2,7 @@
 ``perturb/stages.py`` and by tests without Ray.
 
 prepare (CPU): validate, spaCy units, MLM tokens, every candidate's chosen units;
-replace (model): fill every candidate's masks left to right, sequences of equal length together;
+replace (model): fill every candidate's masks left to right, packed by token budget (perturb/packing.py);
 assemble (CPU): decode the fills into candidate texts and spans, tokenize them for the causal LM;
 rank (model): perplexity of every candidate.
 Rows whose ``status`` is not "ok" pass through untouched, so every input row reaches the writer.
@@ -15,8 +15,10 @@ from collections import defaultdict
 from hades_ray.config import HadesConfig
 from hades_ray.perturb.mask import align_units, choose_spans, tokenize_for_mask
 from hades_ray.perturb.mask_units import mask_units
+from hades_ray.perturb.packing import Packing, model_positions, packing_of
 from hades_ray.perturb.rank import encode_for_perplexity, perplexities
 from hades_ray.perturb.reject import reject_reason
+from hades_ray.perturb.settings import RankConfig
 from hades_ray.perturb.replace import MaskedSequence, fill_masks
 from hades_ray.perturb.spans import apply_replacements, decode_replacement
 from hades_ray.text.seeding import candidate_rng
@@ -73,25 +75,30 @@ def masked_sequences(row: dict, mask_id: int, seed: int) -> list[MaskedSequence]
     return sequences
 
 
-def replace_groups(rows: list[dict], mask_id: int, seed: int) -> dict[int, list[tuple[dict, int, MaskedSequence]]]:
-    """The masked sequences of every candidate of the "ok" rows, grouped by length: each group is one
-    ``fill_masks`` call (the planner in ``hades_ray/plan`` counts the same groups)."""
-    by_length: dict[int, list[tuple[dict, int, MaskedSequence]]] = defaultdict(list)
+def replace_groups(
+    rows: list[dict], mask_id: int, seed: int, packing: Packing | None = None
+) -> dict[int, list[tuple[dict, int, MaskedSequence]]]:
+    """The masked sequences of every candidate of the "ok" rows, grouped by the width they run at
+    (their length when packing is exact): each group is one ``fill_masks`` call (the planner in
+    ``hades_ray/plan`` counts the same groups)."""
+    packing = packing or Packing()
+    by_width: dict[int, list[tuple[dict, int, MaskedSequence]]] = defaultdict(list)
     for row in _ok(rows):
         for candidate, seq in enumerate(masked_sequences(row, mask_id, seed)):
-            by_length[len(seq.input_ids)].append((row, candidate, seq))
-    return dict(sorted(by_length.items()))
+            by_width[packing.width(len(seq.input_ids))].append((row, candidate, seq))
+    return dict(sorted(by_width.items()))
 
 
 def replace_rows(rows: list[dict], model, tokenizer, bans, config: HadesConfig, timings: dict) -> list[dict]:
     """Fill all candidates of all "ok" rows; ``row["fills"]`` holds each candidate's chosen token ids.
 
-    Only sequences of equal length share a forward, so no padding enters the arithmetic and a
-    document's fills do not depend on which other documents share its batch."""
+    Forwards are packed as ``perturb.replace.packing`` says, so that a document's fills do not depend
+    on which other documents share its batch (perturb/packing.py)."""
     for row in rows:
         row["fills"] = [None] * len(row["chosen"]) if row["status"] == "ok" else []
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    for group in replace_groups(rows, tokenizer.mask_token_id, config.seed).values():
+    packing = packing_of(config.perturb.replace, next(model.parameters()).device.type, model_positions(model))
+    for group in replace_groups(rows, tokenizer.mask_token_id, config.seed, packing).values():
         fills = fill_masks(model, [seq for _, _, seq in group], config.perturb.replace, bans, pad, timings=timings)
         for (row, candidate, _), chosen in zip(group, fills):
             row["fills"][candidate] = chosen
@@ -132,8 +139,8 @@ def assemble_rows(rows: list[dict], mlm_tokenizer, lm_tokenizer, max_length: int
 
 
 def rank_groups(rows: list[dict]) -> dict[int, list[tuple[dict, int]]]:
-    """(row, candidate) of every candidate of the "ok" rows, grouped by causal-LM length: each group
-    is one ``perplexities`` call (the planner in ``hades_ray/plan`` counts the same groups)."""
+    """(row, candidate) of every candidate of the "ok" rows, grouped by causal-LM length (the
+    planner in ``hades_ray/plan`` counts RANK's tokens by them)."""
     by_length: dict[int, list[tuple[dict, int]]] = defaultdict(list)
     for row in _ok(rows):
         for candidate, ids in enumerate(row["rank_ids"]):
@@ -141,15 +148,16 @@ def rank_groups(rows: list[dict]) -> dict[int, list[tuple[dict, int]]]:
     return dict(sorted(by_length.items()))
 
 
-def rank_rows(rows: list[dict], model, pad_id: int) -> list[dict]:
-    """``row["cand_ppls"]``: the perplexity of every candidate; only sequences of equal length share a
-    forward, so a candidate's perplexity does not depend on the other documents in its batch."""
+def rank_rows(rows: list[dict], model, pad_id: int, config: RankConfig | None = None) -> list[dict]:
+    """``row["cand_ppls"]``: the perplexity of every candidate, all candidates of the block packed
+    together as ``config.packing`` says, so a candidate's perplexity does not depend on the other
+    documents in its batch (perturb/packing.py)."""
     for row in rows:
         row["cand_ppls"] = [None] * len(row["rank_ids"]) if row["status"] == "ok" else []
-    for group in rank_groups(rows).values():  # equal lengths only: no padding, so no dependence on the batch
-        scores = perplexities(model, [row["rank_ids"][c] for row, c in group], pad_id)
-        for (row, candidate), score in zip(group, scores):
-            row["cand_ppls"][candidate] = score
+    scored = [(row, candidate) for row in _ok(rows) for candidate in range(len(row["rank_ids"]))]
+    scores = perplexities(model, [row["rank_ids"][c] for row, c in scored], pad_id, config)
+    for (row, candidate), score in zip(scored, scores):
+        row["cand_ppls"][candidate] = score
     return rows
 
 

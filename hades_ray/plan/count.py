@@ -129,12 +129,14 @@ def count_replace(rows: list[dict], tokenizer, bans, seed: int, counts: SampleCo
 
 
 def count_rank(rows: list[dict], counts: SampleCounts, keep: bool = False) -> None:
-    """RANK's forwards for one batch: one ``perplexities`` call per length group."""
+    """RANK's forwards for one batch: one ``perplexities`` call over all its candidates."""
+    lengths = []
     for length, group in steps.rank_groups(rows).items():
         if keep:
             counts.lm_groups.append([row["rank_ids"][candidate] for row, candidate in group])
         counts.lm_tokens += length * len(group)
-        counts.lm_shapes += rank.forward_shapes([length] * len(group))
+        lengths += [length] * len(group)
+    counts.lm_shapes += rank.forward_shapes(lengths)  # one ``perplexities`` call per batch
 
 
 def original_rank_ids(rows: list[dict], tokenizer, max_length: int, num_candidates: int) -> None:

@@ -1,18 +1,21 @@
 """``hades-ray plan``: its counts against a real run of the perturbation stages (every model forward
 recorded), its chunking against the model functions, and the plan's arithmetic and errors."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 import torch
 from transformers.models.bert.modeling_bert import BertModel
-from transformers.models.gpt2.modeling_gpt2 import GPT2LMHeadModel
+from transformers.models.gpt2.modeling_gpt2 import GPT2Model
 
 from hades_ray.cli import main
 from hades_ray.config import load_config
 from hades_ray.io.readers import plan_shards, read_shard
 from hades_ray.perturb import rank, replace, steps
+from hades_ray.perturb.packing import packing_of
+from hades_ray.perturb.settings import RankConfig
 from hades_ray.perturb.stages import perturb_stages
 from hades_ray.plan.count import batches, count_sample, load_tokenizers
 
@@ -66,7 +69,7 @@ def real_run(micro_home, sample):
     monkeypatch = pytest.MonkeyPatch()
     mlm_shapes, lm_shapes, statuses, rank_batches = [], [], [], []
     _recording(monkeypatch, BertModel, mlm_shapes)
-    _recording(monkeypatch, GPT2LMHeadModel, lm_shapes)
+    _recording(monkeypatch, GPT2Model, lm_shapes)
     config = _config()
     stages = perturb_stages(config)
     for stage in stages:
@@ -134,17 +137,21 @@ def test_chunking_matches_the_model_calls_at_any_token_budget(micro_home, monkey
         sequences.append(replace.MaskedSequence(ids, positions, [ids[p] for p in positions], frozenset([2]), rng))
     recorded_mlm, recorded_lm = [], []
     _recording(monkeypatch, BertModel, recorded_mlm)
-    for budget in (20, 45, 10_000):
+    settings = load_config("local").perturb.replace
+    for budget, mode in [(20, "exact"), (45, "exact"), (10_000, "exact"), (45, "binned"), (300, "binned")]:
         recorded_mlm.clear()
-        replace.fill_masks(mlm, sequences, load_config("local").perturb.replace, bans, 0, max_batch_tokens=budget)
-        assert replace.forward_shapes(sequences, bans, budget) == recorded_mlm
+        config = dataclasses.replace(settings, max_batch_tokens=budget, packing=mode, bin_tokens=8)
+        replace.fill_masks(mlm, sequences, config, bans, 0)
+        assert replace.forward_shapes(sequences, bans, packing_of(config, "cpu", 512)) == recorded_mlm
     _, lm = load_causal_lm("local:gpt2", "cpu")
-    _recording(monkeypatch, GPT2LMHeadModel, recorded_lm)
+    _recording(monkeypatch, GPT2Model, recorded_lm)
     token_ids = [[int(t) for t in rng.integers(5, 900, size=n)] for n in (4, 9, 9, 2, 17, 9, 4)]
-    for budget in (1, 18, 40, 10_000):
+    for budget, mode in [(1, "exact"), (18, "exact"), (40, "exact"), (10_000, "exact"), (40, "binned")]:
         recorded_lm.clear()
-        rank.perplexities(lm, token_ids, 0, max_batch_tokens=budget)
-        assert rank.forward_shapes([len(ids) for ids in token_ids], budget) == recorded_lm
+        config = RankConfig(max_batch_tokens=budget, packing=mode, bin_tokens=8)
+        rank.perplexities(lm, token_ids, 0, config)
+        packing = packing_of(config, "cpu", lm.config.n_positions)
+        assert rank.forward_shapes([len(ids) for ids in token_ids], packing) == recorded_lm
 
 
 def test_plan_from_given_throughput_scales_the_sample(micro_home, sample, tmp_path, capsys):
