@@ -1,29 +1,15 @@
 """Forwards whose results do not depend on what else shares the batch.
 
-On CPU, a matrix product's kernel (and its thread split) changes with the number of rows it
-multiplies, and so does the float rounding of each row: below a few dozen rows, a row's result
-differs in the last bits from the same row computed inside a larger batch (measured on the offline
-kit's MiniLM and GPT-2: mismatches only where rows x tokens < 16 with 2 threads; never at 64 or
-more). Equal-length groups keep padding out of the arithmetic; filler rows (copies of the group's
-first row, their results dropped) lift every forward to ``MIN_FORWARD_TOKENS`` token rows, and every
-head call to ``MIN_HEAD_ROWS`` rows, so a text scores the same alone and inside any batch.
+Equal-length groups keep padding out of the arithmetic; filler rows lift every forward and every
+head call above the row counts at which a row's rounding depends on its neighbours
+(hades_ray/models/fixed_rows.py), so a text scores the same alone and inside any batch.
 """
 
 from __future__ import annotations
 
 import torch
 
-MIN_FORWARD_TOKENS = 64
-MIN_HEAD_ROWS = 16
-
-
-def fill_rows(tensors: dict[str, torch.Tensor], minimum_rows: int) -> tuple[dict[str, torch.Tensor], int]:
-    """``tensors`` with copies of their first row appended up to ``minimum_rows``; and the real count."""
-    real = next(iter(tensors.values())).shape[0]
-    if real >= minimum_rows:
-        return tensors, real
-    extra = minimum_rows - real
-    return {k: torch.cat([v, v[:1].expand(extra, *v.shape[1:])]) for k, v in tensors.items()}, real
+from hades_ray.models.fixed_rows import MIN_FORWARD_TOKENS, MIN_HEAD_ROWS, fill_rows
 
 
 def backbone_states(backbone, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

@@ -6,9 +6,9 @@ of a block. Two modes (``perturb.replace.packing`` / ``perturb.rank.packing``):
 * ``exact``: only sequences of one length share a forward, with no padding: (rows <= budget // L, L).
   A row's result then does not depend on its neighbours where a row's arithmetic does not depend on
   the number of rows M. On CPU float32 that holds (tests/perturb/test_packing.py checks it on the micro
-  models and the offline kit) except for the smallest GEMMs (M of 1 or 2 take another kernel path):
-  so the vocabulary projections never run on fewer than ``MIN_HEAD_ROWS`` rows. Padding does change
-  the last bits on CPU (masked keys still change the attention's reduction), so exact never pads.
+  models and the offline kit) except for the smallest products, so filler rows lift every forward and
+  every vocabulary projection above them (hades_ray/models/fixed_rows.py). Padding does change the
+  last bits on CPU (masked keys still change the attention's reduction), so exact never pads.
 * ``binned``: widths are rounded up to a multiple of ``bin_tokens`` (padding under an attention mask),
   and every forward of a width has the same rows, budget // width, the last one filled with dummy
   rows: the shapes every kernel sees never depend on the neighbours, so a backend whose result depends
@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hades_ray.models.fixed_rows import MIN_FORWARD_TOKENS, MIN_HEAD_ROWS
+
 MAX_BATCH_TOKENS = 32_768  # rows x width of one forward; hades_ray/plan counts the same forwards
-MIN_HEAD_ROWS = 8  # a vocabulary projection on 1 or 2 rows takes another GEMM path on CPU (other bits)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,13 @@ def model_positions(model) -> int | None:
     return getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
 
 
+def body_rows(count: int, packing: Packing, width: int) -> int:
+    """Rows a forward of ``count`` real rows runs with: at least MIN_FORWARD_TOKENS tokens, and with
+    fixed rows, always the width's full row count."""
+    return max(count, -(-MIN_FORWARD_TOKENS // max(width, 1)), packing.rows(width) if packing.fixed_rows else 0)
+
+
 def head_rows(count: int, packing: Packing, width: int) -> int:
-    """Rows a vocabulary projection runs on for ``count`` real rows: never fewer than MIN_HEAD_ROWS,
-    and with fixed rows, always the forward's full row count."""
+    """Rows a vocabulary projection runs on for ``count`` real rows (one position each): at least
+    MIN_HEAD_ROWS, and with fixed rows, always the width's full row count."""
     return max(count, MIN_HEAD_ROWS, packing.rows(width) if packing.fixed_rows else 0)

@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from hades_ray.perturb.packing import MIN_HEAD_ROWS, Packing, model_positions, packing_of
+from hades_ray.models.fixed_rows import MIN_FORWARD_TOKENS, MIN_HEAD_ROWS, fill_rows
+from hades_ray.perturb.packing import Packing, model_positions, packing_of
 from hades_ray.perturb.settings import RankConfig
 
 
@@ -73,14 +74,16 @@ def perplexities(model, token_ids: list[list[int]], pad_id: int, config: RankCon
 def _next_token_nll(model, ids: torch.Tensor, attention: torch.Tensor, logits_mb: int) -> torch.Tensor:
     """[rows, width - 1] NLL of each next token. The vocabulary projection and its log-softmax run
     a few whole rows at a time, so that the logits and their log-probabilities together take at most
-    ``logits_mb`` MB (or one row's, where one row alone takes more). Whole rows, and the projection
-    on at least MIN_HEAD_ROWS positions, keep every bit of one pass over all rows
-    (tests/perturb/test_packing.py); the last position predicts nothing and is not projected."""
+    ``logits_mb`` MB (or one row's, where one row alone takes more). Whole rows, and forwards and
+    projections above the row counts of hades_ray/models/fixed_rows.py, keep every bit of one pass
+    over all rows (tests/perturb/test_packing.py); the last position predicts nothing and is not
+    projected."""
     head = model.get_output_embeddings()
     if head is None:  # no separate projection to chunk: the whole forward, as before
         logits = model(input_ids=ids, attention_mask=attention).logits.float()
         return torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
-    hidden = model.base_model(input_ids=ids, attention_mask=attention)[0][:, :-1]
+    filled, real = fill_rows({"input_ids": ids, "attention_mask": attention}, -(-MIN_FORWARD_TOKENS // ids.shape[1]))
+    hidden = model.base_model(**filled)[0][:real, :-1]
     positions = max(hidden.shape[1], 1)
     row_bytes = 2 * 4 * head.weight.shape[0] * positions  # float32 logits and their log-softmax
     per_chunk = max(logits_mb * 2**20 // row_bytes, -(-MIN_HEAD_ROWS // positions), 1)

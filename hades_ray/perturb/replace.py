@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hades_ray.perturb.packing import Packing, head_rows, model_positions, packing_of
+from hades_ray.models.fixed_rows import fill_rows
+from hades_ray.perturb.packing import Packing, body_rows, head_rows, model_positions, packing_of
 from hades_ray.perturb.settings import ReplaceConfig
 
 NEG_INF = float("-inf")
@@ -104,14 +105,13 @@ def _mlm_logits_at(
     model, input_ids: torch.Tensor, attention: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, at_least: int
 ) -> torch.Tensor:
     """Logits at one position per row: the vocabulary projection runs only at the filled positions,
-    on at least ``at_least`` rows (zero rows below them; hades_ray/perturb/packing.py says why)."""
+    on at least ``at_least`` rows (hades_ray/models/fixed_rows.py says why)."""
     head = next((getattr(model, name) for name in ("cls", "lm_head") if hasattr(model, name)), None)
     if head is None:
         return model(input_ids=input_ids, attention_mask=attention).logits[rows, cols]
     hidden = model.base_model(input_ids=input_ids, attention_mask=attention)[0][rows, cols]
-    if hidden.shape[0] < at_least:
-        hidden = torch.cat([hidden, hidden.new_zeros(at_least - hidden.shape[0], hidden.shape[1])])
-    return head(hidden)[: len(rows)]
+    filled, real = fill_rows({"hidden": hidden}, at_least)
+    return head(filled["hidden"])[:real]
 
 
 def choose_tokens(logits: torch.Tensor, uniforms: np.ndarray, config: ReplaceConfig) -> torch.Tensor:
@@ -217,10 +217,10 @@ def fill_masks(
     packing = packing_of(config, device.type, model_positions(model))
     on_device = bans.to(device)
     width = packing.width(max(len(s.input_ids) for s in sequences))
-    ids = torch.full((len(sequences) + 1, width), pad_id, dtype=torch.long)  # the last row: the dummy row
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
     for row, seq in enumerate(sequences):
         ids[row, : len(seq.input_ids)] = torch.tensor(seq.input_ids)
-    lengths = torch.tensor([len(s.input_ids) for s in sequences] + [1])
+    lengths = torch.tensor([len(s.input_ids) for s in sequences])
     chosen: list[list[int]] = [list(s.original_ids) for s in sequences]  # kept positions stay as they were
     plans = [_plan(seq, bans) for seq in sequences]
     for row, seq in enumerate(sequences):
@@ -251,16 +251,12 @@ def fill_masks(
 
 @dataclass
 class _Forward:
-    """The rows of one forward and the position each fills; with fixed rows, dummy rows fill it up."""
+    """The rows of one forward, the position each fills, and how the forward is packed."""
 
     rows: list[int]
     cols: list[int]
     packing: Packing
     width: int
-
-    def padded(self, dummy: int) -> tuple[list[int], list[int]]:
-        missing = self.packing.rows(self.width) - len(self.rows) if self.packing.fixed_rows else 0
-        return self.rows + [dummy] * missing, self.cols + [0] * missing
 
 
 def _banned_ids(ids: torch.Tensor, seq: MaskedSequence, plan: _Plan, step: int, col: int, bans) -> list[int]:
@@ -280,16 +276,21 @@ def _banned_ids(ids: torch.Tensor, seq: MaskedSequence, plan: _Plan, step: int, 
 
 @torch.inference_mode()
 def _step(model, ids, lengths, shape: _Forward, kinds, banned, rngs, config, bans, timings) -> list[int]:
-    rows, cols = shape.padded(dummy=ids.shape[0] - 1)
+    rows, real = shape.rows, len(shape.rows)
     span = shape.width if shape.packing.fixed_rows else int(lengths[rows].max())
     device = bans.anywhere.device
-    batch = ids[rows, :span].to(device)
-    attention = (torch.arange(span).unsqueeze(0) < lengths[rows].unsqueeze(1)).long().to(device)
-    at_least = head_rows(len(shape.rows), shape.packing, shape.width)
+    attention = (torch.arange(span).unsqueeze(0) < lengths[rows].unsqueeze(1)).long()
+    batch, _ = fill_rows({"ids": ids[rows, :span], "mask": attention}, body_rows(real, shape.packing, span))
+    at_least = head_rows(real, shape.packing, span)
     started = time.perf_counter()
     logits = _mlm_logits_at(
-        model, batch, attention, torch.arange(len(rows), device=device), torch.tensor(cols, device=device), at_least
-    )[: len(shape.rows)].float()
+        model,
+        batch["ids"].to(device),
+        batch["mask"].to(device),
+        torch.arange(real, device=device),
+        torch.tensor(shape.cols, device=device),
+        at_least,
+    ).float()
     if device.type == "cuda":
         torch.cuda.synchronize()
     if timings is not None:

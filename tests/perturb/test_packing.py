@@ -13,7 +13,7 @@ import torch
 
 from hades_ray.config import load_config
 from hades_ray.models.registry import load_causal_lm, load_masked_lm
-from hades_ray.perturb.packing import MIN_HEAD_ROWS
+from hades_ray.models.fixed_rows import MIN_FORWARD_TOKENS, MIN_HEAD_ROWS
 from hades_ray.perturb.rank import perplexities
 from hades_ray.perturb.replace import MaskedSequence, fill_masks, model_steps, step_chunks, vocabulary_bans
 from hades_ray.perturb.settings import RankConfig
@@ -118,6 +118,7 @@ def test_mlm_head_sees_only_the_filled_positions(models, monkeypatch):
     _fills(models, documents[1:3], max_batch_tokens=41 * 3)  # one length: 8 candidates, 3 rows per forward
     steps = [model_steps(seq, bans) for doc in documents[1:3] for seq in doc]
     forwards = list(step_chunks(steps, 3))
-    assert body_shapes == [(len(forward), 41) for forward in forwards]
+    fewest = -(-MIN_FORWARD_TOKENS // 41)  # filler rows below that (hades_ray/models/fixed_rows.py)
+    assert body_shapes == [(max(len(forward), fewest), 41) for forward in forwards]
     hidden = mlm.config.hidden_size
     assert head_rows == [(max(len(forward), MIN_HEAD_ROWS), hidden) for forward in forwards]  # not rows x 41
