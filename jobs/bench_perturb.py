@@ -1,7 +1,9 @@
 """Benchmark of REPLACE (the MLM work of the perturbation job), side by side in one run.
 
 On leads of ../shared/data/enwiki2015_first_paragraphs.jsonl with the local preset's masked LM:
-  * pipeline      - this project's REPLACE stage (candidates of equal length share each step's forward)
+  * pipeline      - this project's REPLACE stage (exact token-budget packing: sequences of one length
+                    share each forward; hades_ray/perturb/packing.py)
+  * binned        - the same stage with perturb.replace.packing=binned (fixed shapes: the GPU's mode)
   * padded        - the same batches as one padded fill over mixed lengths (the job before it grouped lengths)
   * model-only    - the very same forwards replayed with no pipeline around them
   * naive loop    - Hugging Face fill-mask style: one full forward per masked token per candidate, batch 1
@@ -204,10 +206,8 @@ def main() -> int:
     from hades_ray.config import load_config
     from hades_ray.models.registry import load_masked_lm, resolve_model
 
-    config = load_config(
-        "local",
-        overrides=[f"perturb.rank.num_candidates={args.candidates}", "perturb.resources.replace.torch_threads=1"],
-    )
+    overrides = [f"perturb.rank.num_candidates={args.candidates}", "perturb.resources.replace.torch_threads=1"]
+    config = load_config("local", overrides=overrides)
     torch.set_num_threads(1)
     # every in-process variant uses the preset's dtype, as the stage's actors do (nlpaug loads its own)
     tokenizer, model = load_masked_lm(config.models.mlm, "cpu", config.perturb.replace.dtype)
@@ -229,6 +229,9 @@ def main() -> int:
         for c in recorder.calls
     ]
     model_s = model_only(model, recorder.calls, head_inputs)
+    binned = load_config("local", overrides=[*overrides, "perturb.replace.packing=binned"])
+    binned_s, _ = run_pipeline(rows, binned, model, tokenizer)
+    print(f"binned packing: {binned_s:.1f}s", flush=True)
     padded_s = run_padded(rows, config, model, tokenizer)
     print(f"padded mixed-length batches: {padded_s:.1f}s", flush=True)
 
@@ -256,6 +259,7 @@ def main() -> int:
         "prepare_seconds": prepare_s,
         "rates_candidates_per_s": {
             "pipeline": rate(candidates, pipe_s),
+            "pipeline_binned": rate(candidates, binned_s),
             "padded_mixed_lengths": rate(candidates, padded_s),
             "model_only": rate(candidates, model_s),
             "naive_loop": rate(sub_cands, naive_s),
@@ -300,6 +304,7 @@ def write_results(results: dict) -> None:
     ]
     for name in (
         "pipeline",
+        "pipeline_binned",
         "padded_mixed_lengths",
         "model_only",
         "naive_loop",
@@ -312,7 +317,7 @@ def write_results(results: dict) -> None:
     lines += [
         "",
         f"- pipeline / naive loop: **{fmt(q['pipeline_vs_naive'])}x** (aim >= 5x)",
-        f"- cost of batch-independent output (equal-length groups, no padding) against padded mixed-length "
+        f"- cost of byte-identical output (exact packing, no padding) against padded mixed-length "
         f"batches: {fmt(r['pipeline'] / r['padded_mixed_lengths'])}x the padded rate",
         f"- pipeline / nlpaug: {fmt(q['pipeline_vs_nlpaug'])}x ({results['nlpaug_status']})",
         f"- share of pipeline wall time inside model forwards: **{results['forward_share_of_pipeline_wall']:.1%}** "
