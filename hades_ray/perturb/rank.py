@@ -7,7 +7,7 @@ import math
 import torch
 
 from hades_ray.models.fixed_rows import MIN_FORWARD_TOKENS, MIN_HEAD_ROWS, fill_rows
-from hades_ray.perturb.packing import Packing, model_positions, packing_of
+from hades_ray.perturb.packing import Packing, body_rows, model_positions, packing_of
 from hades_ray.perturb.settings import RankConfig
 
 
@@ -41,7 +41,7 @@ def forward_shapes(lengths: list[int], packing: Packing | None = None) -> list[t
     shapes = []
     for chunk in length_chunks(lengths, packing):
         width = packing.width(max(lengths[i] for i in chunk))
-        shapes.append((packing.rows(width) if packing.fixed_rows else len(chunk), width))
+        shapes.append((body_rows(len(chunk), packing, width), width))  # filler rows included
     return shapes
 
 

@@ -195,10 +195,8 @@ def forward_shapes(
     counts = [model_steps(seq, bans) for seq in sequences]
     shapes = []
     for forward in step_chunks(counts, packing.rows(width)):
-        if packing.fixed_rows:
-            shapes.append((packing.rows(width), width))
-        else:
-            shapes.append((len(forward), max(lengths[row] for row, _ in forward)))
+        span = width if packing.fixed_rows else max(lengths[row] for row, _ in forward)
+        shapes.append((body_rows(len(forward), packing, span), span))  # filler rows included
     return shapes
 
 
