@@ -1,0 +1,174 @@
+"""The perturbation job's model stages on the same leads, for two versions of the code side by side.
+
+For each version (``--before``: a git worktree of the older commit; after: this checkout):
+  * candidates per second of REPLACE and of RANK, and of both together, on the first ``--docs`` demo
+    leads with the local preset (the offline kit's models, one torch thread), the job's own four
+    stages run in-process on one block, as ``Executor(kind="local")`` runs them;
+  * a digest of every candidate's text and perplexity: the two versions must give the same bytes;
+  * RANK's peak RSS on one full 32,000-token block (160 rows x 200 tokens) of a GPT-2 with the paper
+    GPT-2's 50,257-token vocabulary (random weights, 2 small layers: the logits are what takes memory).
+Each side and each measure runs in its own process (``ru_maxrss`` is that process's own).
+  python jobs/bench_stages.py --before WORKTREE [--docs 200 --candidates 4]
+Results go to jobs/results/bench_stages.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "jobs" / "results"
+RSS_BLOCK = (160, 200)  # rows x tokens: one full 32k-token forward's worth of candidates
+
+
+def stage_rates(code_root: str, docs: int, candidates: int) -> dict:
+    """In this process, with ``code_root``'s hades_ray: seconds per stage over the leads, and a digest."""
+    sys.path.insert(0, code_root)
+    import pyarrow as pa
+
+    from hades_ray.config import load_config
+    from hades_ray.io.readers import plan_shards, read_shard
+    from hades_ray.perturb.stages import perturb_stages
+
+    config = load_config("local", overrides=[f"perturb.rank.num_candidates={candidates}"])
+    stages = perturb_stages(config)
+    for stage in stages:
+        stage.setup()
+    shards = plan_shards("demo", 1000, docs, None, config.seed, lambda fn, items: [fn(i) for i in items])
+    table = pa.concat_tables([read_shard(shard) for shard in shards])
+    seconds = {}
+    for stage in stages:
+        started = time.perf_counter()
+        table = stage(table)
+        seconds[stage.name] = round(time.perf_counter() - started, 2)
+    rows = [r for r in table.to_pylist() if r["status"] == "ok"]
+    made = sum(len(r["cand_ppls"]) for r in rows)
+    outputs = sorted((r["doc_id"], r["cand_texts"], r["cand_ppls"]) for r in rows)
+    model_s = seconds["replace"] + seconds["rank"]
+    return {
+        "leads": table.num_rows,
+        "kept": len(rows),
+        "candidates": made,
+        "stage_seconds": seconds,
+        "candidates_per_s": {
+            "replace": round(made / seconds["replace"], 3),
+            "rank": round(made / seconds["rank"], 3),
+            "replace_and_rank": round(made / model_s, 3),
+        },
+        "output_digest": hashlib.sha256(json.dumps(outputs).encode()).hexdigest(),
+    }
+
+
+def rank_rss(code_root: str) -> dict:
+    """In this process: RANK's ``perplexities`` on one full block; the process's peak RSS before and after."""
+    sys.path.insert(0, code_root)
+    import numpy as np
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from hades_ray.perturb.rank import perplexities
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    lm = GPT2LMHeadModel(GPT2Config(vocab_size=50257, n_embd=128, n_layer=2, n_head=4, n_positions=256)).eval()
+    rows, length = RSS_BLOCK
+    rng = np.random.default_rng(0)
+    ids = [[int(t) for t in rng.integers(5, 50257, size=length)] for _ in range(rows)]
+    perplexities(lm, ids[:2], 0)  # warm-up: the model's own memory is counted in "before"
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    started = time.perf_counter()
+    scores = perplexities(lm, ids, 0)
+    return {
+        "block_tokens": rows * length,
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "before_block_mib": round(before),
+        "seconds": round(time.perf_counter() - started, 2),
+        "ppl_digest": hashlib.sha256(json.dumps(scores).encode()).hexdigest(),
+    }
+
+
+def _side(code_root: str, what: str, docs: int, candidates: int) -> dict:
+    """One measure of one version in a fresh process (its figures come back as JSON on stdout)."""
+    args = [sys.executable, __file__, "--one", what, "--code", code_root, "--docs", str(docs)]
+    done = subprocess.run([*args, "--candidates", str(candidates)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"{what} on {code_root} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _commit(code_root: str) -> str:
+    done = subprocess.run(["git", "-C", code_root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def write_results(results: dict) -> None:
+    """bench_stages.json and a before -> after table in bench_stages.md."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bench_stages.json").write_text(json.dumps(results, indent=2) + "\n")
+    b, a = results["before"], results["after"]
+    lines = [
+        "# REPLACE and RANK before -> after (candidates per second, higher is better)",
+        "",
+        f"Command: `{results['command']}` ({results['machine']})",
+        "",
+        f"{a['stages']['leads']} demo leads, {a['stages']['kept']} kept, {a['stages']['candidates']} candidates "
+        f"({results['candidates_per_doc']} per lead); before = {b['commit']}, after = {a['commit']}",
+        "",
+        "| measure | before | after | after / before |",
+        "|---|---|---|---|",
+    ]
+    for stage in ("replace", "rank", "replace_and_rank"):
+        x, y = b["stages"]["candidates_per_s"][stage], a["stages"]["candidates_per_s"][stage]
+        lines.append(f"| {stage} candidates/s | {x:.2f} | {y:.2f} | {y / x:.2f}x |")
+    x, y = b["rank_rss"]["peak_rss_mib"], a["rank_rss"]["peak_rss_mib"]
+    block = f"{a['rank_rss']['block_tokens']:,}-token block"
+    lines.append(f"| RANK peak RSS, one {block}, MiB | {x:,} | {y:,} | {y / x:.2f}x |")
+    same = b["stages"]["output_digest"] == a["stages"]["output_digest"]
+    same_ppl = b["rank_rss"]["ppl_digest"] == a["rank_rss"]["ppl_digest"]
+    lines += [
+        "",
+        f"- candidates' texts and perplexities {'byte-identical' if same else 'DIFFERENT'} before and after; "
+        f"the RSS block's perplexities {'identical' if same_ppl else 'DIFFERENT'}",
+        f"- stage seconds before {b['stages']['stage_seconds']}, after {a['stages']['stage_seconds']}",
+    ]
+    (RESULTS / "bench_stages.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", help="a git worktree of the code to compare against (required unless --one)")
+    parser.add_argument("--docs", type=int, default=200, help="demo leads read")
+    parser.add_argument("--candidates", type=int, default=4, help="per lead (the job's default is 20)")
+    parser.add_argument("--one", choices=("stages", "rss"), help=argparse.SUPPRESS)
+    parser.add_argument("--code", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        figures = stage_rates(args.code, args.docs, args.candidates) if args.one == "stages" else rank_rss(args.code)
+        print(json.dumps(figures))
+        return 0
+    if not args.before:
+        parser.error("--before WORKTREE is required")
+    results = {"docs": args.docs, "candidates_per_doc": args.candidates}
+    sizes = f"--docs {args.docs} --candidates {args.candidates}"
+    results["command"] = f"python jobs/bench_stages.py --before {args.before} {sizes}"
+    results["machine"] = f"{platform.machine()}, one torch thread"
+    for name, code in (("before", args.before), ("after", str(ROOT))):
+        results[name] = {"commit": _commit(code), "code": code}
+        results[name]["stages"] = _side(code, "stages", args.docs, args.candidates)
+        results[name]["rank_rss"] = _side(code, "rss", args.docs, args.candidates)
+        print(name, json.dumps(results[name]), flush=True)
+    write_results(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
