@@ -5,8 +5,8 @@ For each version (``--before``: a git worktree of the older commit; after: this 
     leads with the local preset (the offline kit's models, one torch thread), the job's own four
     stages run in-process on one block, as ``Executor(kind="local")`` runs them;
   * a digest of every candidate's text and perplexity: the two versions must give the same bytes;
-  * RANK's peak RSS on one full 32,000-token block (160 rows x 200 tokens) of a GPT-2 with the paper
-    GPT-2's 50,257-token vocabulary (random weights, 2 small layers: the logits are what takes memory).
+  * RANK's peak RSS on one 16,000-token block (80 rows x 200 tokens, half a full one) of a GPT-2 with
+    the paper GPT-2's 50,257-token vocabulary (random weights, 2 small layers: the logits take the memory).
 Each side and each measure runs in its own process (``ru_maxrss`` is that process's own).
   python jobs/bench_stages.py --before WORKTREE [--docs 200 --candidates 4]
 Results go to jobs/results/bench_stages.json and .md.
@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "jobs" / "results"
-RSS_BLOCK = (160, 200)  # rows x tokens: one full 32k-token forward's worth of candidates
+RSS_BLOCK = (80, 200)  # rows x tokens: half of one full 32k-token forward (a full one before: ~13 GB)
 
 
 def stage_rates(code_root: str, docs: int, candidates: int) -> dict:
