@@ -20,6 +20,7 @@ check the path, not the speed. The models are built into a temporary folder, not
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -152,21 +153,43 @@ def throughput(config, device: str, docs: int, seconds: float) -> tuple[dict, ob
 
 
 def identity(config, workdir: Path, docs: int, alone: int) -> dict:
-    """Perturb the first ``alone`` leads alone and inside the first ``docs``: their pool rows must be
-    the same bytes (the whole job, in-process, on the device the config names)."""
+    """Perturb the first ``docs`` demo leads, then the first ``alone`` of the documents that run kept,
+    alone (their leads as a JSONL input, read by the job's own reader): each one's pool row must be
+    the same bytes both times (the whole job, in-process, on the device the config names). A pool
+    row's ``shard`` and ``row`` say where the lead sat in its input, so they are left out."""
+    from hades_ray.io.demo_corpus import read_demo_records
+    from hades_ray.pipeline import storage
+
+    inside = _pool_rows(config, "demo", workdir / "inside", docs)
+    chosen = sorted(inside.values(), key=lambda r: r["row"])[:alone]
+    records, leads = read_demo_records(), workdir / "alone.jsonl"  # a demo lead's row is its record's index
+    storage.write_text(leads, "".join(json.dumps(records[r["row"]]) + "\n" for r in chosen))
+    by_itself = _pool_rows(config, str(leads), workdir / "alone", None)
+    same = [r["doc_id"] for r in chosen if _content(by_itself.get(r["doc_id"])) == _content(r)]
+    return {
+        "documents": len(chosen),
+        "identical": len(same),
+        "byte_identical": bool(chosen) and len(same) == len(chosen),
+        "doc_ids": [r["doc_id"] for r in chosen],
+    }
+
+
+def _pool_rows(config, source: str, output: Path, limit: int | None) -> dict[str, dict]:
+    """The perturbation job's pool rows for ``source`` (in this process), by document id."""
     import pyarrow.parquet as pq
 
     from hades_ray.perturb.runner import run_perturb
     from hades_ray.pipeline.executor import Executor
 
-    rows = {}
-    for name, limit in (("alone", alone), ("inside", docs)):
-        output = workdir / name
-        run_perturb(config, "demo", output, limit=limit, executor=Executor(kind="local"))
-        table = pq.read_table(output / "pool")
-        rows[name] = {r["doc_id"]: json.dumps(r, sort_keys=True) for r in table.drop_columns(["shard"]).to_pylist()}
-    same = [doc for doc, row in rows["alone"].items() if rows["inside"].get(doc) == row]
-    return {"documents": len(rows["alone"]), "identical": len(same), "byte_identical": len(same) == len(rows["alone"])}
+    run_perturb(config, source, output, limit=limit, executor=Executor(kind="local"))
+    return {r["doc_id"]: r for r in pq.read_table(output / "pool").to_pylist()}
+
+
+def _content(row: dict | None) -> str | None:
+    """A pool row as bytes, without where its lead sat in the input."""
+    if row is None:
+        return None
+    return json.dumps({k: v for k, v in row.items() if k not in ("shard", "row")}, sort_keys=True)
 
 
 def plan(counts, measured: dict, device: str) -> dict:
@@ -185,12 +208,22 @@ def plan(counts, measured: dict, device: str) -> dict:
     return {key: result[key] for key in ("device_kind", "replace_device_hours", "rank_device_hours", "device_hours")}
 
 
+@contextlib.contextmanager
+def timed(steps: dict, name: str):
+    """Record the seconds the block took under ``steps[name]`` (where the check's own time goes)."""
+    started = time.perf_counter()
+    yield
+    steps[name] = round(time.perf_counter() - started, 1)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda when present")
     parser.add_argument("--docs", type=int, default=200, help="demo leads: the sample and the identity check's batch")
     parser.add_argument("--alone", type=int, default=10, help="leads perturbed alone for the identity check")
-    parser.add_argument("--seconds", type=float, default=5.0, help="measuring time per model stage")
+    parser.add_argument(
+        "--seconds", type=float, default=None, help="measuring time per model stage (default: 5 on CUDA, 1 on a CPU)"
+    )
     parser.add_argument("--output", default=None, metavar="CHECK.json", help="also write the figures as JSON")
     args = parser.parse_args(argv)
 
@@ -200,18 +233,22 @@ def main(argv=None) -> int:
     if device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: this machine has no CUDA device")
     torch.set_num_threads(1) if device == "cpu" else None
-    began = time.perf_counter()
+    seconds = args.seconds if args.seconds is not None else (5.0 if device == "cuda" else 1.0)
+    began, steps = time.perf_counter(), {}
     with tempfile.TemporaryDirectory(prefix="hades_device_check_") as tmp:
-        config = check_config(*build_models(Path(tmp), device), device)
-        measured, counts = throughput(config, device, args.docs, args.seconds)
-        same = identity(config, Path(tmp), args.docs, args.alone)
+        with timed(steps, "models"):
+            config = check_config(*build_models(Path(tmp), device), device)
+        with timed(steps, "throughput"):
+            measured, counts = throughput(config, device, args.docs, seconds)
+        with timed(steps, "identity"):
+            same = identity(config, Path(tmp), args.docs, args.alone)
     result = {
         "device": measured["device"],
         "measured": measured,
         "identity": same,
         "plan_1m_segments": plan(counts, measured, device),
     }
-    result["seconds"] = round(time.perf_counter() - began, 1)
+    result["seconds"], result["step_seconds"] = round(time.perf_counter() - began, 1), steps
     report(result)
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -236,7 +273,8 @@ def report(result: dict) -> None:
         f"plan for {SEGMENTS:,} segments: {p['device_hours']} {p['device_kind']}-hours "
         f"(REPLACE {p['replace_device_hours']}, RANK {p['rank_device_hours']})"
     )
-    print(f"device check finished in {result['seconds']} s")
+    steps = ", ".join(f"{name} {seconds} s" for name, seconds in result["step_seconds"].items())
+    print(f"device check finished in {result['seconds']} s ({steps})")
 
 
 if __name__ == "__main__":

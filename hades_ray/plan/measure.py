@@ -19,6 +19,7 @@ import resource
 import time
 
 from hades_ray.perturb import rank, replace
+from hades_ray.perturb.packing import model_positions, packing_of
 
 BERT_BASE = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12}
 BERT_BASE |= {"intermediate_size": 3072, "max_position_embeddings": 512}
@@ -97,6 +98,7 @@ def measure_replace(model, groups: list[list], tokenizer, bans, config, budget_s
     cut to its first ``steps`` positions (None: all of them, as the job fills them)."""
     vocab = model.config.vocab_size
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    packing = packing_of(config, next(model.parameters()).device.type, model_positions(model))
     order = random.Random(0).sample(range(len(groups)), len(groups))
     warm = [_shortened(groups[order[0]][0], 1, vocab)]
     replace.fill_masks(model, warm, config, bans, pad)  # first call: allocation and kernel selection
@@ -105,23 +107,25 @@ def measure_replace(model, groups: list[list], tokenizer, bans, config, budget_s
         sequences = [_shortened(seq, steps, vocab) for seq in groups[index]]
         with clock:
             replace.fill_masks(model, sequences, config, bans, pad)
-        clock.add(replace.forward_shapes(sequences, bans))
+        clock.add(replace.forward_shapes(sequences, bans, packing))  # as fill_masks packs them
         if clock.wall >= budget_s:
             break
     return clock.figures()
 
 
-def measure_rank(model, groups: list[list[list[int]]], pad_id: int, budget_s: float) -> dict:
-    """RANK's tokens/s: candidate tokens scored per second of ``perplexities`` wall time."""
+def measure_rank(model, groups: list[list[list[int]]], pad_id: int, config, budget_s: float) -> dict:
+    """RANK's tokens/s: candidate tokens scored per second of ``perplexities`` wall time, packed as
+    ``config`` (``perturb.rank``) says."""
     vocab = model.config.vocab_size
+    packing = packing_of(config, next(model.parameters()).device.type, model_positions(model))
     order = random.Random(0).sample(range(len(groups)), len(groups))
-    rank.perplexities(model, [_in_vocabulary(groups[order[0]][0], vocab)], pad_id)  # warm-up
+    rank.perplexities(model, [_in_vocabulary(groups[order[0]][0], vocab)], pad_id, config)  # warm-up
     clock = _Clock()
     for index in order:
         sequences = [_in_vocabulary(ids, vocab) for ids in groups[index]]
         with clock:
-            rank.perplexities(model, sequences, pad_id)
-        clock.add(rank.forward_shapes([len(ids) for ids in sequences]))
+            rank.perplexities(model, sequences, pad_id, config)
+        clock.add(rank.forward_shapes([len(ids) for ids in sequences], packing))
         if clock.wall >= budget_s:
             break
     return clock.figures()
@@ -153,7 +157,7 @@ def measure_stages(config, tokenizers, counts, models: str, device: str, budget_
     steps = None if device.startswith("cuda") else 1
     replace_figures = measure_replace(mlm, counts.mlm_groups, tokenizers.mlm, bans, perturb.replace, budget_s, steps)
     replace_figures |= peak_memory_mib(device)
-    rank_figures = measure_rank(lm, counts.lm_groups, lm_pad or 0, budget_s) | peak_memory_mib(device)
+    rank_figures = measure_rank(lm, counts.lm_groups, lm_pad or 0, perturb.rank, budget_s) | peak_memory_mib(device)
     # A GPU's throughput is its wall clock; a CPU's, its CPU time (one torch thread: one core's own speed).
     basis = "wall" if device.startswith("cuda") else "cpu"
     for figures in (replace_figures, rank_figures):
