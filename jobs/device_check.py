@@ -9,12 +9,13 @@ weights: speed does not depend on the weights) in bfloat16:
 2. the device's busy share during REPLACE: time inside the MLM's forwards (CUDA events around each
    forward) over REPLACE's wall time, and NVML's utilisation where ``pynvml`` is installed;
 3. peak device memory;
-4. byte identity: 10 documents perturbed alone against the same documents inside 200 (the whole job,
-   in-process, on the device);
+4. byte identity: the first 10 documents that a run on 200 leads kept, perturbed again alone (the
+   whole job, in-process, on the device): their pool rows must be the same bytes;
 5. the plan's device-hours for 1M perturbed segments from those figures (``hades_ray/plan/budget.py``).
 
-On a CPU the same steps run with the micro models of the tests (in under 2 minutes): the figures then
-check the path, not the speed. The models are built into a temporary folder, nothing is downloaded.
+On a CPU the same steps run with the micro models of the tests (in under 2 minutes: 1 s of measuring
+per stage, 4 candidates per lead in the identity check): the figures then check the path, not the
+speed. The models are built into a temporary folder, nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SEGMENTS = 1_000_000  # the paper's pool: 1M perturbed segments
+CPU_IDENTITY_CANDIDATES = 4  # per lead in the identity check on a CPU (the preset's 20 on CUDA)
 
 
 class ForwardTimer:
@@ -122,11 +124,13 @@ def build_models(folder: Path, device: str) -> tuple[str, str]:
     return str(models / "mlm"), str(models / "gpt2")
 
 
-def check_config(mlm: str, lm: str, device: str):
-    """The local preset on these models; on CUDA both model stages in bfloat16 on the device."""
+def check_config(mlm: str, lm: str, device: str, candidates: int | None = None):
+    """The local preset on these models (with ``candidates`` per lead where given); on CUDA both model
+    stages in bfloat16 on the device."""
     from hades_ray.config import load_config
 
     overrides = [f"models.mlm={mlm}", f"models.causal_lm={lm}"]
+    overrides += [f"perturb.rank.num_candidates={candidates}"] if candidates else []
     if device.startswith("cuda"):
         overrides += ["perturb.replace.dtype=bfloat16", "perturb.rank.dtype=bfloat16"]
         overrides += [f"perturb.resources.{stage}.num_gpus=1" for stage in ("replace", "rank")]
@@ -224,6 +228,13 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--seconds", type=float, default=None, help="measuring time per model stage (default: 5 on CUDA, 1 on a CPU)"
     )
+    parser.add_argument(
+        "--identity-candidates",
+        type=int,
+        default=None,
+        help="candidates per lead in the identity check "
+        f"(default: the preset's on CUDA, {CPU_IDENTITY_CANDIDATES} on a CPU)",
+    )
     parser.add_argument("--output", default=None, metavar="CHECK.json", help="also write the figures as JSON")
     args = parser.parse_args(argv)
 
@@ -237,11 +248,15 @@ def main(argv=None) -> int:
     began, steps = time.perf_counter(), {}
     with tempfile.TemporaryDirectory(prefix="hades_device_check_") as tmp:
         with timed(steps, "models"):
-            config = check_config(*build_models(Path(tmp), device), device)
+            models = build_models(Path(tmp), device)
+            config = check_config(*models, device)
+        # The identity check needs no more candidates than it takes to compare bytes; on a CPU, RANK's
+        # micro GPT-2 (a 30,522-token vocabulary) would spend most of the check on the preset's 20.
+        candidates = args.identity_candidates or (None if device == "cuda" else CPU_IDENTITY_CANDIDATES)
         with timed(steps, "throughput"):
             measured, counts = throughput(config, device, args.docs, seconds)
         with timed(steps, "identity"):
-            same = identity(config, Path(tmp), args.docs, args.alone)
+            same = identity(check_config(*models, device, candidates), Path(tmp), args.docs, args.alone)
     result = {
         "device": measured["device"],
         "measured": measured,
