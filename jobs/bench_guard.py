@@ -426,6 +426,7 @@ def markdown(report: dict) -> str:
             for name, f in report["floor"].items()
         ),
         "",
+        *_history(report),
         "p(H) the loop recorded against `hades-ray score`'s scorer (hades_ray/score/scorer.py) on the same "
         "text with the same judge, every judged word including the rejected ones (max |diff|, flags that "
         "differ at the judge's threshold): "
@@ -494,6 +495,31 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+HISTORY_ARMS = ("scored", "guarded", "causal_scored", "causal_guarded", "causal_word_scored", "causal_word_guarded")
+
+
+def _history(report: dict) -> list[str]:
+    """Earlier runs' overheads beside this one's (``history`` in bench_guard.json: what each run measured,
+    with the commit it ran on), so before -> after stays in the results."""
+    runs = report.get("history", [])
+    if not runs:
+        return []
+    lines = [
+        "Before -> after (wall-clock overhead against plain `generate`, same 100 prompts; the per-word causal "
+        "judge's code did not change between the last two runs, so its columns show how much the shared "
+        "cores moved the figures):",
+        "",
+        "| run | encoder: judge only | encoder: guarded | causal: judge only | causal: guarded "
+        "| causal per word: judge only | causal per word: guarded |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        cells = [f"{run[k]:.2f}x" if k in run else "n/a" for k in HISTORY_ARMS]
+        lines.append(f"| {run['run']} | " + " | ".join(cells) + " |")
+    lines.append("| this run | " + " | ".join(f"{report[f'overhead_{k}']:.2f}x" for k in HISTORY_ARMS) + " |")
+    return [*lines, ""]
+
+
 def reading(report: dict) -> list[str]:
     """The plain-words reading of the figures; each sentence follows from a number in the report."""
     plain, guarded = report["arms"]["plain"], report["arms"]["guarded"]
@@ -545,13 +571,16 @@ def reading(report: dict) -> list[str]:
         f"({report['overhead_causal_guarded']:.2f}x), {report['overhead_causal_scored']:.2f}x judging alone. "
         "All rows' new tokens of a step, cache extensions and fresh windows alike, run packed in one forward. "
         "That judge is the generator's own size (the kit's 4-layer GPT-2), so its one forward per step costs "
-        f"about what a generator step costs ({report['floor']['causal_scored']['judge_forward_ms']:.1f} ms "
-        f"against {report['floor']['causal_scored']['generator_step_ms']:.1f} ms), and at these sizes a "
+        f"{report['floor']['causal_scored']['judge_forward_ms']:.1f} ms against a whole generator step's "
+        f"{report['floor']['causal_scored']['generator_step_ms']:.1f} ms (forward, processors, sampling), and at these sizes a "
         "forward's fixed cost dominates on a CPU: judging alone cannot cost less than "
         f"{report['floor']['causal_scored']['overhead_floor']:.2f}x here, guarding not less than "
         f"{report['floor']['causal_guarded']['overhead_floor']:.2f}x (the table above). The ratio falls toward "
         "1 + (judge forward / generator step) as the judge gets smaller than the generator: the micro judge "
-        f"costs {report['overhead_small_guarded']:.2f}x guarded. A guarded run also draws again every rejected word "
+        f"costs {report['overhead_small_scored']:.2f}x judging alone, but {report['overhead_small_guarded']:.2f}x "
+        "guarded: with a free judge guarding still costs its steps against plain "
+        f"({report['floor']['causal_guarded']['extra_steps']:.2f}x with the causal judge), so 2x needs a judge "
+        "well under half a generator step and fewer or cheaper resamples. A guarded run also draws again every rejected word "
         f"({report['arms']['causal_guarded']['interventions']} here), and a batch waits for its slowest "
         "prompt; timings on a shared machine also move with its load.",
         "- Not measured: factual accuracy of the generations (no human or reference check), and any generator "
