@@ -137,7 +137,10 @@ def batch_size_lever(limit: int, sizes: list[int]) -> list[dict]:
     from hades_ray.config import load_config
     from hades_ray.plan.count import count_prepared, load_tokenizers, prepare_sample
 
-    config = load_config("paper", overrides=[item for item in KIT if item != "--set"])
+    # one shard of ``limit`` rows: with perturb.read.shard_size auto the shards would be smaller than
+    # the larger batches, and the batches could not grow
+    overrides = [item for item in KIT if item != "--set"] + [f"perturb.read.shard_size={limit}"]
+    config = load_config("paper", overrides=overrides)
     tokenizers = load_tokenizers(config, lm_context=1024)
     prepared = prepare_sample(config, str(ENWIKI), tokenizers, limit=limit)
     rows = []
