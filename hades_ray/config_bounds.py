@@ -36,6 +36,9 @@ BOUNDS: dict[str, str] = {
     "perturb.replace.max_length": "[8, 1000000]",
     "perturb.rank.num_candidates": "[1, 1000]",
     "perturb.rank.max_length": "[8, 1000000]",
+    "perturb.*.max_batch_tokens": "[1, 1000000000]",  # REPLACE and RANK: tokens of one packed forward
+    "perturb.*.bin_tokens": "[1, 1000000]",
+    "perturb.rank.logits_mb": "[1, 1000000]",
     "perturb.resources.*.concurrency": "[1, 10000]",
     "perturb.resources.*.min_concurrency": "[1, 10000]",
     "perturb.resources.*.num_cpus": "[0, 1024]",

@@ -22,11 +22,26 @@ from hades_ray.pipeline.job import ShardJob
 TOTALS = ("read", "kept", "perturbed", "instances", "quarantined")
 
 
+# Keys that came after outputs were written with this digest: they count only when set away from their
+# default, so those outputs' markers stay valid. At their defaults they keep the bytes (exact packing and
+# the chunked log-softmax are byte-identical to the code before them; tests/perturb/test_packing.py).
+LATER_KEYS = {
+    "replace": ("max_batch_tokens", "packing", "bin_tokens"),
+    "rank": ("max_batch_tokens", "packing", "bin_tokens", "logits_mb"),
+}
+
+
 def config_digest(config: HadesConfig) -> str:
     """What the output depends on, named one by one so that a new section never changes it: the preset,
-    seed, spaCy model, models and the perturb section without its resources."""
+    seed, spaCy model, models and the perturb section without its resources (and ``LATER_KEYS`` at
+    their defaults)."""
     perturb = dataclasses.asdict(config.perturb)
     del perturb["resources"]
+    defaults = dataclasses.asdict(type(config.perturb)())
+    for stage, keys in LATER_KEYS.items():
+        for key in keys:
+            if perturb[stage][key] == defaults[stage][key]:
+                del perturb[stage][key]
     relevant = {"preset": config.preset, "seed": config.seed, "spacy_model": config.spacy_model}
     relevant |= {"models": dataclasses.asdict(config.models), "perturb": perturb}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
