@@ -17,7 +17,7 @@ from hades_ray.pipeline import storage
 
 pytest.importorskip("moto")
 BIN = Path(sys.executable).parent
-ROWS = 16
+ROWS = 10
 
 
 def _job(micro_home, s3, output, executor):

@@ -1,14 +1,12 @@
 """The round detector as the paper trains it: on every accumulated judgment, with alpha, beta and gamma
-from out-of-fold predictions of the last round's judgments (one small run: two folds + the final fit)."""
+from out-of-fold predictions of the last round's judgments (two folds + the final fit, run on the judged
+rounds of tests/select/test_round.py)."""
 
 import json
 
 import numpy as np
-import pytest
 
-from hades_ray.config import load_config
 from hades_ray.select.crossval import assign_folds, rated_mask
-from tests.select.fake_pool import build_pool
 
 
 def test_folds_are_stratified_and_seeded():
@@ -25,24 +23,16 @@ def test_rates_come_from_the_last_round_unless_told_all_rounds():
     assert rated_mask(records, 3, "all_rounds").all()
 
 
-@pytest.mark.ray
-def test_out_of_fold_rates_are_measured_on_items_their_detector_never_trained_on(ray_local, tmp_path):
+def check_out_of_fold_round(config, workdir) -> None:
+    """Round 2's detector as the paper trains it, on a work directory whose rounds 0 and 1 are judged:
+    on every accumulated judgment, alpha/beta/gamma from out-of-fold predictions of round 1's
+    judgments. Called at the end of tests/select/test_round.py's two rounds (one pool and two judged
+    rounds serve both tests; CI time is short)."""
     from hades_ray.annotate.labels import consensus_items
     from hades_ray.select.detector import train_round_detector
     from hades_ray.select.ratio import detector_rates
-    from hades_ray.select.round import run_round
-    from hades_ray.select.simulate import simulate_judgments
 
-    workdir = tmp_path / "wd"
-    build_pool(workdir / "pool", n_docs=8)
-    config = load_config(overrides=["select.round_sizes=[30,30]", "select.min_train_instances=1000",
-                                    "select.detector_training=crossval", "select.folds=2", "detect.epochs=2",
-                                    "detect.window=32", "detect.batch_size=16"])  # fmt: skip
-    for k in (0, 1):  # two judged rounds, both sampled at random (too few judgments for a detector)
-        run_round(config, workdir, k)
-        for _ in range(2):
-            simulate_judgments(config, workdir, k)
-    config.select.min_train_instances = 10
+    config.select.detector_training, config.select.folds = "crossval", 2
     summary, out = {"counts": {}, "messages": []}, workdir / "round-002"
     out.mkdir()
     assert train_round_detector(config, workdir, 2, out, summary) is not None
@@ -55,7 +45,7 @@ def test_out_of_fold_rates_are_measured_on_items_their_detector_never_trained_on
         assert not train & predicted and train | predicted == set(judged)
         trained_on.update({i: train for i in predicted})
     assert set(trained_on) == set(judged)  # every judged item is predicted once, out of fold
-    assert set(record["rated_ids"]) == last_round and len(last_round) < len(judged)
+    assert set(record["rated_ids"]) == last_round and 0 < len(last_round) < len(judged)
     assert all(i not in trained_on[i] for i in record["rated_ids"])
     p = dict(zip(record["ids"], record["oof_p"]))
     rated = sorted(last_round)

@@ -1,5 +1,5 @@
 """Two rounds end to end on a small synthetic pool: the real detector (one Ray Train fit on MiniLM),
-simulated judges, the dataset build and the CLI's guards."""
+simulated judges, the dataset build and the CLI's guards; then round 2's detector trained out of fold."""
 
 import json
 
@@ -8,6 +8,7 @@ import pytest
 
 from hades_ray.config import load_config
 from tests.select.fake_pool import build_pool
+from tests.select.test_crossval import check_out_of_fold_round
 
 KEEPS = ["keep_threshold", "keep_paraphrase", "keep_swap", "keep_rebalance"]
 
@@ -78,3 +79,4 @@ def test_two_rounds_end_to_end(ray_local, tmp_path):
         for line in (tmp_path / "dataset" / f"{split}.txt").read_text().splitlines():
             docs.setdefault(json.loads(line)["doc_id"], set()).add(split)
     assert all(len(s) == 1 for s in docs.values())  # no document crosses splits
+    check_out_of_fold_round(config, workdir)  # round 2's detector trained the paper's way (crossval)
