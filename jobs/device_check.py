@@ -143,7 +143,8 @@ def throughput(config, device: str, docs: int, seconds: float) -> tuple[dict, ob
     from hades_ray.plan.measure import measure_stages
 
     tokenizers = load_tokenizers(config)
-    counts = count_sample(config, "demo", tokenizers, limit=docs, keep_groups=True)
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+    counts = count_sample(config, "demo", tokenizers, limit=docs, keep_groups=True, device=device_type)
     timer = ForwardTimer(device)
     models = "paper-sized" if device.startswith("cuda") else "configured"
     with NvmlSampler() as nvml:

@@ -123,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     device = _device(args.device)
     tokenizers = load_tokenizers(config, args.lm_context)
-    counts = count_sample(config, args.input, tokenizers, args.limit, args.sample, keep_groups=bool(args.measure))
+    counts = count_sample(
+        config, args.input, tokenizers, args.limit, args.sample, keep_groups=bool(args.measure), device=device
+    )
     if not counts.perturbed:
         raise UserError(f"{args.input}: no row of the sample passes the filters ({_reasons(counts.filtered)})")
     measured = _measure(args, config, tokenizers, counts, device) if args.measure else None

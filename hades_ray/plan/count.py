@@ -4,7 +4,9 @@ The sample is read as the job reads it (``plan_shards``/``read_shard``: shards s
 length), MASK runs for real (spaCy and the masked LM's tokenizer), and each stage's batches are cut
 as ``Stage.__call__`` cuts them. REPLACE's forwards then come from ``steps.replace_groups`` and
 ``replace.forward_shapes``, RANK's from ``steps.rank_groups`` and ``rank.forward_shapes``: the same
-functions ``fill_masks`` and ``perplexities`` follow, so the MLM counts are exact.
+functions ``fill_masks`` and ``perplexities`` follow, so the MLM counts are exact. The forwards are
+packed as the job packs them on the planned device (``packing_of``: binned on CUDA by default, so
+the counts there include the bins' padding and the dummy rows that fill a width's last forward).
 
 RANK scores candidate texts that only exist after REPLACE; without running the masked LM, each
 candidate is counted at its original text's causal-LM length (a candidate differs from it only in
@@ -22,6 +24,7 @@ from hades_ray.config import HadesConfig
 from hades_ray.io.readers import plan_shards, read_shard
 from hades_ray.models.registry import load_tokenizer
 from hades_ray.perturb import rank, replace, steps
+from hades_ray.perturb.packing import Packing, packing_of
 from hades_ray.perturb.rank import encode_for_perplexity
 from hades_ray.text.nlp import load_spacy
 from hades_ray.text.stopwords import stop_words
@@ -82,6 +85,7 @@ class Tokenizers:
     mlm_vocab_size: int
     lm_context: int  # the causal LM's input limit (the configured length, capped by its positions)
     lm_positions: int | None = None  # the configured causal LM's own positions
+    mlm_positions: int | None = None  # the masked LM's positions (a bin never grows past them)
 
 
 def load_tokenizers(config: HadesConfig, lm_context: int | None = None) -> Tokenizers:
@@ -91,7 +95,8 @@ def load_tokenizers(config: HadesConfig, lm_context: int | None = None) -> Token
     context = lm_context or steps.context_limit(lm_config, config.perturb.rank.max_length)
     positions = getattr(lm_config, "n_positions", None) or getattr(lm_config, "max_position_embeddings", None)
     mlm, lm = load_tokenizer(models.mlm), load_tokenizer(models.causal_lm)
-    return Tokenizers(mlm, lm, mlm_config.vocab_size, context, positions)
+    mlm_positions = getattr(mlm_config, "max_position_embeddings", None)
+    return Tokenizers(mlm, lm, mlm_config.vocab_size, context, positions, mlm_positions)
 
 
 def _model_config(reference: str):
@@ -114,8 +119,16 @@ def batches(rows: list[dict], size: int) -> list[list[dict]]:
     return [rows[begin : begin + size] for begin in range(0, len(rows), size)]
 
 
-def count_replace(rows: list[dict], tokenizer, bans, seed: int, counts: SampleCounts, keep: bool = False) -> None:
-    """REPLACE's forwards for one batch: one ``fill_masks`` call per length group."""
+def count_replace(
+    rows: list[dict],
+    tokenizer,
+    bans,
+    seed: int,
+    counts: SampleCounts,
+    keep: bool = False,
+    packing: Packing | None = None,
+) -> None:
+    """REPLACE's forwards for one batch: one ``fill_masks`` call per length group, packed as ``packing``."""
     for length, group in steps.replace_groups(rows, tokenizer.mask_token_id, seed).items():
         sequences = [seq for _, _, seq in group]
         if keep:
@@ -125,18 +138,18 @@ def count_replace(rows: list[dict], tokenizer, bans, seed: int, counts: SampleCo
         model_steps = sum(replace.model_steps(seq, bans) for seq in sequences)
         counts.mlm_steps += model_steps
         counts.mlm_token_forwards_ideal += model_steps * length
-        counts.mlm_shapes += replace.forward_shapes(sequences, bans)
+        counts.mlm_shapes += replace.forward_shapes(sequences, bans, packing)
 
 
-def count_rank(rows: list[dict], counts: SampleCounts, keep: bool = False) -> None:
-    """RANK's forwards for one batch: one ``perplexities`` call over all its candidates."""
+def count_rank(rows: list[dict], counts: SampleCounts, keep: bool = False, packing: Packing | None = None) -> None:
+    """RANK's forwards for one batch: one ``perplexities`` call over all its candidates, packed as ``packing``."""
     lengths = []
     for length, group in steps.rank_groups(rows).items():
         if keep:
             counts.lm_groups.append([row["rank_ids"][candidate] for row, candidate in group])
         counts.lm_tokens += length * len(group)
         lengths += [length] * len(group)
-    counts.lm_shapes += rank.forward_shapes(lengths)  # one ``perplexities`` call per batch
+    counts.lm_shapes += rank.forward_shapes(lengths, packing)  # one ``perplexities`` call per batch
 
 
 def original_rank_ids(rows: list[dict], tokenizer, max_length: int, num_candidates: int) -> None:
@@ -174,23 +187,30 @@ def prepare_sample(
 
 
 def count_prepared(
-    prepared: PreparedSample, config: HadesConfig, tokenizers: Tokenizers, keep_groups: bool = False
+    prepared: PreparedSample,
+    config: HadesConfig,
+    tokenizers: Tokenizers,
+    keep_groups: bool = False,
+    device: str = "cpu",
 ) -> SampleCounts:
-    """REPLACE's and RANK's work on a prepared sample, batched by the config's batch sizes;
-    ``keep_groups`` keeps the model calls' inputs for ``measure``."""
+    """REPLACE's and RANK's work on a prepared sample, batched by the config's batch sizes and packed
+    as the job packs them on ``device`` ("cpu" or "cuda"); ``keep_groups`` keeps the model calls'
+    inputs for ``measure``."""
     from hades_ray.perturb.replace import vocabulary_bans
 
     perturb = config.perturb
     stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
     bans = vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
+    mlm_packing = packing_of(perturb.replace, device, tokenizers.mlm_positions)
+    lm_packing = packing_of(perturb.rank, device, tokenizers.lm_positions)
     counts, statuses = SampleCounts(), Counter()
     for rows in prepared.shards:
         statuses.update(row["status"] for row in rows)
         for batch in batches(rows, perturb.resources.replace.batch_size):
-            count_replace(batch, tokenizers.mlm, bans, config.seed, counts, keep_groups)
+            count_replace(batch, tokenizers.mlm, bans, config.seed, counts, keep_groups, mlm_packing)
         original_rank_ids(rows, tokenizers.lm, tokenizers.lm_context, perturb.rank.num_candidates)
         for batch in batches(rows, perturb.resources.rank.batch_size):
-            count_rank(batch, counts, keep_groups)
+            count_rank(batch, counts, keep_groups, lm_packing)
     counts.read = sum(statuses.values())
     counts.perturbed = statuses.pop("ok", 0)
     counts.filtered = dict(sorted(statuses.items()))
@@ -210,7 +230,8 @@ def count_sample(
     limit: int | None = None,
     sample: int | None = None,
     keep_groups: bool = False,
+    device: str = "cpu",
 ) -> SampleCounts:
-    """Read ``input_path`` as the job does, run MASK, and count the model work."""
+    """Read ``input_path`` as the job does, run MASK, and count the model work on ``device``."""
     prepared = prepare_sample(config, input_path, tokenizers, limit, sample)
-    return count_prepared(prepared, config, tokenizers, keep_groups)
+    return count_prepared(prepared, config, tokenizers, keep_groups, device)

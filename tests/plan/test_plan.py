@@ -220,3 +220,23 @@ def test_paper_sized_models_have_the_papers_sizes():
         gpt2 = AutoModelForCausalLM.from_config(GPT2Config(**GPT2_SMALL))
     assert sum(p.numel() for p in bert.parameters()) == pytest.approx(110e6, rel=0.02)  # bert-base: 110M
     assert sum(p.numel() for p in gpt2.parameters()) == pytest.approx(124e6, rel=0.02)  # gpt2: 124M
+
+
+def test_counts_on_cuda_are_the_binned_forwards_the_job_makes_there(micro_home, sample, counted):
+    """A plan for a GPU counts the forwards packed as the job packs them there (binned by default: every
+    forward of a width has the same rows, padding and dummy rows included); packing set to exact on the
+    GPU counts what the CPU count does."""
+    config = _config()
+    tokenizers = load_tokenizers(config)
+    on_gpu = count_sample(config, str(sample), tokenizers, device="cuda")
+    mlm = packing_of(config.perturb.replace, "cuda", tokenizers.mlm_positions)
+    lm = packing_of(config.perturb.rank, "cuda", tokenizers.lm_positions)
+    assert mlm.mode == lm.mode == "binned"
+    assert on_gpu.mlm_shapes and all(w % mlm.bin_tokens == 0 and r == mlm.rows(w) for r, w in on_gpu.mlm_shapes)
+    assert on_gpu.lm_shapes and all(w % lm.bin_tokens == 0 and r == lm.rows(w) for r, w in on_gpu.lm_shapes)
+    assert on_gpu.mlm_token_forwards_done > counted.mlm_token_forwards_done  # the bins' padding and dummy rows
+    assert on_gpu.lm_token_forwards_done > counted.lm_token_forwards_done
+    assert on_gpu.candidates == counted.candidates and on_gpu.mlm_steps == counted.mlm_steps
+    config.perturb.replace.packing = config.perturb.rank.packing = "exact"
+    exact = count_sample(config, str(sample), tokenizers, device="cuda")
+    assert exact.mlm_shapes == counted.mlm_shapes and exact.lm_shapes == counted.lm_shapes
