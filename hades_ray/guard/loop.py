@@ -4,12 +4,13 @@ the threshold is taken back and drawn again from the same distribution without t
 already rejected there, up to ``max_retries`` times per position (hades_ray/guard/rows.py).
 
 Taking a word back keeps the batch in step: its columns stay in the key/value cache but leave the
-attention mask (as padding does), the row feeds a masked pad while it waits, and its next token is
-drawn from the distribution stored when the word began. Position ids skip those holes, so the text
-after a replacement sits where it would without the rejected word. With nothing flagged every
-forward pass, processor and ``torch.multinomial`` call is the one ``generate`` makes, so the tokens
-are the same (tests/guard/test_guard.py checks this). Processors that read the history (a repetition penalty,
-when the model's generation config sets one) also see the rejected tokens still in ``input_ids``.
+attention mask (as padding does), and the replacement's first token is drawn in the same step from
+the distribution stored when the word began, so the row loses no step to the rollback. Position ids
+skip those holes, so the text after a replacement sits where it would without the rejected word.
+With nothing flagged every forward pass, processor and ``torch.multinomial`` call is the one
+``generate`` makes, so the tokens are the same (tests/guard/test_guard.py checks this). Processors
+that read the history (a repetition penalty, when the model's generation config sets one) also see
+the rejected tokens still in ``input_ids``.
 
 The judge (hades_ray/guard/judge.py) is asked once per step about every row whose word ended. A cached
 judge keeps state per row; a word drawn again comes back to it with the same prefix, and it cuts its
@@ -65,12 +66,13 @@ def guarded_generate(
     for _ in range(_step_bound(sampling.max_new_tokens, guard.max_retries)):
         if all(r.done for r in rows):
             return [_result(row) for row in rows]
-        tokens, raw = _draw(out, rows, processors, ids)
+        tokens, raw = _draw(out, processors, ids)
         waiting = [i for i, row in enumerate(rows) if row.take(tokens[i], raw[i])]
         if waiting:
             verdicts = judge.score_chunks([(i, *rows[i].current_word()) for i in waiting])
             for i, scored in zip(waiting, verdicts):
                 rows[i].decide(scored, guard.threshold, guard.max_retries)
+            _redraw([i for i in waiting if rows[i].resampling], rows, processors, ids)
         if all(r.done for r in rows):  # no forward for a step nobody takes
             return [_result(row) for row in rows]
         ids, mask, out = step.extend(rows, ids, mask, out)
@@ -79,16 +81,26 @@ def guarded_generate(
     raise RuntimeError("guarded generation did not finish: a bug, please report it")
 
 
-def _draw(out, rows: list[Row], processors, ids: torch.Tensor) -> tuple[list[int], torch.Tensor]:
-    """One token per row, from the model's next-token scores or, for a word being drawn again, from the
-    scores stored when it began, without its rejected first tokens; the raw scores come back too."""
+def _draw(out, processors, ids: torch.Tensor) -> tuple[list[int], torch.Tensor]:
+    """One token per row from the model's next-token scores; the raw scores come back too."""
     raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
-    for i, row in enumerate(rows):
-        if row.resampling:
-            raw[i] = row.start_logits
-            raw[i, row.bans] = float("-inf")
     tokens = torch.multinomial(torch.softmax(processors(ids, raw), dim=-1), num_samples=1).squeeze(1)
     return tokens.tolist(), raw
+
+
+def _redraw(taken_back: list[int], rows: list[Row], processors, ids: torch.Tensor) -> None:
+    """A word taken back this step gets its replacement's first token at once, from the scores stored
+    when the word began (no forward needs to run for it), so the row feeds it this same step instead
+    of waiting a step on a masked pad."""
+    if not taken_back:
+        return
+    raw = torch.stack([rows[i].start_logits for i in taken_back])
+    for k, i in enumerate(taken_back):
+        raw[k, rows[i].bans] = float("-inf")
+    scores = processors(ids[taken_back], raw)
+    tokens = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1).tolist()
+    for i, token in zip(taken_back, tokens):
+        rows[i].take_replacement(token)
 
 
 class _Stepper:

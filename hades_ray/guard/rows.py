@@ -46,10 +46,6 @@ class Row:
         if self.finishing:
             self.follow = None
             return True
-        if self.resampling:  # the replacement's first token
-            self.resampling = False
-            self._append(token)
-            return False
         if len(self.kept) > self.word_start and (
             token in self.ends or starts_with_space(self.text.piece(self.kept, token))
         ):
@@ -59,6 +55,12 @@ class Row:
             self.start_logits = logits.clone()
         self._append(token)
         return False
+
+    def take_replacement(self, token: int) -> None:
+        """The first token of the word drawn again where one was just taken back (the cache columns
+        ``_reject`` dropped stay dropped this step)."""
+        self.resampling = False
+        self._append(token)
 
     def current_word(self) -> tuple[str, str]:
         prefix, chunk, _ = self.text.split(self.kept, self.word_start)
