@@ -1,5 +1,6 @@
-"""Two rounds end to end on a small synthetic pool: the real detector (one Ray Train fit on MiniLM),
-simulated judges, the dataset build and the CLI's guards; then round 2's detector trained out of fold."""
+"""Two rounds end to end on a small synthetic pool (round 1 on Ray): the real detector (one Ray Train fit
+on MiniLM), simulated judges, the dataset build and the CLI's guards; then round 2's detector trained
+out of fold."""
 
 import json
 
@@ -7,6 +8,7 @@ import pandas as pd
 import pytest
 
 from hades_ray.config import load_config
+from hades_ray.pipeline.executor import Executor
 from tests.select.fake_pool import build_pool
 from tests.select.test_crossval import check_out_of_fold_round
 
@@ -35,7 +37,8 @@ def test_two_rounds_end_to_end(ray_local, tmp_path):
             "detect.batch_size=16",
         ]
     )
-    first = run_round(config, workdir, 0)
+    # Round 0 in-process (its Ray path and the same batch: tests/select/test_pool.py); round 1 on Ray.
+    first = run_round(config, workdir, 0, executor=Executor("local"))
     assert first["counts"]["batch"] == 50 and "rates" not in first
     for _ in range(2):
         simulate_judgments(config, workdir, 0)
