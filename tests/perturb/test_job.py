@@ -3,6 +3,7 @@ consistent outputs, independence from actors and batches, resume, stale refusal,
 written while the job runs, and a fast failure when a stage cannot be placed."""
 
 import json
+import shutil
 import threading
 import time
 
@@ -75,6 +76,18 @@ def _local(corpus, output, *extra):
     return main(["perturb", "--input", str(corpus), "--output", str(output), "--executor", "local", *SMALL, *extra])
 
 
+@pytest.fixture(scope="module")
+def local_run(corpus, tmp_path_factory):
+    """A finished in-process run with the module's settings, which the resume tests copy and rerun."""
+    output = tmp_path_factory.mktemp("local_out")
+    assert _local(corpus, output) == 0
+    return output
+
+
+def _copy(finished, output):
+    shutil.copytree(finished, output, dirs_exist_ok=True)
+
+
 def test_outputs_are_complete_and_consistent(ray_run):
     summary = json.loads((ray_run / "summary.json").read_text())
     assert summary["read"] == 16
@@ -128,8 +141,8 @@ def test_output_does_not_depend_on_actors_batches_or_neighbours(ray_run, corpus,
         )
 
 
-def test_rerun_skips_finished_shards_and_never_duplicates(corpus, tmp_path, capsys):
-    assert _local(corpus, tmp_path) == 0
+def test_rerun_skips_finished_shards_and_never_duplicates(local_run, corpus, tmp_path, capsys):
+    _copy(local_run, tmp_path)
     first = (tmp_path / "instances.jsonl").read_text()
     assert _local(corpus, tmp_path) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -140,8 +153,8 @@ def test_rerun_skips_finished_shards_and_never_duplicates(corpus, tmp_path, caps
     assert (tmp_path / "instances.jsonl").read_text() == first
 
 
-def test_stale_shards_are_refused_not_mixed(corpus, tmp_path, capsys):
-    assert _local(corpus, tmp_path) == 0
+def test_stale_shards_are_refused_not_mixed(local_run, corpus, tmp_path, capsys):
+    _copy(local_run, tmp_path)
     first = (tmp_path / "instances.jsonl").read_text()
     resolved = (tmp_path / "config.resolved.yaml").read_text()
     assert _local(corpus, tmp_path, "--set", "perturb.mask.ratio=0.3") == 2  # another config: refused
