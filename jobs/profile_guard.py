@@ -1,0 +1,90 @@
+"""Where the guard's time goes: plain ``generate`` against the guarded loop on the same held-out prompts,
+in CPU time of this process, with a cProfile of the guarded run.
+
+    python jobs/profile_guard.py --detector DIR [--prompts 20] [--retries 3]
+
+DIR is an online causal detector folder (``jobs/bench_guard.py --workdir W`` leaves one in W/causal).
+Prints the steps the generator ran, the interventions, the CPU seconds of both and the profile's top
+entries by cumulative time. One torch thread, as ``jobs/bench_guard.py`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--detector", required=True, help="online causal detector folder (the judge)")
+    parser.add_argument("--prompts", type=int, default=20, help="held-out prompts, one batch")
+    parser.add_argument("--new-tokens", type=int, default=60, help="new tokens per prompt")
+    parser.add_argument("--retries", type=int, default=3, help="resamples per flagged word (0: judging alone)")
+    parser.add_argument("--seed", type=int, default=7, help="the batch's seed")
+    parser.add_argument("--top", type=int, default=30, help="profile entries to print")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from bench_guard import held_out_prompts
+    from hades_ray.config import load_config
+    from hades_ray.guard.causal_judge import CausalJudge
+    from hades_ray.guard.loop import GuardSettings, guarded_generate
+    from hades_ray.guard.sampling import Sampling, plain_generate, prepare_tokenizer
+    from hades_ray.guard.stages import context_limit
+    from hades_ray.models.registry import load_causal_lm
+    from hades_ray.text.nlp import load_spacy
+
+    torch.set_num_threads(1)
+    config = load_config()
+    tokenizer, model = load_causal_lm(config.models.causal_lm, "cpu")
+    prepare_tokenizer(tokenizer)
+    limit = context_limit(model) - args.new_tokens
+    fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
+    prompts = [p["prompt"] for p in held_out_prompts(load_spacy(config.spacy_model), 60, args.prompts, fits)[0]]
+    judge = CausalJudge(args.detector, None, "content", "cpu", config.score.stride)
+    sampling = Sampling(max_new_tokens=args.new_tokens, top_k=50, no_end=True)
+    steps = Steps(model)
+    began = time.process_time()
+    plain_generate(model, tokenizer, prompts, sampling, args.seed)
+    plain = time.process_time() - began
+    plain_steps = steps.take()
+    guard = GuardSettings(judge.threshold, args.retries)
+    profile, began = cProfile.Profile(), time.process_time()
+    profile.enable()
+    out = guarded_generate(model, tokenizer, prompts, sampling, judge, guard, args.seed)
+    profile.disable()
+    guarded = time.process_time() - began
+    interventions = sum(len(r["interventions"]) for r in out)
+    print(f"{len(prompts)} prompts x {args.new_tokens} tokens, retries {args.retries}, judge {args.detector}")
+    print(f"plain generate: {plain:.2f} CPU s, {plain_steps} generator forwards")
+    print(f"guarded: {guarded:.2f} CPU s (profiled), {steps.take()} generator forwards, {interventions} interventions")
+    print(f"ratio: {guarded / plain:.2f}x")
+    pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
+    return 0
+
+
+class Steps:
+    """Counts the generator's forwards (one per step, plus the prompt's)."""
+
+    def __init__(self, model):
+        self.count = 0
+        model.register_forward_pre_hook(lambda *_: self._tick())
+
+    def _tick(self) -> None:
+        self.count += 1
+
+    def take(self) -> int:
+        count, self.count = self.count, 0
+        return count
+
+
+if __name__ == "__main__":
+    sys.exit(main())
