@@ -62,7 +62,11 @@ def packing_of(section, device_type: str, max_width: int | None = None) -> Packi
 
 def model_positions(model) -> int | None:
     """How many positions a model's position embeddings cover (None where it does not say)."""
-    config = model.config
+    return config_positions(model.config)
+
+
+def config_positions(config) -> int | None:
+    """``model_positions`` from a model's config alone (the planner reads configs, not weights)."""
     return getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
 
 

@@ -24,7 +24,7 @@ from hades_ray.config import HadesConfig
 from hades_ray.io.readers import plan_shards, read_shard
 from hades_ray.models.registry import load_tokenizer
 from hades_ray.perturb import rank, replace, steps
-from hades_ray.perturb.packing import Packing, packing_of
+from hades_ray.perturb.packing import Packing, config_positions, packing_of
 from hades_ray.perturb.rank import encode_for_perplexity
 from hades_ray.text.nlp import load_spacy
 from hades_ray.text.stopwords import stop_words
@@ -93,10 +93,9 @@ def load_tokenizers(config: HadesConfig, lm_context: int | None = None) -> Token
     models = config.models
     mlm_config, lm_config = _model_config(models.mlm), _model_config(models.causal_lm)
     context = lm_context or steps.context_limit(lm_config, config.perturb.rank.max_length)
-    positions = getattr(lm_config, "n_positions", None) or getattr(lm_config, "max_position_embeddings", None)
     mlm, lm = load_tokenizer(models.mlm), load_tokenizer(models.causal_lm)
-    mlm_positions = getattr(mlm_config, "max_position_embeddings", None)
-    return Tokenizers(mlm, lm, mlm_config.vocab_size, context, positions, mlm_positions)
+    positions = config_positions(lm_config), config_positions(mlm_config)
+    return Tokenizers(mlm, lm, mlm_config.vocab_size, context, *positions)
 
 
 def _model_config(reference: str):
