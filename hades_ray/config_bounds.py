@@ -120,6 +120,7 @@ BOUNDS: dict[str, str] = {
     "guard.top_k": f"[0, {BIG}]",
     "guard.top_p": "(0, 1]",
     "guard.batch_size": f"[1, {BIG}]",
+    "guard.slots": f"[0, {BIG}]",
     "guard.shard_size": f"[1, {BIG}]",
     "guard.actors": "[1, 10000]",
     "guard.num_gpus": "[0, 64]",

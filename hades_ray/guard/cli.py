@@ -47,6 +47,12 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     flag("--top-p", "guard.top_p", type=float, help="nucleus sampling (default: the model's)")
     flag("--dtype", "guard.dtype", choices=DTYPES, help="generator dtype (auto: bfloat16 where the device has it)")
     flag("--batch-size", "guard.batch_size", type=int, help="prompts generated together (one seed per batch)")
+    flag(
+        "--slots",
+        "guard.slots",
+        type=int,
+        help="rows in flight within a batch: a done row's slot takes the batch's next prompt (0: all at once)",
+    )
     flag("--shard-size", "guard.shard_size", type=int, help="prompt lines per output part file")
     flag("--actors", "guard.actors", type=int, help="generation actors (Ray executor)")
     flag("--num-gpus", "guard.num_gpus", type=float, help="GPUs per generation actor (0: CPU)")
@@ -86,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         detector=detector,
         threshold=threshold,
         max_retries=g.max_retries,
+        slots=g.slots,
         words=g.words,
         dtype=g.dtype,
         stride=config.score.stride,

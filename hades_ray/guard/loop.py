@@ -15,15 +15,26 @@ the rejected tokens still in ``input_ids``.
 The judge (hades_ray/guard/judge.py) is asked once per step about every row whose word ended. A cached
 judge keeps state per row; a word drawn again comes back to it with the same prefix, and it cuts its
 cache back to there (hades_ray/guard/causal_judge.py), so both caches roll back to the word's start.
+
+Rejections make rows finish at different steps, and a batch runs until its slowest row is done. With
+``slots`` fewer than the prompts, a slot whose row is done takes the next prompt at once (continuous
+batching): the prompt's own forward fills its key/value columns at the right edge of the batch's cache,
+its first token is drawn from that forward's scores, and the columns no row uses any more are cut off
+the left edge. The tokens then depend on the slots as they depend on a batch's composition with
+``generate``: the same prompts, slots and seed give the same text. A cached judge needs no notice: a
+row's new prompt shares no window prefix with the old one beyond identical tokens, whose keys and
+values are the same.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 
 import torch
 
+from hades_ray.errors import UserError
 from hades_ray.guard.judge_cache import cache_of
 from hades_ray.guard.rows import Row
 from hades_ray.guard.sampling import Sampling, encode_prompts, end_token_ids, generation_config, logits_processors
@@ -34,6 +45,7 @@ from hades_ray.guard.text import TokenText
 class GuardSettings:
     threshold: float
     max_retries: int = 3
+    slots: int = 0  # rows generated at once; a done row's slot takes the next prompt (0: all prompts at once)
 
 
 def _step_bound(budget: int, retries: int) -> int:
@@ -46,44 +58,50 @@ def _step_bound(budget: int, retries: int) -> int:
 def guarded_generate(
     model, tokenizer, prompts: list[str], sampling: Sampling, judge, guard: GuardSettings, seed: int
 ) -> list[dict]:
-    """Generate for every prompt at once, checking each word; ``judge.score_chunks`` is called once
-    per step with every row's finished word (``(row, prefix, chunk)``; a resampled word comes again with
-    the same prefix, which is how a cached judge rolls back). Returns per prompt: new tokens, text,
-    scores, interventions."""
+    """Generate for every prompt (``guard.slots`` at a time), checking each word; ``judge.score_chunks``
+    is called once per step with every row's finished word (``(row, prefix, chunk)``, the row being the
+    slot; a resampled word comes again with the same prefix, which is how a cached judge rolls back).
+    Returns per prompt: new tokens, text, scores, interventions."""
     config = generation_config(model, tokenizer, sampling)
     device = next(model.parameters()).device
-    enc = encode_prompts(tokenizer, prompts, device)
+    slots = len(prompts) if guard.slots <= 0 else min(guard.slots, len(prompts))
+    enc = encode_prompts(tokenizer, prompts[:slots], device)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     processors = logits_processors(model, config, ids)
-    rows = [
-        Row(TokenText(tokenizer, r[m.bool()].tolist()), end_token_ids(config), sampling.max_new_tokens)
-        for r, m in zip(ids, mask)
-    ]
+    new_row = functools.partial(_new_row, tokenizer, end_token_ids(config), sampling.max_new_tokens)
+    rows = [new_row(r[m.bool()].tolist()) for r, m in zip(ids, mask)]
     step = _Stepper(model, int(config.pad_token_id), mask.sum(dim=1).tolist(), device)
-    judge.begin(len(prompts))
+    refill = _Refill(step, tokenizer, prompts, slots)
+    judge.begin(slots)
     torch.manual_seed(seed)
     out = model(input_ids=ids, attention_mask=mask, use_cache=True, **step.prompt_positions(mask))
-    for _ in range(_step_bound(sampling.max_new_tokens, guard.max_retries)):
-        if all(r.done for r in rows):
-            return [_result(row) for row in rows]
-        tokens, raw = _draw(out, processors, ids)
+    first: dict[int, torch.Tensor] = {}  # a slot's new prompt: the scores its first token is drawn from
+    bound = _step_bound(sampling.max_new_tokens, guard.max_retries) * (len(prompts) - slots + 1)
+    for _ in range(bound):
+        if all(r.done or r.finishing for r in rows):  # nobody needs a token: draw none, as ``generate`` stops
+            tokens, raw = [None] * len(rows), [None] * len(rows)
+        else:
+            tokens, raw = _draw(out, processors, ids, first)
         waiting = [i for i, row in enumerate(rows) if row.take(tokens[i], raw[i])]
         if waiting:
             verdicts = judge.score_chunks([(i, *rows[i].current_word()) for i in waiting])
             for i, scored in zip(waiting, verdicts):
                 rows[i].decide(scored, guard.threshold, guard.max_retries)
             _redraw([i for i in waiting if rows[i].resampling], rows, processors, ids)
+        ids, mask, out, first = refill.done_rows(rows, ids, mask, out, new_row)
         if all(r.done for r in rows):  # no forward for a step nobody takes
-            return [_result(row) for row in rows]
-        ids, mask, out = step.extend(rows, ids, mask, out)
-    if all(r.done for r in rows):
-        return [_result(row) for row in rows]
+            return refill.results
+        if any(r.feed is not None for r in rows):  # rows that all just took a prompt wait for their first draw
+            ids, mask, out = step.extend(rows, ids, mask, out)
     raise RuntimeError("guarded generation did not finish: a bug, please report it")
 
 
-def _draw(out, processors, ids: torch.Tensor) -> tuple[list[int], torch.Tensor]:
-    """One token per row from the model's next-token scores; the raw scores come back too."""
+def _draw(out, processors, ids: torch.Tensor, first: dict[int, torch.Tensor]) -> tuple[list[int], torch.Tensor]:
+    """One token per row from the model's next-token scores (a row that just took a prompt: its prompt
+    forward's); the raw scores come back too."""
     raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
+    for i, scores in first.items():
+        raw[i] = scores
     tokens = torch.multinomial(torch.softmax(processors(ids, raw), dim=-1), num_samples=1).squeeze(1)
     return tokens.tolist(), raw
 
@@ -101,6 +119,10 @@ def _redraw(taken_back: list[int], rows: list[Row], processors, ids: torch.Tenso
     tokens = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1).tolist()
     for i, token in zip(taken_back, tokens):
         rows[i].take_replacement(token)
+
+
+def _new_row(tokenizer, ends: set[int], budget: int, prompt_ids: list[int]) -> Row:
+    return Row(TokenText(tokenizer, prompt_ids), ends, budget)
 
 
 class _Stepper:
@@ -132,6 +154,83 @@ class _Stepper:
             positions = {"position_ids": torch.tensor(at, device=self.device)}
         out = self.model(input_ids=feed, attention_mask=mask, cache=cache_of(out), use_cache=True, **positions)
         return ids, mask, out
+
+    def place(self, slots: list[int], new_ids, new_mask, ids, mask, cache, prompt_cache):
+        """Put new prompts' tokens and keys/values in ``slots`` at the batch's right edge (the batch is
+        padded on the left first where a prompt is wider than it); the slots' old columns are masked."""
+        width, extra = ids.shape[1], max(0, new_ids.shape[1] - ids.shape[1])
+        if extra:
+            ids = torch.cat([ids.new_full((ids.shape[0], extra), self.pad), ids], dim=1)
+            mask = torch.cat([mask.new_zeros((mask.shape[0], extra)), mask], dim=1)
+            for layer in _layers(cache):
+                pad = layer.keys.new_zeros((*layer.keys.shape[:2], extra, layer.keys.shape[3]))
+                layer.keys, layer.values = torch.cat([pad, layer.keys], dim=2), torch.cat([pad, layer.values], dim=2)
+            width += extra
+        at = width - new_ids.shape[1]
+        index = torch.tensor(slots, device=ids.device)
+        ids[index], mask[index] = self.pad, 0
+        ids[index, at:], mask[index, at:] = new_ids, new_mask
+        for layer, new in zip(_layers(cache), _layers(prompt_cache)):
+            layer.keys[index, :, at:], layer.values[index, :, at:] = new.keys, new.values
+        for i, length in zip(slots, new_mask.sum(dim=1).tolist()):
+            self.lengths[i] = length
+        return ids, mask
+
+    def trim(self, rows: list[Row], ids, mask, cache):
+        """Cut the left columns no row attends to any more (they belonged to prompts already done)."""
+        used = mask.any(dim=0).nonzero()
+        cut = int(used[0]) if len(used) else 0
+        if not cut:
+            return ids, mask
+        for layer in _layers(cache):
+            layer.keys, layer.values = layer.keys[:, :, cut:], layer.values[:, :, cut:]
+        for row in rows:
+            row.columns, row.dropped = [c - cut for c in row.columns], [c - cut for c in row.dropped]
+        return ids[:, cut:], mask[:, cut:]
+
+
+def _layers(cache) -> list:
+    """A dynamic key/value cache's layers (``keys``/``values`` of ``[batch, heads, columns, dim]``)."""
+    layers = getattr(cache, "layers", None)
+    if not layers or not all(hasattr(layer, "keys") for layer in layers):
+        raise UserError("guard.slots needs a generator with a dynamic key/value cache; set guard.slots to 0")
+    return layers
+
+
+class _Refill:
+    """Continuous batching: a done row's result is kept and its slot takes the next prompt, if any."""
+
+    def __init__(self, step: _Stepper, tokenizer, prompts: list[str], slots: int):
+        self.step, self.tokenizer, self.prompts = step, tokenizer, prompts
+        self.owner = list(range(slots))  # the prompt each slot is writing
+        self.queue = list(range(slots, len(prompts)))
+        self.results: list[dict | None] = [None] * len(prompts)
+
+    def done_rows(self, rows: list[Row], ids, mask, out, new_row):
+        """Keep the results of rows just done; give their slots the next prompts (one forward for them
+        all). Returns the batch and the first-draw scores of the slots that took a prompt."""
+        freed = []
+        for i, row in enumerate(rows):
+            if row.done and self.owner[i] is not None and self.results[self.owner[i]] is None:
+                self.results[self.owner[i]] = _result(row)
+                self.owner[i] = None
+                if self.queue:
+                    freed.append(i)
+        if not freed:
+            return ids, mask, out, {}
+        taken = [self.queue.pop(0) for _ in freed]
+        enc = encode_prompts(self.tokenizer, [self.prompts[k] for k in taken], ids.device)
+        new_ids, new_mask = enc["input_ids"], enc["attention_mask"]
+        prompt_out = self.step.model(
+            input_ids=new_ids, attention_mask=new_mask, use_cache=True, **self.step.prompt_positions(new_mask)
+        )
+        ids, mask = self.step.place(freed, new_ids, new_mask, ids, mask, cache_of(out), cache_of(prompt_out))
+        for i, k, r, m in zip(freed, taken, new_ids, new_mask):
+            rows[i] = new_row(r[m.bool()].tolist())
+            self.owner[i] = k
+        ids, mask = self.step.trim(rows, ids, mask, cache_of(out))
+        first = {i: prompt_out.logits[j, -1].to(dtype=torch.float32) for j, i in enumerate(freed)}
+        return ids, mask, out, first
 
 
 def _result(row: Row) -> dict:

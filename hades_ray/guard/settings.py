@@ -22,6 +22,7 @@ class GuardConfig:
     top_p: float | None = None
     dtype: str = "float32"  # generator dtype (auto: bfloat16 where the device computes it natively)
     batch_size: int = 16  # prompts generated together (one seed per batch)
+    slots: int = 0  # rows in flight within a batch; a done row's slot takes the next prompt (0: the whole batch)
     shard_size: int = 1000  # prompt lines per output part file
     actors: int = 1  # generation actors (Ray executor)
     num_gpus: float = 0.0  # per generation actor (0: CPU)

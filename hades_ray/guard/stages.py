@@ -29,6 +29,7 @@ class GenerateJob:
     detector: str | None = None  # an online detector folder or a served one's URL: the guard is on
     threshold: float | None = None  # None: the detector's stored threshold
     max_retries: int = 3
+    slots: int = 0  # rows in flight within a batch (0: the whole batch)
     words: str = "content"
     dtype: str = "float32"
     stride: int = 0  # a causal judge's windows, as score.stride (0: a quarter window)
@@ -79,7 +80,7 @@ def generate_rows(rows: list[dict], model, tokenizer, judge, job: GenerateJob) -
                 {"tokens": tokens, "generation": text, "scores": [], "interventions": [], "emitted_flagged": 0}
             )
     else:
-        guard = GuardSettings(judge.threshold, job.max_retries)
+        guard = GuardSettings(judge.threshold, job.max_retries, job.slots)
         results = guarded_generate(model, tokenizer, prompts, job.sampling, judge, guard, seed)
     for position, (k, result) in enumerate(zip(usable, results)):
         out[k] |= _row_output(result, seed, position, len(usable))
