@@ -1,7 +1,7 @@
 """Where the guard's time goes: plain ``generate`` against the guarded loop on the same held-out prompts,
 in CPU time of this process, with a cProfile of the guarded run.
 
-    python jobs/profile_guard.py --detector DIR [--prompts 20] [--retries 3]
+    python jobs/profile_guard.py --detector DIR [--prompts 20] [--batch 0] [--retries 3]
 
 DIR is an online causal detector folder (``jobs/bench_guard.py --workdir W`` leaves one in W/causal).
 Prints the steps the generator ran, the interventions, the CPU seconds of both and the profile's top
@@ -24,7 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--detector", required=True, help="online causal detector folder (the judge)")
-    parser.add_argument("--prompts", type=int, default=20, help="held-out prompts, one batch")
+    parser.add_argument("--prompts", type=int, default=20, help="held-out prompts")
+    parser.add_argument(
+        "--batch", type=int, default=0, help="plain generate's batch and the guard's slots (0: all prompts at once)"
+    )
     parser.add_argument("--new-tokens", type=int, default=60, help="new tokens per prompt")
     parser.add_argument("--retries", type=int, default=3, help="resamples per flagged word (0: judging alone)")
     parser.add_argument("--seed", type=int, default=7, help="the batch's seed")
@@ -53,17 +56,20 @@ def main(argv=None) -> int:
     sampling = Sampling(max_new_tokens=args.new_tokens, top_k=50, no_end=True)
     steps = Steps(model)
     began = time.process_time()
-    plain_generate(model, tokenizer, prompts, sampling, args.seed)
+    batch = args.batch or len(prompts)
+    for lo in range(0, len(prompts), batch):
+        plain_generate(model, tokenizer, prompts[lo : lo + batch], sampling, args.seed + lo)
     plain = time.process_time() - began
     plain_steps = steps.take()
-    guard = GuardSettings(judge.threshold, args.retries)
+    guard = GuardSettings(judge.threshold, args.retries, batch)
     profile, began = cProfile.Profile(), time.process_time()
     profile.enable()
     out = guarded_generate(model, tokenizer, prompts, sampling, judge, guard, args.seed)
     profile.disable()
     guarded = time.process_time() - began
     interventions = sum(len(r["interventions"]) for r in out)
-    print(f"{len(prompts)} prompts x {args.new_tokens} tokens, retries {args.retries}, judge {args.detector}")
+    print(f"{len(prompts)} prompts x {args.new_tokens} tokens, {batch} at a time, retries {args.retries}")
+    print(f"judge {args.detector}")
     print(f"plain generate: {plain:.2f} CPU s, {plain_steps} generator forwards")
     print(f"guarded: {guarded:.2f} CPU s (profiled), {steps.take()} generator forwards, {interventions} interventions")
     print(f"ratio: {guarded / plain:.2f}x")

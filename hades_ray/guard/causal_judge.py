@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from hades_ray.guard.judge_cache import RowCache, extend_caches
+from hades_ray.guard.judge_cache import RowCaches
 from hades_ray.guard.words import chunk_items
 
 
@@ -51,11 +51,11 @@ class CausalJudge:
         self.stride = stride or max(1, self.window // 4)  # score's default (hades_ray/score/scorer.py)
         self.threshold = detector.threshold if threshold is None else float(threshold)
         self.words = words
-        self.caches: list[RowCache] = []
+        self.caches = RowCaches(0, self.window)
 
     def begin(self, rows: int) -> None:
         """A new batch of ``rows`` texts: every cache starts empty."""
-        self.caches = [RowCache() for _ in range(rows)]
+        self.caches = RowCaches(rows, self.window)
 
     @torch.no_grad()
     def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
@@ -116,8 +116,8 @@ class CausalJudge:
         for job in jobs:
             ids = job.ids[: int(np.flatnonzero(job.owner >= 0)[-1]) + 1]  # a trailing [SEP] is no context
             feeds.append(ids)
-            keeps.append(self.caches[job.row].reuse(job.lo, ids, _first_target_token(job, len(ids))))
-        states = extend_caches(self.model.backbone, [self.caches[j.row] for j in jobs], feeds, device)
+            keeps.append(self.caches.reuse(job.row, job.lo, ids, _first_target_token(job, len(ids))))
+        states = self.caches.extend(self.model.backbone, [j.row for j in jobs], feeds, device)
         pooled = {}
         for job, state, keep, ids in zip(jobs, states, keeps, feeds):
             for k, j, target in job.targets:
