@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from hades_ray.guard.judge_cache import RowCaches
+from hades_ray.guard.word_tokens import TextTokens
 from hades_ray.guard.words import chunk_items
 
 
@@ -52,10 +53,12 @@ class CausalJudge:
         self.threshold = detector.threshold if threshold is None else float(threshold)
         self.words = words
         self.caches = RowCaches(0, self.window)
+        self.text_tokens = TextTokens(self.tokenizer)  # each row's text's tokens, tokenized as it grows
 
     def begin(self, rows: int) -> None:
         """A new batch of ``rows`` texts: every cache starts empty."""
         self.caches = RowCaches(rows, self.window)
+        self.text_tokens = TextTokens(self.tokenizer)
 
     @torch.no_grad()
     def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
@@ -85,12 +88,12 @@ class CausalJudge:
 
     def _plan(self, requests, items) -> tuple[list[_Job], list[tuple[int, int]]]:
         """Each request's window jobs (in window order), and the targets no window holds whole. Every
-        request's text is tokenized in one call, and every window to run in another."""
-        from hades_ray.detect.spans import token_words_of
+                request's new words are tokenized in one call (hades_ray/guard/word_tokens.py), and every window to run
+        in another."""
         from hades_ray.score.causal import assign_targets, encode_windows, text_windows
 
         asked = [k for k, its in enumerate(items) if its]
-        tok_words = token_words_of(self.tokenizer, [items[k][0]["words"] for k in asked])
+        tok_words = self.text_tokens.of([requests[k][0] for k in asked], [items[k][0]["words"] for k in asked])
         jobs, leftovers, windows = [], [], []
         for k, tokens in zip(asked, tok_words):
             words, targets = items[k][0]["words"], [it["start"] for it in items[k]]
