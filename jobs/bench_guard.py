@@ -172,9 +172,12 @@ def train_detectors(config, work: Path, docs: int, names: tuple[str, ...] | list
     return out
 
 
-def run_arms(model, tokenizer, judges: dict, prompts: list[str], sampling, retries: int, seed: int, batch: int) -> dict:
+def run_arms(
+    model, tokenizer, judges: dict, prompts: list[str], sampling, retries: int, seed: int, batch: int, slots: int
+) -> dict:
     """The arms over the same batches and seeds; texts, token ids, interventions, timings. ``judges``:
-    the encoder (``online``) and the causal judge."""
+    the encoder (``online``) and the causal judge. With ``slots``, a guarded arm runs every prompt through
+    that many slots (continuous batching) under the first batch's seed."""
     from hades_ray.guard.judge import RecordingJudge
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import plain_generate
@@ -193,7 +196,10 @@ def run_arms(model, tokenizer, judges: dict, prompts: list[str], sampling, retri
             clock.take()
         with PeakRss() as memory:
             began, cpu = time.perf_counter(), time.process_time()
-            for lo in range(0, len(prompts), batch):
+            if slots and arm.endswith("guarded"):
+                guard = GuardSettings(judge.threshold, retries, slots)
+                results += guarded_generate(model, tokenizer, prompts, sampling, judge, guard, batch_seed(seed, 0))
+            for lo in range(0, len(prompts), batch) if not results else ():
                 chunk, seed_k = prompts[lo : lo + batch], batch_seed(seed, lo)
                 if arm == "plain":
                     tokens = plain_generate(model, tokenizer, chunk, sampling, seed_k)
@@ -376,8 +382,7 @@ def markdown(report: dict) -> str:
         f"{report['prompts']} held-out prompts ({report['prompts_skipped_too_long']} leads passed over: prompt plus "
         f"new tokens longer than the generator's context), {report['max_new_tokens']} new tokens each, sampling "
         f"{report['sampling']}, max retries {report['max_retries']}, judge thresholds {report['threshold']:.3f} "
-        f"(encoder) and {report['causal_threshold']:.3f} (causal) ({report['threshold_source']}). Seeds per batch "
-        f"of {report['batch_size']}: the same in every arm.",
+        f"(encoder) and {report['causal_threshold']:.3f} (causal) ({report['threshold_source']}). {_batching(report)}",
         "",
         "Judges: the encoder, an online MiniLM span classifier with a "
         f"{report['judge_window']}-token window (one forward per judged word and per retry, all rows' words of "
@@ -495,7 +500,28 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _batching(report: dict) -> str:
+    size, slots = report["batch_size"], report.get("slots", 0)
+    if not slots:
+        return f"Seeds per batch of {size}: the same in every arm."
+    return (
+        f"Plain and judge-only arms: batches of {size}, a seed per batch, the same in every arm; guarded arms: "
+        f"every prompt through {slots} slots (`guard.slots`: a slot whose prompt is done takes the next one at "
+        "once) under the first batch's seed."
+    )
+
+
 HISTORY_ARMS = ("scored", "guarded", "causal_scored", "causal_guarded", "causal_word_scored", "causal_word_guarded")
+
+
+def carried_history(path: Path) -> list[dict]:
+    """The last run's history with that run's own overheads appended under its ``label``."""
+    if not path.is_file():
+        return []
+    last = json.loads(path.read_text())
+    entry = {"run": last.get("label") or "the previous run"}
+    entry |= {k: round(last[f"overhead_{k}"], 2) for k in HISTORY_ARMS if f"overhead_{k}" in last}
+    return [*last.get("history", []), entry]
 
 
 def _history(report: dict) -> list[str]:
@@ -646,6 +672,14 @@ def main(argv=None) -> int:
         "--allow-end", action="store_true", help="let generations stop at the end token (default: all are full length)"
     )
     parser.add_argument("--batch-size", type=int, default=20, help="prompts per batch (one seed per batch)")
+    parser.add_argument(
+        "--slots",
+        type=int,
+        default=20,
+        help="guarded arms: rows in flight, a done row's slot taking the next prompt (guard.slots); "
+        "0: batch by batch, as plain",
+    )
+    parser.add_argument("--label", default="", help="this run's name in the before -> after table of later runs")
     parser.add_argument("--agreement-outputs", type=int, default=30, help="outputs the (slow) LR detector scores")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the detectors and the generations")
@@ -710,6 +744,8 @@ def main(argv=None) -> int:
     report["command"] = "python jobs/bench_guard.py " + " ".join(argv if argv is not None else sys.argv[1:])
     report["wall_seconds"] = time.perf_counter() - started
     report["reading"] = reading(report)
+    report["label"] = args.label
+    report["history"] = carried_history(RESULTS / "bench_guard.json")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_guard.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     (RESULTS / "bench_guard.md").write_text(markdown(report))
@@ -797,7 +833,9 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     }
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
-    arms = run_arms(model, tokenizer, judges, texts_in, sampling, args.max_retries, args.seed, args.batch_size)
+    arms = run_arms(
+        model, tokenizer, judges, texts_in, sampling, args.max_retries, args.seed, args.batch_size, args.slots
+    )
     for r, prompt in zip(arms["plain"]["results"], texts_in):
         r["generation"] = TokenText(tokenizer, tokenizer(prompt)["input_ids"]).generated(r["tokens"])
     plain_tokens = [a["tokens"] for a in arms["plain"]["results"]]
@@ -864,6 +902,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
         "max_new_tokens": args.max_new_tokens,
         "max_retries": args.max_retries,
         "batch_size": args.batch_size,
+        "slots": args.slots,
         "sampling": f"top-k {args.top_k}, temperature 1" + ("" if args.allow_end else ", end token suppressed"),
         "torch_threads": args.threads,
         "examples": [
