@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--new-tokens", type=int, default=60, help="new tokens per prompt")
     parser.add_argument("--retries", type=int, default=3, help="resamples per flagged word (0: judging alone)")
     parser.add_argument("--seed", type=int, default=7, help="the batch's seed")
-    parser.add_argument("--top", type=int, default=30, help="profile entries to print")
+    parser.add_argument("--top", type=int, default=30, help="profile entries to print (0: time without the profiler)")
     args = parser.parse_args(argv)
 
     import torch
@@ -63,7 +63,8 @@ def main(argv=None) -> int:
     plain_steps = steps.take()
     guard = GuardSettings(judge.threshold, args.retries, batch)
     profile, began = cProfile.Profile(), time.process_time()
-    profile.enable()
+    if args.top:
+        profile.enable()
     out = guarded_generate(model, tokenizer, prompts, sampling, judge, guard, args.seed)
     profile.disable()
     guarded = time.process_time() - began
@@ -71,9 +72,11 @@ def main(argv=None) -> int:
     print(f"{len(prompts)} prompts x {args.new_tokens} tokens, {batch} at a time, retries {args.retries}")
     print(f"judge {args.detector}")
     print(f"plain generate: {plain:.2f} CPU s, {plain_steps} generator forwards")
-    print(f"guarded: {guarded:.2f} CPU s (profiled), {steps.take()} generator forwards, {interventions} interventions")
+    profiled = " (profiled)" if args.top else ""
+    print(f"guarded: {guarded:.2f} CPU s{profiled}, {steps.take()} generator forwards, {interventions} interventions")
     print(f"ratio: {guarded / plain:.2f}x")
-    pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
+    if args.top:
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
     return 0
 
 

@@ -18,9 +18,10 @@ cache back to there (hades_ray/guard/causal_judge.py), so both caches roll back 
 
 Rejections make rows finish at different steps, and a batch runs until its slowest row is done. With
 ``slots`` fewer than the prompts, a slot whose row is done takes the next prompt at once (continuous
-batching): the prompt's own forward fills its key/value columns at the right edge of the batch's cache,
-its first token is drawn from that forward's scores, and the columns no row uses any more are cut off
-the left edge. The tokens then depend on the slots as they depend on a batch's composition with
+batching): waiting prompts run through the generator ``slots`` at a time ahead of need, a prompt's
+keys and values fill its slot's columns at the right edge of the batch's cache, its first token is drawn
+from its prompt's scores in the same step (the slot loses no step), and the columns no row uses any
+more are cut off the left edge. The tokens then depend on the slots as they depend on a batch's composition with
 ``generate``: the same prompts, slots and seed give the same text. A cached judge needs no notice: a
 row's new prompt shares no window prefix with the old one beyond identical tokens, whose keys and
 values are the same.
@@ -75,33 +76,28 @@ def guarded_generate(
     judge.begin(slots)
     torch.manual_seed(seed)
     out = model(input_ids=ids, attention_mask=mask, use_cache=True, **step.prompt_positions(mask))
-    first: dict[int, torch.Tensor] = {}  # a slot's new prompt: the scores its first token is drawn from
     bound = _step_bound(sampling.max_new_tokens, guard.max_retries) * (len(prompts) - slots + 1)
     for _ in range(bound):
         if all(r.done or r.finishing for r in rows):  # nobody needs a token: draw none, as ``generate`` stops
             tokens, raw = [None] * len(rows), [None] * len(rows)
         else:
-            tokens, raw = _draw(out, processors, ids, first)
+            tokens, raw = _draw(out, processors, ids)
         waiting = [i for i, row in enumerate(rows) if row.take(tokens[i], raw[i])]
         if waiting:
             verdicts = judge.score_chunks([(i, *rows[i].current_word()) for i in waiting])
             for i, scored in zip(waiting, verdicts):
                 rows[i].decide(scored, guard.threshold, guard.max_retries)
             _redraw([i for i in waiting if rows[i].resampling], rows, processors, ids)
-        ids, mask, out, first = refill.done_rows(rows, ids, mask, out, new_row)
+        ids, mask = refill.done_rows(rows, ids, mask, out, new_row, processors)
         if all(r.done for r in rows):  # no forward for a step nobody takes
             return refill.results
-        if any(r.feed is not None for r in rows):  # rows that all just took a prompt wait for their first draw
-            ids, mask, out = step.extend(rows, ids, mask, out)
+        ids, mask, out = step.extend(rows, ids, mask, out)
     raise RuntimeError("guarded generation did not finish: a bug, please report it")
 
 
-def _draw(out, processors, ids: torch.Tensor, first: dict[int, torch.Tensor]) -> tuple[list[int], torch.Tensor]:
-    """One token per row from the model's next-token scores (a row that just took a prompt: its prompt
-    forward's); the raw scores come back too."""
+def _draw(out, processors, ids: torch.Tensor) -> tuple[list[int], torch.Tensor]:
+    """One token per row from the model's next-token scores; the raw scores come back too."""
     raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
-    for i, scores in first.items():
-        raw[i] = scores
     tokens = torch.multinomial(torch.softmax(processors(ids, raw), dim=-1), num_samples=1).squeeze(1)
     return tokens.tolist(), raw
 
@@ -155,7 +151,7 @@ class _Stepper:
         out = self.model(input_ids=feed, attention_mask=mask, cache=cache_of(out), use_cache=True, **positions)
         return ids, mask, out
 
-    def place(self, slots: list[int], new_ids, new_mask, ids, mask, cache, prompt_cache):
+    def place(self, slots: list[int], new_ids, new_mask, ids, mask, cache, prompt_kv):
         """Put new prompts' tokens and keys/values in ``slots`` at the batch's right edge (the batch is
         padded on the left first where a prompt is wider than it); the slots' old columns are masked."""
         width, extra = ids.shape[1], max(0, new_ids.shape[1] - ids.shape[1])
@@ -170,8 +166,8 @@ class _Stepper:
         index = torch.tensor(slots, device=ids.device)
         ids[index], mask[index] = self.pad, 0
         ids[index, at:], mask[index, at:] = new_ids, new_mask
-        for layer, new in zip(_layers(cache), _layers(prompt_cache)):
-            layer.keys[index, :, at:], layer.values[index, :, at:] = new.keys, new.values
+        for layer, (keys, values) in zip(_layers(cache), prompt_kv):
+            layer.keys[index, :, at:], layer.values[index, :, at:] = keys, values
         for i, length in zip(slots, new_mask.sum(dim=1).tolist()):
             self.lengths[i] = length
         return ids, mask
@@ -198,39 +194,61 @@ def _layers(cache) -> list:
 
 
 class _Refill:
-    """Continuous batching: a done row's result is kept and its slot takes the next prompt, if any."""
+    """Continuous batching: a done row's result is kept and its slot takes the next prompt, if any.
+    Waiting prompts are run through the generator ``slots`` at a time, ahead of need (one forward per
+    ``slots`` prompts, not one per freed slot), and keep their keys, values and last scores until a slot
+    takes them."""
 
     def __init__(self, step: _Stepper, tokenizer, prompts: list[str], slots: int):
-        self.step, self.tokenizer, self.prompts = step, tokenizer, prompts
+        self.step, self.tokenizer, self.prompts, self.slots = step, tokenizer, prompts, slots
         self.owner = list(range(slots))  # the prompt each slot is writing
         self.queue = list(range(slots, len(prompts)))
+        self.ready: list[tuple] = []  # (prompt, ids, mask, keys and values per layer, last scores)
         self.results: list[dict | None] = [None] * len(prompts)
 
-    def done_rows(self, rows: list[Row], ids, mask, out, new_row):
-        """Keep the results of rows just done; give their slots the next prompts (one forward for them
-        all). Returns the batch and the first-draw scores of the slots that took a prompt."""
+    def done_rows(self, rows: list[Row], ids, mask, out, new_row, processors):
+        """Keep the results of rows just done; give their slots the next prompts and draw each one's first
+        token from its prompt's scores, so it is fed this step. Returns the batch."""
         freed = []
         for i, row in enumerate(rows):
             if row.done and self.owner[i] is not None and self.results[self.owner[i]] is None:
                 self.results[self.owner[i]] = _result(row)
                 self.owner[i] = None
-                if self.queue:
+                if self.queue or self.ready:
                     freed.append(i)
         if not freed:
-            return ids, mask, out, {}
-        taken = [self.queue.pop(0) for _ in freed]
-        enc = encode_prompts(self.tokenizer, [self.prompts[k] for k in taken], ids.device)
-        new_ids, new_mask = enc["input_ids"], enc["attention_mask"]
-        prompt_out = self.step.model(
-            input_ids=new_ids, attention_mask=new_mask, use_cache=True, **self.step.prompt_positions(new_mask)
-        )
-        ids, mask = self.step.place(freed, new_ids, new_mask, ids, mask, cache_of(out), cache_of(prompt_out))
-        for i, k, r, m in zip(freed, taken, new_ids, new_mask):
-            rows[i] = new_row(r[m.bool()].tolist())
+            return ids, mask
+        scores = []
+        for i in freed:
+            k, new_ids, new_mask, new_kv, last = self._next(ids.device)
+            ids, mask = self.step.place([i], new_ids, new_mask, ids, mask, cache_of(out), new_kv)
+            rows[i] = new_row(new_ids[0, new_mask[0].bool()].tolist())
             self.owner[i] = k
+            scores.append(last)
         ids, mask = self.step.trim(rows, ids, mask, cache_of(out))
-        first = {i: prompt_out.logits[j, -1].to(dtype=torch.float32) for j, i in enumerate(freed)}
-        return ids, mask, out, first
+        raw = torch.stack(scores)
+        tokens = torch.multinomial(torch.softmax(processors(ids[freed], raw), dim=-1), num_samples=1).squeeze(1)
+        for i, token, row_raw in zip(freed, tokens.tolist(), raw):
+            rows[i].take(token, row_raw)
+        if any(rows[i].done for i in freed):  # a prompt whose first token ends it: its slot goes on
+            return self.done_rows(rows, ids, mask, out, new_row, processors)
+        return ids, mask
+
+    def _next(self, device) -> tuple:
+        """The next waiting prompt, run through the generator (with up to ``slots`` others) if not yet."""
+        if not self.ready:
+            batch, self.queue = self.queue[: self.slots], self.queue[self.slots :]
+            enc = encode_prompts(self.tokenizer, [self.prompts[k] for k in batch], device)
+            new_ids, new_mask = enc["input_ids"], enc["attention_mask"]
+            prompt_out = self.step.model(
+                input_ids=new_ids, attention_mask=new_mask, use_cache=True, **self.step.prompt_positions(new_mask)
+            )
+            layers = _layers(cache_of(prompt_out))
+            for j, k in enumerate(batch):
+                kv = [(layer.keys[j : j + 1], layer.values[j : j + 1]) for layer in layers]
+                last = prompt_out.logits[j, -1].to(dtype=torch.float32)
+                self.ready.append((k, new_ids[j : j + 1], new_mask[j : j + 1], kv, last))
+        return self.ready.pop(0)
 
 
 def _result(row: Row) -> dict:

@@ -15,11 +15,14 @@ class TokenText:
 
     def __init__(self, tokenizer, prompt_ids: list[int]):
         self.tokenizer, self.prompt_ids = tokenizer, list(prompt_ids)
+        # ``decode`` runs ``to_py_obj`` over its argument and then ``_decode`` on one flat list: the ids here
+        # are that list already, and the conversion cost as much as the decoding (per token, per row).
+        self._decode_list = getattr(tokenizer, "_decode", None) or tokenizer.decode
         self.prompt = self._decode(self.prompt_ids)
         self._memo: dict[tuple[int, ...], str] = {}
 
     def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
+        return self._decode_list(ids, skip_special_tokens=True)
 
     def generated(self, kept: list[int]) -> str:
         """The continuation's text (the prompt's decoded text is its prefix)."""
