@@ -31,6 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--new-tokens", type=int, default=60, help="new tokens per prompt")
     parser.add_argument("--retries", type=int, default=3, help="resamples per flagged word (0: judging alone)")
     parser.add_argument("--seed", type=int, default=7, help="the batch's seed")
+    parser.add_argument("--stride", type=int, default=0, help="the judge's window stride (0: score.stride)")
     parser.add_argument("--top", type=int, default=30, help="profile entries to print (0: time without the profiler)")
     args = parser.parse_args(argv)
 
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
     limit = context_limit(model) - args.new_tokens
     fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
     prompts = [p["prompt"] for p in held_out_prompts(load_spacy(config.spacy_model), 60, args.prompts, fits)[0]]
-    judge = CausalJudge(args.detector, None, "content", "cpu", config.score.stride)
+    judge = CausalJudge(args.detector, None, "content", "cpu", args.stride or config.score.stride)
     sampling = Sampling(max_new_tokens=args.new_tokens, top_k=50, no_end=True)
     steps = Steps(model)
     began = time.process_time()

@@ -90,7 +90,7 @@ class CausalJudge:
         """Each request's window jobs (in window order), and the targets no window holds whole. Every
                 request's new words are tokenized in one call (hades_ray/guard/word_tokens.py), and every window to run
         in another."""
-        from hades_ray.score.causal import assign_targets, encode_windows, text_windows
+        from hades_ray.score.causal import assign_targets, text_windows
 
         asked = [k for k, its in enumerate(items) if its]
         tok_words = self.text_tokens.of([requests[k][0] for k in asked], [items[k][0]["words"] for k in asked])
@@ -108,7 +108,8 @@ class CausalJudge:
                     windows.append((by_window[w], (words, *ranges[w])))
                 by_window[w].targets.append((k, j, target))
             jobs += [by_window[w] for w in sorted(by_window)]
-        for (job, _), (ids, owner) in zip(windows, encode_windows(self.tokenizer, [w for _, w in windows])):
+        encoded = self.text_tokens.windows([job.row for job, _ in windows], [w for _, w in windows])
+        for (job, _), (ids, owner) in zip(windows, encoded):
             job.ids, job.owner = ids, owner
         return jobs, leftovers
 

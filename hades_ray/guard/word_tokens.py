@@ -1,21 +1,26 @@
-"""``token_words`` of each row's growing text, tokenizing only the words its previous text did not have.
+"""Each row's growing text as tokens, tokenizing only the words its previous text did not have.
 
-The causal judge needs the token-to-word map of a row's whole text at every step, to place ``score``'s
-windows (hades_ray/score/causal.py). The text only grows at its end, or is cut back to a word's start
-by a rollback, so the words it shares with the previous step's text keep their tokens wherever the
-tokenizer cuts a text at the space before a word exactly as it cuts the longer text there: byte-level
-BPE with GPT-2's pre-tokenizing pattern and no normalizer (a space starts a new piece, so no token
-spans it). For those tokenizers only the words after the shared ones are tokenized again (one call for
-all rows); any other tokenizer gets the whole text tokenized, as before.
+The causal judge needs, at every step, the token-to-word map of a row's whole text (to place ``score``'s
+windows, hades_ray/score/causal.py) and the tokens of the window that scores the new word. The text only
+grows at its end, or is cut back to a word's start by a rollback, so the words it shares with the
+previous step's text keep their tokens wherever the tokenizer cuts a text at the space before a word
+exactly as it cuts the longer text there: byte-level BPE with GPT-2's pre-tokenizing pattern and no
+normalizer (a space starts a new piece, so no token spans it). For those tokenizers only the words after
+the shared ones are tokenized (one call for all rows), and a window's tokens are its first word's own
+tokens followed by the text's tokens up to its end (where the tokenizer adds no specials); any other
+tokenizer gets every text and window tokenized whole, as ``score`` does.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from hades_ray.detect.spans import token_words_of
+
+FIELDS = ("ids", "word", "start", "real")
 
 
 def cuts_at_spaces(tokenizer) -> bool:
@@ -27,45 +32,101 @@ def cuts_at_spaces(tokenizer) -> bool:
     return state.get("type") == "ByteLevel" and state.get("use_regex", True) and not state.get("add_prefix_space")
 
 
+def _empty(dtype=np.int64) -> np.ndarray:
+    return np.zeros(0, dtype=dtype)
+
+
+@dataclass
+class _Tokens:
+    """A text (words joined by single spaces) as tokens: each one's id, word, first character, and whether
+    it covers more than spaces (a lone space token belongs to no word in a window, as in
+    ``encode_windows``; in ``token_words`` it goes with the word before it)."""
+
+    words: list[str] = field(default_factory=list)
+    ids: np.ndarray = field(default_factory=_empty)
+    word: np.ndarray = field(default_factory=_empty)
+    start: np.ndarray = field(default_factory=_empty)
+    real: np.ndarray = field(default_factory=lambda: _empty(bool))
+
+    def before(self, cut: int) -> list[np.ndarray]:
+        """The fields of the tokens that start before character ``cut``."""
+        keep = self.start < cut
+        return [getattr(self, f)[keep] for f in FIELDS]
+
+
 class TextTokens:
-    """Per row: the words of its last text and their tokens' word indices."""
+    """Per row: the tokens of its last text (``of``), and windows of it (``windows``)."""
 
     def __init__(self, tokenizer):
+        from hades_ray.detect.spans import special_token_count
+
         self.tokenizer = tokenizer
         self.incremental = cuts_at_spaces(tokenizer)
-        self.memo: dict[int, tuple[list[str], np.ndarray, np.ndarray]] = {}  # words, token words, token starts
+        self.plain_windows = self.incremental and special_token_count(tokenizer) == 0
+        self.memo: dict[int, _Tokens] = {}
+        self.alone: dict[str, tuple[list[int], np.ndarray]] = {}  # a word tokenized on its own: ids, real
 
     def of(self, rows: list[int], texts: list[list[str]]) -> list[np.ndarray]:
         """``token_words_of(tokenizer, texts)``, row ``rows[k]`` holding ``texts[k]``."""
         if not self.incremental:
             return token_words_of(self.tokenizer, texts)
-        heads, tails = [], []
+        plans, tails = [], []
         for row, words in zip(rows, texts):
-            old_words, old_tokens, old_starts = self.memo.get(row, ([], np.zeros(0, dtype=int), np.zeros(0, dtype=int)))
-            shared = _shared(old_words, words)
+            old = self.memo.get(row, _Tokens())
+            shared = _shared(old.words, words)
             cut = sum(len(w) + 1 for w in words[:shared]) - 1  # the space before the first new word
-            head = old_starts < cut  # a lone space token at the cut went with the word after it
-            heads.append((shared, cut, old_tokens[head], old_starts[head]))
-            if shared < len(words):  # a space before the first new word (none at the text's start)
-                tails.append((len(tails), " " * bool(shared) + " ".join(words[shared:])))
-        encoded = []
-        if tails:
-            encoded = self.tokenizer(
-                [text for _, text in tails], add_special_tokens=False, return_offsets_mapping=True
-            )["offset_mapping"]
-        out, next_tail = [], 0
-        for row, words, (shared, cut, tokens, token_starts) in zip(rows, texts, heads):
+            plans.append((shared, cut, old.before(cut)))  # a lone space token at the cut: the next word's
+            if shared < len(words):  # after a space, unless the new words start the text
+                tails.append(" " * bool(shared) + " ".join(words[shared:]))
+        encoded = iter(zip(tails, self._encode(tails)))
+        out = []
+        for row, words, (shared, cut, head) in zip(rows, texts, plans):
+            parts = [head]
             if shared < len(words):
-                offsets = encoded[next_tail]
-                next_tail += 1
-                starts = int(bool(shared)) + np.cumsum([0] + [len(w) + 1 for w in words[shared:-1]])
-                ends = np.array([max(b, a + 1) for a, b in offsets]) if offsets else np.zeros(0, dtype=int)
-                tokens = np.concatenate([tokens, shared + np.searchsorted(starts, ends - 1, side="right") - 1])
-                base = max(cut, 0)
-                token_starts = np.concatenate([token_starts, base + np.array([a for a, _ in offsets], dtype=int)])
-            self.memo[row] = (list(words), tokens, token_starts)
-            out.append(tokens)
+                text, (ids, offsets) = next(encoded)
+                parts.append(_fields(words, shared, max(cut, 0), text, ids, offsets))
+            self.memo[row] = _Tokens(list(words), *(np.concatenate(column) for column in zip(*parts)))
+            out.append(self.memo[row].word)
         return out
+
+    def windows(self, rows: list[int], windows: list[tuple[list[str], int, int]]) -> list[tuple[list[int], np.ndarray]]:
+        """``encode_windows(tokenizer, windows)``, window ``k`` cut from the text row ``rows[k]`` held at the
+        last ``of``: its first word's own tokens, then the text's tokens up to its last word's end."""
+        from hades_ray.score.causal import encode_windows
+
+        known = all(self.memo.get(r, _Tokens()).words == words for r, (words, _, _) in zip(rows, windows))
+        if not (self.plain_windows and known):
+            return encode_windows(self.tokenizer, windows)
+        missing = sorted({words[lo] for words, lo, _ in windows} - set(self.alone))
+        for word, (ids, offsets) in zip(missing, self._encode(missing)):
+            self.alone[word] = (list(ids), np.array([b > a and not word[a:b].isspace() for a, b in offsets], bool))
+        out = []
+        for row, (words, lo, hi) in zip(rows, windows):
+            text, (ids, real) = self.memo[row], self.alone[words[lo]]
+            first = sum(len(w) + 1 for w in words[: lo + 1]) - 1  # the space before the window's second word
+            end = sum(len(w) + 1 for w in words[:hi]) - 1  # the space after its last word
+            inside = (text.start >= first) & (text.start < end)
+            owner = np.concatenate([np.where(real, lo, -1), np.where(text.real[inside], text.word[inside], -1)])
+            out.append((ids + text.ids[inside].tolist(), owner))
+        return out
+
+    def _encode(self, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
+        """Token ids and character offsets of each text, without specials, in one call."""
+        if not texts:
+            return []
+        enc = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+        return list(zip(enc["input_ids"], enc["offset_mapping"]))
+
+
+def _fields(words: list[str], shared: int, base: int, text: str, ids, offsets) -> list[np.ndarray]:
+    """The token fields of ``text`` (the words from ``shared`` on, after a space unless they start the
+    whole text), placed at character ``base`` of the whole text."""
+    starts = int(bool(shared)) + np.cumsum([0] + [len(w) + 1 for w in words[shared:-1]])
+    ends = np.array([max(b, a + 1) for a, b in offsets], dtype=np.int64) if offsets else _empty()
+    word = shared + np.searchsorted(starts, ends - 1, side="right") - 1
+    real = np.array([b > a and not text[a:b].isspace() for a, b in offsets], dtype=bool)
+    start = base + np.array([a for a, _ in offsets], dtype=np.int64)
+    return [np.array(ids, dtype=np.int64), word, start, real]
 
 
 def _shared(old: list[str], new: list[str]) -> int:

@@ -38,3 +38,27 @@ def test_growing_texts_map_tokens_to_words_as_the_whole_text_does():
             assert np.array_equal(got, token_words_of(tokenizer, [words])[0]), words
             checked += 1
     assert checked > 400
+
+
+def test_windows_cut_from_the_text_are_the_windows_score_encodes():
+    from hades_ray.models.train_gpt2 import train_bpe_tokenizer
+    from hades_ray.score.causal import encode_windows
+
+    rng = random.Random(1)
+    tokenizer = train_bpe_tokenizer([" ".join(rng.choices(WORDS, k=30)) for _ in range(200)], vocab_size=400)
+    tokens = TextTokens(tokenizer)
+    assert tokens.plain_windows
+    words, checked = [], 0
+    for _ in range(300):
+        words = (
+            words[: rng.randrange(len(words))] if words and rng.random() < 0.2 else words + [rng.choice(WORDS + RARE)]
+        )
+        if not words:
+            continue
+        tokens.of([0], [words])
+        lo = rng.randrange(len(words))
+        window = (words, lo, rng.randrange(lo + 1, len(words) + 1))
+        (got_ids, got_owner), (ids, owner) = tokens.windows([0], [window])[0], encode_windows(tokenizer, [window])[0]
+        assert got_ids == ids and np.array_equal(got_owner, owner), window
+        checked += 1
+    assert checked > 200
