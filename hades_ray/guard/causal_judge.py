@@ -60,7 +60,7 @@ class CausalJudge:
         self.caches = RowCaches(rows, self.window)
         self.text_tokens = TextTokens(self.tokenizer)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
         """For each ``(row, prefix, chunk)``: the chunk's judged words ``{"start", "end", "word", "p"}``
         (characters in the chunk), every row's new tokens run together."""
@@ -122,19 +122,29 @@ class CausalJudge:
             feeds.append(ids)
             keeps.append(self.caches.reuse(job.row, job.lo, ids, _first_target_token(job, len(ids))))
         states = self.caches.extend(self.model.backbone, [j.row for j in jobs], feeds, device)
-        pooled = {}
+        keys, spans = [], []  # each target's tokens, as indices into the forward's new tokens
+        at = 0
         for job, state, keep, ids in zip(jobs, states, keeps, feeds):
             for k, j, target in job.targets:
-                mask = torch.as_tensor(job.owner[keep : len(ids)] == target, device=device)
-                if not mask.any():  # no token of its own: the window's last token, as score's window_job
-                    mask[-1] = True
-                pooled[(k, j)] = self._pool(state, mask)
-        return pooled
+                own = np.flatnonzero(job.owner[keep : len(ids)] == target)
+                # no token of its own: the window's last token, as score's window_job
+                spans.append(at + (own if len(own) else np.array([len(ids) - keep - 1])))
+                keys.append((k, j))
+            at += len(state)
+        return dict(zip(keys, self._pool(torch.cat(states), spans))) if keys else {}
 
-    def _pool(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _pool(self, states: torch.Tensor, spans: list[np.ndarray]) -> torch.Tensor:
+        """Every target's pooled state in one call: its tokens' states gathered into rows padded to the
+        longest target (the padding masked, as ``pool_span`` pools a batch of windows)."""
         from hades_ray.detect.stable import pool_span
 
-        return pool_span(states.unsqueeze(0), mask.unsqueeze(0), self.model.pooling)[0]
+        width = max(len(span) for span in spans)
+        index = torch.zeros((len(spans), width), dtype=torch.long)
+        mask = torch.zeros((len(spans), width), dtype=torch.bool)
+        for row, span in enumerate(spans):
+            index[row, : len(span)], mask[row, : len(span)] = torch.from_numpy(span), True
+        index, mask = index.to(states.device), mask.to(states.device)
+        return pool_span(states[index], mask, self.model.pooling)
 
     def _leftovers(self, items, leftovers) -> dict[tuple[int, int], float]:
         """Targets longer than a stride: their own online view, as ``score`` falls back to."""

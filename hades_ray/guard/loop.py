@@ -55,7 +55,7 @@ def _step_bound(budget: int, retries: int) -> int:
     return budget * (1 + retries * (budget + 2)) + 2
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def guarded_generate(
     model, tokenizer, prompts: list[str], sampling: Sampling, judge, guard: GuardSettings, seed: int
 ) -> list[dict]:
