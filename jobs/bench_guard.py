@@ -173,53 +173,83 @@ def train_detectors(config, work: Path, docs: int, names: tuple[str, ...] | list
 
 
 def run_arms(
-    model, tokenizer, judges: dict, prompts: list[str], sampling, retries: int, seed: int, batch: int, slots: int
+    model,
+    tokenizer,
+    judges: dict,
+    prompts: list[str],
+    sampling,
+    retries: int,
+    seed: int,
+    batch: int,
+    slots: int,
+    repeats: int = 1,
 ) -> dict:
     """The arms over the same batches and seeds; texts, token ids, interventions, timings. ``judges``:
     the encoder (``online``) and the causal judge. With ``slots``, a guarded arm runs every prompt through
-    that many slots (continuous batching) under the first batch's seed."""
+    that many slots (continuous batching) under the first batch's seed. The arms run ``repeats`` times in
+    turn (a shared machine's speed drifts): the times are each arm's medians, the rest the first run's,
+    and ``same_each_time`` says whether every run gave the same tokens."""
+    arms: dict = {}
+    clocks = (ForwardClock(model), {name: ForwardClock(j.model.backbone) for name, j in judges.items()})
+    for _ in range(repeats):
+        for arm in ARMS:
+            if arm == "small_guarded":
+                reference = judges["causal"].threshold
+                judges["small"].threshold = matched_threshold(arms, "small_scored", "causal_scored", reference)
+            run = _run_arm(arm, model, tokenizer, judges, prompts, sampling, (retries, seed, batch, slots), clocks)
+            if arm not in arms:
+                arms[arm] = run | {f"{key}_each": [] for key in TIMES} | {"same_each_time": True}
+            for key in TIMES:
+                arms[arm][f"{key}_each"].append(run[key])
+            same = [r["tokens"] for r in run["results"]] == [r["tokens"] for r in arms[arm]["results"]]
+            arms[arm]["same_each_time"] &= same
+    for arm in arms.values():
+        arm |= {key: float(np.median(arm[f"{key}_each"])) for key in TIMES}
+    return arms
+
+
+TIMES = ("seconds", "cpu_seconds", "generator_forward_seconds", "judge_forward_seconds")
+
+
+def _run_arm(arm: str, model, tokenizer, judges: dict, prompts, sampling, settings: tuple, clocks) -> dict:
+    """One timed run of one arm."""
     from hades_ray.guard.judge import RecordingJudge
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import plain_generate
     from hades_ray.guard.stages import batch_seed
 
-    arms: dict = {}
-    generator_clock = ForwardClock(model)
-    judge_clocks = {name: ForwardClock(j.model.backbone) for name, j in judges.items()}
-    for arm in ARMS:
-        results = []
-        if arm == "small_guarded":
-            reference = judges["causal"].threshold
-            judges["small"].threshold = matched_threshold(arms, "small_scored", "causal_scored", reference)
-        judge = RecordingJudge(judges[JUDGED[arm]]) if arm in JUDGED else None
-        for clock in (generator_clock, *judge_clocks.values()):
-            clock.take()
-        with PeakRss() as memory:
-            began, cpu = time.perf_counter(), time.process_time()
-            if slots and arm.endswith("guarded"):
-                guard = GuardSettings(judge.threshold, retries, slots)
-                results += guarded_generate(model, tokenizer, prompts, sampling, judge, guard, batch_seed(seed, 0))
-            for lo in range(0, len(prompts), batch) if not results else ():
-                chunk, seed_k = prompts[lo : lo + batch], batch_seed(seed, lo)
-                if arm == "plain":
-                    tokens = plain_generate(model, tokenizer, chunk, sampling, seed_k)
-                    results += [{"tokens": t, "interventions": [], "scores": []} for t in tokens]
-                else:
-                    guard = GuardSettings(judge.threshold, 0 if arm.endswith("scored") else retries)
-                    results += guarded_generate(model, tokenizer, chunk, sampling, judge, guard, seed_k)
-            seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
-        arms[arm] = {
-            "results": results,
-            "seconds": seconds,
-            "cpu_seconds": cpu,  # this process's CPU time: what other jobs on shared cores do not inflate
-            "rss_before_mib": memory.start,
-            "peak_rss_mib": memory.peak,
-            "calls": judge.calls if judge else [],
-        }
-        arms[arm]["generator_forward_seconds"], arms[arm]["generator_forwards"] = generator_clock.take()
-        spent = judge_clocks[JUDGED[arm]].take() if arm in JUDGED else (0.0, 0)
-        arms[arm]["judge_forward_seconds"], arms[arm]["judge_forwards"] = spent
-    return arms
+    retries, seed, batch, slots = settings
+    generator_clock, judge_clocks = clocks
+    results = []
+    judge = RecordingJudge(judges[JUDGED[arm]]) if arm in JUDGED else None
+    for clock in (generator_clock, *judge_clocks.values()):
+        clock.take()
+    with PeakRss() as memory:
+        began, cpu = time.perf_counter(), time.process_time()
+        if slots and arm.endswith("guarded"):
+            guard = GuardSettings(judge.threshold, retries, slots)
+            results += guarded_generate(model, tokenizer, prompts, sampling, judge, guard, batch_seed(seed, 0))
+        for lo in range(0, len(prompts), batch) if not results else ():
+            chunk, seed_k = prompts[lo : lo + batch], batch_seed(seed, lo)
+            if arm == "plain":
+                tokens = plain_generate(model, tokenizer, chunk, sampling, seed_k)
+                results += [{"tokens": t, "interventions": [], "scores": []} for t in tokens]
+            else:
+                guard = GuardSettings(judge.threshold, 0 if arm.endswith("scored") else retries)
+                results += guarded_generate(model, tokenizer, chunk, sampling, judge, guard, seed_k)
+        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    out = {
+        "results": results,
+        "seconds": seconds,
+        "cpu_seconds": cpu,  # this process's CPU time: what other jobs on shared cores do not inflate
+        "rss_before_mib": memory.start,
+        "peak_rss_mib": memory.peak,
+        "calls": judge.calls if judge else [],
+    }
+    out["generator_forward_seconds"], out["generator_forwards"] = generator_clock.take()
+    spent = judge_clocks[JUDGED[arm]].take() if arm in JUDGED else (0.0, 0)
+    out["judge_forward_seconds"], out["judge_forwards"] = spent
+    return out
 
 
 def matched_threshold(arms: dict, small: str, reference: str, threshold: float) -> float:
@@ -382,7 +412,8 @@ def markdown(report: dict) -> str:
         f"{report['prompts']} held-out prompts ({report['prompts_skipped_too_long']} leads passed over: prompt plus "
         f"new tokens longer than the generator's context), {report['max_new_tokens']} new tokens each, sampling "
         f"{report['sampling']}, max retries {report['max_retries']}, judge thresholds {report['threshold']:.3f} "
-        f"(encoder) and {report['causal_threshold']:.3f} (causal) ({report['threshold_source']}). {_batching(report)}",
+        f"(encoder) and {report['causal_threshold']:.3f} (causal) ({report['threshold_source']}). {_batching(report)} "
+        f"{_repeats(report)}",
         "",
         "Judges: the encoder, an online MiniLM span classifier with a "
         f"{report['judge_window']}-token window (one forward per judged word and per retry, all rows' words of "
@@ -498,6 +529,17 @@ def markdown(report: dict) -> str:
     lines += ["", "## What this means, and what it does not", "", *report["reading"], ""]
     lines.append(f"Whole run: {report['wall_seconds']:.0f} s.")
     return "\n".join(lines) + "\n"
+
+
+def _repeats(report: dict) -> str:
+    repeats = report.get("repeats", 1)
+    if repeats < 2:
+        return ""
+    same = all(a.get("same_each_time", True) for a in report["arms"].values())
+    return (
+        f"Every arm ran {repeats} times, the arms in turn; times are each arm's medians (a shared machine's "
+        f"speed drifts by several percent from minute to minute), and every run gave the same tokens: **{same}**."
+    )
 
 
 def _batching(report: dict) -> str:
@@ -679,6 +721,9 @@ def main(argv=None) -> int:
         help="guarded arms: rows in flight, a done row's slot taking the next prompt (guard.slots); "
         "0: batch by batch, as plain",
     )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="runs of every arm, in turn; times are each arm's medians"
+    )
     parser.add_argument("--label", default="", help="this run's name in the before -> after table of later runs")
     parser.add_argument("--agreement-outputs", type=int, default=30, help="outputs the (slow) LR detector scores")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
@@ -834,7 +879,16 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
     arms = run_arms(
-        model, tokenizer, judges, texts_in, sampling, args.max_retries, args.seed, args.batch_size, args.slots
+        model,
+        tokenizer,
+        judges,
+        texts_in,
+        sampling,
+        args.max_retries,
+        args.seed,
+        args.batch_size,
+        args.slots,
+        args.repeats,
     )
     for r, prompt in zip(arms["plain"]["results"], texts_in):
         r["generation"] = TokenText(tokenizer, tokenizer(prompt)["input_ids"]).generated(r["tokens"])
@@ -903,6 +957,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
         "max_retries": args.max_retries,
         "batch_size": args.batch_size,
         "slots": args.slots,
+        "repeats": args.repeats,
         "sampling": f"top-k {args.top_k}, temperature 1" + ("" if args.allow_end else ", end token suppressed"),
         "torch_threads": args.threads,
         "examples": [
