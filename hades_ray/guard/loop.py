@@ -76,6 +76,8 @@ def guarded_generate(
     judge.begin(slots)
     torch.manual_seed(seed)
     out = model(input_ids=ids, attention_mask=mask, use_cache=True, **step.prompt_positions(mask))
+    if slots < len(prompts):
+        _layers(cache_of(out))  # a cache slots cannot refill fails before any token is drawn
     bound = _step_bound(sampling.max_new_tokens, guard.max_retries) * (len(prompts) - slots + 1)
     for _ in range(bound):
         if all(r.done or r.finishing for r in rows):  # nobody needs a token: draw none, as ``generate`` stops
@@ -245,9 +247,10 @@ class _Refill:
             )
             layers = _layers(cache_of(prompt_out))
             for j, k in enumerate(batch):
-                kv = [(layer.keys[j : j + 1], layer.values[j : j + 1]) for layer in layers]
-                last = prompt_out.logits[j, -1].to(dtype=torch.float32)
-                self.ready.append((k, new_ids[j : j + 1], new_mask[j : j + 1], kv, last))
+                pad = int((new_mask[j] == 0).sum())  # its left padding stays behind: it would widen the batch
+                kv = [(layer.keys[j : j + 1, :, pad:], layer.values[j : j + 1, :, pad:]) for layer in layers]
+                last = prompt_out.logits[j, -1].to(dtype=torch.float32, copy=True)  # not a view of all scores
+                self.ready.append((k, new_ids[j : j + 1, pad:], new_mask[j : j + 1, pad:], kv, last))
         return self.ready.pop(0)
 
 
