@@ -22,6 +22,7 @@ Writes jobs/results/bench_guard.{json,md}. Skips (exit 0) when ../shared/data is
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -224,6 +225,10 @@ def _run_arm(arm: str, model, tokenizer, judges: dict, prompts, sampling, settin
     judge = RecordingJudge(judges[JUDGED[arm]]) if arm in JUDGED else None
     for clock in (generator_clock, *judge_clocks.values()):
         clock.take()
+    # The arms before this one left their texts and calls in memory: the collector would scan them again
+    # and again during this arm, so they are set aside from its scans.
+    gc.collect()
+    gc.freeze()
     with PeakRss() as memory:
         began, cpu = time.perf_counter(), time.process_time()
         if slots and arm.endswith("guarded"):
