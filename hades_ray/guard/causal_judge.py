@@ -58,7 +58,7 @@ class CausalJudge:
     def begin(self, rows: int) -> None:
         """A new batch of ``rows`` texts: every cache starts empty."""
         self.caches = RowCaches(rows, self.window)
-        self.text_tokens = TextTokens(self.tokenizer)
+        self.text_tokens.begin()
 
     @torch.inference_mode()
     def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
@@ -87,9 +87,9 @@ class CausalJudge:
         ]
 
     def _plan(self, requests, items) -> tuple[list[_Job], list[tuple[int, int]]]:
-        """Each request's window jobs (in window order), and the targets no window holds whole. Every
-                request's new words are tokenized in one call (hades_ray/guard/word_tokens.py), and every window to run
-        in another."""
+        """Each request's window jobs (in window order), and the targets no window holds whole. Only each
+        request's new words are tokenized (one call for all), and a window's tokens come from its text's
+        (hades_ray/guard/word_tokens.py)."""
         from hades_ray.score.causal import assign_targets, text_windows
 
         asked = [k for k, its in enumerate(items) if its]

@@ -21,8 +21,8 @@ Rejections make rows finish at different steps, and a batch runs until its slowe
 batching): waiting prompts run through the generator ``slots`` at a time ahead of need, a prompt's
 keys and values fill its slot's columns at the right edge of the batch's cache, its first token is drawn
 from its prompt's scores in the same step (the slot loses no step), and the columns no row uses any
-more are cut off the left edge. The tokens then depend on the slots as they depend on a batch's composition with
-``generate``: the same prompts, slots and seed give the same text. A cached judge needs no notice: a
+more are cut off the left edge. The tokens then depend on the slots as they depend on a batch's
+composition with ``generate``: the same prompts, slots and seed give the same text. A cached judge needs no notice: a
 row's new prompt shares no window prefix with the old one beyond identical tokens, whose keys and
 values are the same.
 """
@@ -100,8 +100,12 @@ def guarded_generate(
 def _draw(out, processors, ids: torch.Tensor) -> tuple[list[int], torch.Tensor]:
     """One token per row from the model's next-token scores; the raw scores come back too."""
     raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
-    tokens = torch.multinomial(torch.softmax(processors(ids, raw), dim=-1), num_samples=1).squeeze(1)
-    return tokens.tolist(), raw
+    return _sample(processors, ids, raw), raw
+
+
+def _sample(processors, ids: torch.Tensor, raw: torch.Tensor) -> list[int]:
+    """One token per row of ``raw`` scores, through the processors, as ``generate`` samples."""
+    return torch.multinomial(torch.softmax(processors(ids, raw), dim=-1), num_samples=1).squeeze(1).tolist()
 
 
 def _redraw(taken_back: list[int], rows: list[Row], processors, ids: torch.Tensor) -> None:
@@ -113,9 +117,7 @@ def _redraw(taken_back: list[int], rows: list[Row], processors, ids: torch.Tenso
     raw = torch.stack([rows[i].start_logits for i in taken_back])
     for k, i in enumerate(taken_back):
         raw[k, rows[i].bans] = float("-inf")
-    scores = processors(ids[taken_back], raw)
-    tokens = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1).tolist()
-    for i, token in zip(taken_back, tokens):
+    for i, token in zip(taken_back, _sample(processors, ids[taken_back], raw)):
         rows[i].take_replacement(token)
 
 
@@ -229,8 +231,7 @@ class _Refill:
             scores.append(last)
         ids, mask = self.step.trim(rows, ids, mask, cache_of(out))
         raw = torch.stack(scores)
-        tokens = torch.multinomial(torch.softmax(processors(ids[freed], raw), dim=-1), num_samples=1).squeeze(1)
-        for i, token, row_raw in zip(freed, tokens.tolist(), raw):
+        for i, token, row_raw in zip(freed, _sample(processors, ids[freed], raw), raw):
             rows[i].take(token, row_raw)
         if any(rows[i].done for i in freed):  # a prompt whose first token ends it: its slot goes on
             return self.done_rows(rows, ids, mask, out, new_row, processors)

@@ -66,6 +66,10 @@ class TextTokens:
         self.memo: dict[int, _Tokens] = {}
         self.alone: dict[str, tuple[list[int], np.ndarray]] = {}  # a word tokenized on its own: ids, real
 
+    def begin(self) -> None:
+        """New texts in every row (a word's own tokens stay known)."""
+        self.memo.clear()
+
     def of(self, rows: list[int], texts: list[list[str]]) -> list[np.ndarray]:
         """``token_words_of(tokenizer, texts)``, row ``rows[k]`` holding ``texts[k]``."""
         if not self.incremental:
