@@ -112,6 +112,8 @@ def perplexities(model, tokenizer, texts: list[str], max_length: int | None = No
     """
     import torch
 
+    from hades_ray.models.nll import next_token_nll
+
     max_length = max_length or getattr(model.config, "n_positions", 512)
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     rows = [([bos] + ids)[:max_length] for ids in tokenizer(texts)["input_ids"]]
@@ -125,7 +127,7 @@ def perplexities(model, tokenizer, texts: list[str], max_length: int | None = No
             ids[r, : len(row)], mask[r, : len(row)] = torch.tensor(row), 1
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
-        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
+        nll = next_token_nll(logits, ids[:, 1:])
         scored = mask[:, 1:].float()
         out.append(torch.exp((nll * scored).sum(1) / scored.sum(1).clamp(min=1)).numpy())
     return np.concatenate(out) if out else np.zeros(0)

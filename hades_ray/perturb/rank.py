@@ -7,6 +7,7 @@ import math
 import torch
 
 from hades_ray.models.fixed_rows import MIN_FORWARD_TOKENS, MIN_HEAD_ROWS, fill_rows
+from hades_ray.models.nll import next_token_nll
 from hades_ray.perturb.packing import Packing, body_rows, model_positions, packing_of
 from hades_ray.perturb.settings import RankConfig
 
@@ -81,7 +82,7 @@ def _next_token_nll(model, ids: torch.Tensor, attention: torch.Tensor, logits_mb
     head = model.get_output_embeddings()
     if head is None:  # no separate projection to chunk: the whole forward, as before
         logits = model(input_ids=ids, attention_mask=attention).logits.float()
-        return torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
+        return next_token_nll(logits[:, :-1], ids[:, 1:])
     filled, real = fill_rows({"input_ids": ids, "attention_mask": attention}, -(-MIN_FORWARD_TOKENS // ids.shape[1]))
     hidden = model.base_model(**filled)[0][:real, :-1]
     positions = max(hidden.shape[1], 1)
@@ -91,8 +92,7 @@ def _next_token_nll(model, ids: torch.Tensor, attention: torch.Tensor, logits_mb
     for begin in range(0, ids.shape[0], per_chunk):
         logits = head(hidden[begin : begin + per_chunk]).float()
         targets = ids[begin : begin + per_chunk, 1:]
-        # over dim 1 of [rows, vocab, positions] as before: the last-dimension kernel gives other bits
-        losses.append(torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none"))
+        losses.append(next_token_nll(logits, targets))
     return torch.cat(losses)
 
 

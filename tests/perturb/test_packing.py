@@ -14,6 +14,7 @@ import torch
 from hades_ray.config import load_config
 from hades_ray.models.registry import load_causal_lm, load_masked_lm
 from hades_ray.models.fixed_rows import MIN_FORWARD_TOKENS, MIN_HEAD_ROWS
+from hades_ray.models.nll import next_token_nll
 from hades_ray.perturb.rank import perplexities
 from hades_ray.perturb.replace import MaskedSequence, fill_masks, model_steps, step_chunks, vocabulary_bans
 from hades_ray.perturb.settings import RankConfig
@@ -101,7 +102,7 @@ def test_chunked_log_softmax_equals_one_projection_over_all_positions(models, mo
         for ids in token_ids:  # the computation before chunking: the full logits, then cross-entropy
             batch = torch.tensor([ids])
             logits = lm(input_ids=batch, attention_mask=torch.ones_like(batch)).logits.float()
-            nll = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), batch[:, 1:], reduction="none")
+            nll = next_token_nll(logits[:, :-1], batch[:, 1:])
             whole.append(float(torch.exp(nll.sum(dim=1) / nll.shape[1])[0]))
     assert chunked == whole
 
