@@ -64,6 +64,24 @@ def stage_rates(code_root: str, docs: int, candidates: int) -> dict:
             "replace_and_rank": round(made / model_s, 3),
         },
         "output_digest": hashlib.sha256(json.dumps(outputs).encode()).hexdigest(),
+        "texts_digest": hashlib.sha256(json.dumps([(d, texts) for d, texts, _ in outputs]).encode()).hexdigest(),
+        "perplexities": {d: ppls for d, _, ppls in outputs},
+    }
+
+
+def perplexity_change(before: dict[str, list], after: dict[str, list]) -> dict:
+    """How far the two versions' perplexities of the same candidates lie apart, and whether each lead's
+    most fluent candidate (the one RANK keeps) is still the same."""
+    import numpy as np
+
+    shared = sorted(set(before) & set(after))
+    x = np.concatenate([before[d] for d in shared]) if shared else np.zeros(0)
+    y = np.concatenate([after[d] for d in shared]) if shared else np.zeros(0)
+    same_best = sum(int(np.argmin(before[d]) == np.argmin(after[d])) for d in shared if before[d])
+    return {
+        "leads": len(shared),
+        "max_relative_difference": float(np.max(np.abs(y - x) / np.abs(x))) if len(x) else 0.0,
+        "same_most_fluent": same_best,
     }
 
 
@@ -131,11 +149,18 @@ def write_results(results: dict) -> None:
     x, y = b["rank_rss"]["peak_rss_mib"], a["rank_rss"]["peak_rss_mib"]
     block = f"{a['rank_rss']['block_tokens']:,}-token block"
     lines.append(f"| RANK peak RSS, one {block}, MiB | {x:,} | {y:,} | {y / x:.2f}x |")
+    x, y = b["rank_rss"]["seconds"], a["rank_rss"]["seconds"]
+    lines.append(f"| RANK seconds, the same block | {x:,} | {y:,} | {y / x:.2f}x |")
     same = b["stages"]["output_digest"] == a["stages"]["output_digest"]
+    same_texts = b["stages"]["texts_digest"] == a["stages"]["texts_digest"]
     same_ppl = b["rank_rss"]["ppl_digest"] == a["rank_rss"]["ppl_digest"]
+    change = perplexity_change(b["stages"]["perplexities"], a["stages"]["perplexities"])
     lines += [
         "",
-        f"- candidates' texts and perplexities {'byte-identical' if same else 'DIFFERENT'} before and after; "
+        f"- candidates' texts and perplexities {'byte-identical' if same else 'DIFFERENT'} before and after "
+        f"(texts {'identical' if same_texts else 'DIFFERENT'}; perplexities at most "
+        f"{change['max_relative_difference']:.1e} apart, relative; the most fluent candidate the same for "
+        f"{change['same_most_fluent']} of {change['leads']} leads); "
         f"the RSS block's perplexities {'identical' if same_ppl else 'DIFFERENT'}",
         f"- stage seconds before {b['stages']['stage_seconds']}, after {a['stages']['stage_seconds']}",
     ]
