@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from hades_ray.errors import UserError
+from hades_ray.guard.growing_cache import growing_cache
 from hades_ray.guard.judge_cache import cache_of
 from hades_ray.guard.rows import Row
 from hades_ray.guard.sampling import Sampling, encode_prompts, end_token_ids, generation_config, logits_processors
@@ -75,7 +76,8 @@ def guarded_generate(
     refill = _Refill(step, tokenizer, prompts, slots)
     judge.begin(slots)
     torch.manual_seed(seed)
-    out = model(input_ids=ids, attention_mask=mask, use_cache=True, **step.prompt_positions(mask))
+    cache = growing_cache(model)  # appends a step's columns in place, not by copying the cache
+    out = model(input_ids=ids, attention_mask=mask, cache=cache, use_cache=True, **step.prefill_inputs(mask))
     if slots < len(prompts):
         _layers(cache_of(out))  # a cache slots cannot refill fails before any token is drawn
     bound = _step_bound(sampling.max_new_tokens, guard.max_retries) * (len(prompts) - slots + 1)
@@ -130,14 +132,19 @@ class _Stepper:
 
     def __init__(self, model, pad: int, prompt_lengths: list[int], device):
         self.model, self.pad, self.lengths, self.device = model, pad, prompt_lengths, device
-        self.takes_positions = "position_ids" in inspect.signature(model.forward).parameters
+        takes = inspect.signature(model.forward).parameters
+        self.takes_positions = "position_ids" in takes
+        # ``generate`` asks a model that can for the last position's scores only on the prompt's forward
+        # (``GenerationMixin._supports_logits_to_keep``): the same matmul, and none over every prompt token.
+        self.last_logits = {"logits_to_keep": 1} if "logits_to_keep" in takes else {}
 
-    def prompt_positions(self, mask: torch.Tensor) -> dict:
-        """Position ids as ``generate`` makes them when the model takes them: counted from each prompt's
-        first real token (``GenerationMixin._prepare_position_ids_for_generation``)."""
+    def prefill_inputs(self, mask: torch.Tensor) -> dict:
+        """The prompts' forward's extra inputs as ``generate`` makes them: position ids counted from each
+        prompt's first real token (``GenerationMixin._prepare_position_ids_for_generation``) when the model
+        takes them, and only the last position's scores."""
         if not self.takes_positions:
-            return {}
-        return {"position_ids": (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)}
+            return dict(self.last_logits)
+        return {"position_ids": (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0), **self.last_logits}
 
     def extend(self, rows: list[Row], ids: torch.Tensor, mask: torch.Tensor, out):
         column = ids.shape[1]
@@ -244,7 +251,7 @@ class _Refill:
             enc = encode_prompts(self.tokenizer, [self.prompts[k] for k in batch], device)
             new_ids, new_mask = enc["input_ids"], enc["attention_mask"]
             prompt_out = self.step.model(
-                input_ids=new_ids, attention_mask=new_mask, use_cache=True, **self.step.prompt_positions(new_mask)
+                input_ids=new_ids, attention_mask=new_mask, use_cache=True, **self.step.prefill_inputs(new_mask)
             )
             layers = _layers(cache_of(prompt_out))
             for j, k in enumerate(batch):
