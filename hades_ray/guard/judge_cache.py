@@ -58,9 +58,7 @@ class RowCaches:
         held = torch.tensor([r * self.cap + i for r, p in zip(rows, past) for i in range(p)], device=device)
         cache = DynamicCache()
         if len(held):  # only the rows' cached columns: the attention never spans unused ones
-            cache = DynamicCache(
-                ddp_cache_data=[(k.index_select(2, held), v.index_select(2, held)) for k, v in self.kv]
-            )
+            cache.layers = [_filled_layer(k.index_select(2, held), v.index_select(2, held)) for k, v in self.kv]
         out = backbone(
             input_ids=ids,
             attention_mask=_packed_mask(past, new, dtype).to(device),
@@ -99,6 +97,17 @@ class RowCaches:
                 for t in pair
             )
         self.cap = wider
+
+
+def _filled_layer(keys: torch.Tensor, values: torch.Tensor):
+    """A ``DynamicLayer`` holding ``keys`` and ``values`` as they are (``DynamicCache(ddp_cache_data=...)``
+    would copy them once more, concatenated to an empty tensor)."""
+    from transformers.cache_utils import DynamicLayer
+
+    layer = DynamicLayer()
+    layer.lazy_initialization(keys, values)
+    layer.keys, layer.values = keys, values
+    return layer
 
 
 def _packed_mask(past: list[int], new: list[int], dtype) -> torch.Tensor:
