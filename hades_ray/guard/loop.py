@@ -149,7 +149,8 @@ class _Stepper:
     def extend(self, rows: list[Row], ids: torch.Tensor, mask: torch.Tensor, out):
         column = ids.shape[1]
         for i, row in enumerate(rows):
-            mask[i, row.dropped] = 0  # a rejected word leaves the text, its cache columns stay as holes
+            if row.dropped:  # a rejected word leaves the text, its cache columns stay as holes
+                mask[i, row.dropped] = 0
             if row.feed is not None:
                 row.columns.append(column)
         feed = torch.tensor([[self.pad if r.feed is None else r.feed] for r in rows], device=self.device)
