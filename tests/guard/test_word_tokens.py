@@ -62,3 +62,16 @@ def test_windows_cut_from_the_text_are_the_windows_score_encodes():
         assert got_ids == ids and np.array_equal(got_owner, owner), window
         checked += 1
     assert checked > 200
+
+
+def test_a_backend_left_truncating_goes_through_the_tokenizers_call():
+    """New words are tokenized by the backend directly only while it neither truncates nor pads: a backend
+    left truncating by an earlier call goes through the tokenizer's call, which turns that off."""
+    from hades_ray.models.train_gpt2 import train_bpe_tokenizer
+
+    rng = random.Random(2)
+    tokenizer = train_bpe_tokenizer([" ".join(rng.choices(WORDS, k=30)) for _ in range(200)], vocab_size=400)
+    words = rng.choices(WORDS, k=40)
+    tokenizer.backend_tokenizer.enable_truncation(max_length=5)
+    got = TextTokens(tokenizer).of([0], [words])[0]
+    assert len(got) > 5 and np.array_equal(got, token_words_of(tokenizer, [words])[0])
