@@ -17,14 +17,26 @@ except what legitimately varies from run to run:
   folders ``<ROOT>`` (inputs, detectors), the micro models' ``HADES_RAY_HOME`` ``<HOME>`` and the
   offline kit's home ``<KIT>``.
 
-Floating-point outputs depend on the CPU and on the versions of torch, transformers, spaCy and
-pyarrow: ``digests.json`` records those (``environment``), and a mismatch says when they differ.
+Floating-point outputs depend on the CPU (its vector units: AVX2 and AVX-512/AMX machines round
+differently) and on the versions of torch, transformers, spaCy and pyarrow. ``digests.json`` therefore
+holds one recording per environment (``recordings``: each an ``environment`` and its ``digests``), and a
+run compares with the recording made on a machine like its own. A machine with none fails, naming its
+environment: CI runs on the session's own machine, and a session that finds itself on a new kind of
+machine records its digests from the landed main (a worktree of it) before changing anything::
+
+    git worktree add /tmp/landed origin/main   # or the commit the session started from
+    cp tests/golden/test_output_digests.py tests/golden/digests.json /tmp/landed/tests/golden/
+    (cd /tmp/landed && HADES_RECORD_GOLDEN=1 python -m pytest -q tests/golden/test_output_digests.py)
+    cp /tmp/landed/tests/golden/digests.json tests/golden/
+
+after which the session's own changes must leave every digest as the landed code wrote it.
 
 The offline-kit variant of perturb runs only where ``hades-ray models build`` has built the kit
 (``~/.cache/hades_ray/models``, or ``$HADES_GOLDEN_KIT_HOME/models``) and only if that kit's weights are
 the ones recorded (``kit_models``); it skips otherwise (CI does not build the kit).
 
-Re-recording is for deliberate output changes only (say which and why in the commit message)::
+Re-recording is for deliberate output changes only (say which and why in the commit message; it
+replaces this machine's recording, and the other environments' go stale until re-recorded there)::
 
     HADES_RECORD_GOLDEN=1 python -m pytest -q tests/golden/test_output_digests.py
 
@@ -141,17 +153,24 @@ def environment() -> dict:
     return {"machine": platform.machine(), "python": sys.version.split()[0], "cpu": vector, **libraries}
 
 
+def _recordings() -> list[dict]:
+    return json.loads(DIGESTS.read_text())["recordings"] if DIGESTS.is_file() else []
+
+
 def _load() -> dict:
-    return json.loads(DIGESTS.read_text()) if DIGESTS.is_file() else {"digests": {}}
+    """This machine's recording (``digests``, ``kit_models``), or an empty one."""
+    here = environment()
+    return next((r for r in _recordings() if r["environment"] == here), {"environment": here, "digests": {}})
 
 
 def _record(name: str, files: dict[str, str], extra: dict | None = None) -> None:
-    stored = _load()
-    stored["environment"] = environment()
-    stored["digests"][name] = {"digest": folder_digest(files), "files": files}
-    stored.update(extra or {})
-    stored["digests"] = dict(sorted(stored["digests"].items()))
-    DIGESTS.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+    mine = _load()
+    mine["digests"][name] = {"digest": folder_digest(files), "files": files}
+    mine.update(extra or {})
+    mine["digests"] = dict(sorted(mine["digests"].items()))
+    others = [r for r in _recordings() if r["environment"] != mine["environment"]]
+    recordings = sorted([*others, mine], key=lambda r: json.dumps(r["environment"], sort_keys=True))
+    DIGESTS.write_text(json.dumps({"recordings": recordings}, indent=1, sort_keys=True) + "\n")
 
 
 def _difference(expected: dict[str, str], got: dict[str, str]) -> str:
@@ -175,13 +194,17 @@ def check(name: str, run, paths: dict[str, str], extra: dict | None = None) -> N
         _record(name, files, extra)
         return
     recorded = _load()
+    if not recorded["digests"]:
+        known = [r["environment"] for r in _recordings()]
+        pytest.fail(
+            f"{name}: no digests recorded on a machine like this one ({recorded['environment']}; recorded on "
+            f"{known}): record them from the landed main, as the module docstring says, then compare"
+        )
     expected = recorded["digests"].get(name)
     assert expected is not None, f"{name}: no digest recorded in {DIGESTS} (HADES_RECORD_GOLDEN=1 records one)"
     if folder_digest(files) == expected["digest"]:
         return
     message = f"{name}: the outputs in {folder} differ from the recorded ones:\n{_difference(expected['files'], files)}"
-    if recorded.get("environment") != environment():
-        message += f"\n(recorded on {recorded.get('environment')}; this machine: {environment()})"
     pytest.fail(message + "\nA refactor must not change outputs; re-record only deliberate changes (module docstring).")
 
 
