@@ -45,7 +45,7 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     flag("--temperature", "guard.temperature", type=float, help="sampling temperature (default: the model's)")
     flag("--top-k", "guard.top_k", type=int, help="top-k sampling (default: the model's)")
     flag("--top-p", "guard.top_p", type=float, help="nucleus sampling (default: the model's)")
-    flag("--dtype", "guard.dtype", choices=DTYPES, help="generator dtype (auto: bfloat16 where the device has it)")
+    flag("--dtype", "guard.dtype", choices=DTYPES, help="generator dtype (auto: bfloat16 on a GPU, float32 on a CPU)")
     flag("--batch-size", "guard.batch_size", type=int, help="prompts generated together (one seed per batch)")
     flag(
         "--slots",

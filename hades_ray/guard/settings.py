@@ -20,7 +20,7 @@ class GuardConfig:
     temperature: float | None = None
     top_k: int | None = None
     top_p: float | None = None
-    dtype: str = "float32"  # generator dtype (auto: bfloat16 where the device computes it natively)
+    dtype: str = "float32"  # generator dtype (auto: bfloat16 on a GPU, float32 on a CPU)
     batch_size: int = 16  # prompts generated together (one seed per batch)
     slots: int = 0  # rows in flight within a batch; a done row's slot takes the next prompt (0: the whole batch)
     shard_size: int = 1000  # prompt lines per output part file

@@ -17,7 +17,7 @@ LOCAL_PREFIX = "local:"
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
 LOCAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
-DTYPES = ("float32", "bfloat16", "float16", "auto")  # auto: bf16 where the CPU or GPU runs it fast
+DTYPES = ("float32", "bfloat16", "float16", "auto")  # auto: bf16 on a GPU, float32 on a CPU (models/registry.py)
 # Revisions of the config built last in this process (load_config / config_from_dict, which every
 # actor calls), so that loaders called with a bare reference still load the pinned commit.
 _PINNED: dict[str, str] = {}

@@ -52,7 +52,7 @@ class ReplaceConfig:
     # A replacement keeps the original's shape (no punctuation, word pieces only where a word goes on);
     # false is the paper's unconstrained fill (README: Deviations from the paper).
     whole_words: bool = True
-    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto (bf16 where the CPU or GPU runs it fast)
+    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto (bf16 on a GPU, float32 on a CPU)
     # Token-budget packing (perturb/packing.py): rows x width of one forward, filled across a block's documents.
     max_batch_tokens: int = 32_768
     packing: str = "auto"  # exact (CPU default) | binned (fixed shapes, for GPUs) | auto: binned on CUDA
