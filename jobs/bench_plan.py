@@ -62,10 +62,18 @@ def _short(path: str) -> str:
     return os.path.relpath(path, ROOT)
 
 
-def machine() -> dict:
+def _bf16_native() -> bool:
+    """Whether the CPU computes bfloat16 natively (AVX512-BF16, AMX); the planner's dtype auto does not use it."""
     import torch
 
-    from hades_ray.models.registry import resolve_dtype
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def machine() -> dict:
+    import torch
 
     model = next(
         (
@@ -79,7 +87,7 @@ def machine() -> dict:
         "cpu": model,
         "cores": os.cpu_count(),
         "torch": torch.__version__,
-        "cpu_bf16_native": str(resolve_dtype("auto", "cpu")) == "torch.bfloat16",
+        "cpu_bf16_native": _bf16_native(),
         "load_average_at_start": os.getloadavg()[0],
         "gpu": "none lent to this session (device status: not drawn); no GPU figures",
     }
@@ -333,7 +341,8 @@ def markdown(results: dict) -> str:
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores shared with up to 4 other engineers' jobs (load average "
         f"{m['load_average_at_start']:.1f} at the start, {m['load_average_at_end']:.1f} at the end), torch "
-        f"{m['torch']}, native bf16: {m['cpu_bf16_native']}. GPU: {m['gpu']}. Throughput is one actor with one torch "
+        f"{m['torch']}, native bf16: {m['cpu_bf16_native']} (dtype auto runs float32 on a CPU either way). "
+        f"GPU: {m['gpu']}. Throughput is one actor with one torch "
         "thread (one core), so hours are CPU core-hours; busy neighbours make these figures low, not high.",
         "",
         "## Throughput per CPU core (REPLACE: `fill_masks` on the sample's masked sequences; RANK: `perplexities`)",
