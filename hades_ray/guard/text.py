@@ -12,6 +12,7 @@ class TokenText:
     """Decodes one prompt's continuation; ``kept`` is the list of generated token ids so far."""
 
     MEMO = 64  # continuations kept decoded: each step asks again about the texts of the last few
+    CONTEXT = 8  # prompt tokens decoded in front of the continuation, where they stand for the whole prompt
 
     def __init__(self, tokenizer, prompt_ids: list[int]):
         self.tokenizer, self.prompt_ids = tokenizer, list(prompt_ids)
@@ -20,6 +21,16 @@ class TokenText:
         self._decode_list = getattr(tokenizer, "_decode", None) or tokenizer.decode
         self.prompt = self._decode(self.prompt_ids)
         self._memo: dict[tuple[int, ...], str] = {}
+        # Every step decodes each row's continuation once, after the prompt. The prompt's last few tokens
+        # give the same continuation text (a decoder joins and cleans up neighbouring tokens only) when the
+        # prompt's text ends with theirs and they start on a whole character: decoding them instead of the
+        # whole prompt makes a step's decoding cost the continuation's length, not the prompt's.
+        self.head_ids, self._head_text = self.prompt_ids, self.prompt
+        if len(self.prompt_ids) > self.CONTEXT:
+            tail = self.prompt_ids[-self.CONTEXT :]
+            tail_text = self._decode(tail)
+            if tail_text and self.prompt.endswith(tail_text) and not tail_text.startswith("\ufffd"):
+                self.head_ids, self._head_text = tail, tail_text
 
     def _decode(self, ids: list[int]) -> str:
         return self._decode_list(ids, skip_special_tokens=True)
@@ -30,8 +41,9 @@ class TokenText:
         if key not in self._memo:
             if len(self._memo) >= self.MEMO:
                 self._memo.clear()
-            full = self._decode(self.prompt_ids + list(kept))
-            self._memo[key] = full[len(self.prompt) :] if full.startswith(self.prompt) else self._decode(list(kept))
+            full = self._decode(self.head_ids + list(kept))
+            head = self._head_text
+            self._memo[key] = full[len(head) :] if full.startswith(head) else self._decode(list(kept))
         return self._memo[key]
 
     def piece(self, kept: list[int], token: int) -> str:
