@@ -142,9 +142,10 @@ class _Stepper:
         """The prompts' forward's extra inputs as ``generate`` makes them: position ids counted from each
         prompt's first real token (``GenerationMixin._prepare_position_ids_for_generation``) when the model
         takes them, and only the last position's scores."""
-        if not self.takes_positions:
-            return dict(self.last_logits)
-        return {"position_ids": (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0), **self.last_logits}
+        inputs = dict(self.last_logits)
+        if self.takes_positions:
+            inputs["position_ids"] = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
+        return inputs
 
     def extend(self, rows: list[Row], ids: torch.Tensor, mask: torch.Tensor, out):
         column = ids.shape[1]

@@ -25,12 +25,12 @@ class TokenText:
         # give the same continuation text (a decoder joins and cleans up neighbouring tokens only) when the
         # prompt's text ends with theirs and they start on a whole character: decoding them instead of the
         # whole prompt makes a step's decoding cost the continuation's length, not the prompt's.
-        self.head_ids, self._head_text = self.prompt_ids, self.prompt
+        self.context_ids, self.context_text = self.prompt_ids, self.prompt
         if len(self.prompt_ids) > self.CONTEXT:
             tail = self.prompt_ids[-self.CONTEXT :]
             tail_text = self._decode(tail)
             if tail_text and self.prompt.endswith(tail_text) and not tail_text.startswith("\ufffd"):
-                self.head_ids, self._head_text = tail, tail_text
+                self.context_ids, self.context_text = tail, tail_text
 
     def _decode(self, ids: list[int]) -> str:
         return self._decode_list(ids, skip_special_tokens=True)
@@ -41,9 +41,8 @@ class TokenText:
         if key not in self._memo:
             if len(self._memo) >= self.MEMO:
                 self._memo.clear()
-            full = self._decode(self.head_ids + list(kept))
-            head = self._head_text
-            self._memo[key] = full[len(head) :] if full.startswith(head) else self._decode(list(kept))
+            full, context = self._decode(self.context_ids + list(kept)), self.context_text
+            self._memo[key] = full[len(context) :] if full.startswith(context) else self._decode(list(kept))
         return self._memo[key]
 
     def piece(self, kept: list[int], token: int) -> str:

@@ -80,17 +80,17 @@ class TextTokens:
             old = self.memo.get(row, _Tokens())
             shared = _shared(old.words, words)
             cut = old.chars[shared] - 1  # the space before the first new word
-            plans.append((shared, cut, old.before(cut)))  # a lone space token at the cut: the next word's
+            plans.append((shared, cut, old.before(cut), old.chars))  # a lone space token at the cut: the next word's
             if shared < len(words):  # after a space, unless the new words start the text
                 tails.append(" " * bool(shared) + " ".join(words[shared:]))
         encoded = iter(zip(tails, self._encode(tails)))
         out = []
-        for row, words, (shared, cut, head) in zip(rows, texts, plans):
+        for row, words, (shared, cut, head, old_chars) in zip(rows, texts, plans):
             parts = [head]
             if shared < len(words):
                 text, (ids, offsets) = next(encoded)
                 parts.append(_fields(words, shared, max(cut, 0), text, ids, offsets))
-            chars = self.memo.get(row, _Tokens()).chars[: shared + 1]
+            chars = old_chars[: shared + 1]
             for w in words[shared:]:
                 chars.append(chars[-1] + len(w) + 1)
             self.memo[row] = _Tokens(list(words), *(np.concatenate(column) for column in zip(*parts)), chars)

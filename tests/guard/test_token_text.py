@@ -14,6 +14,12 @@ PIECES = ["The", " city", " of", " café", " naïve", " 東京", "🙂", " don't
 PIECES += [" ∑x", "ж"]
 
 
+class WholePrompt(TokenText):
+    """Every continuation decoded after the whole prompt, as before the short context."""
+
+    CONTEXT = 10**9
+
+
 def _tokenizer(kind: str):
     if kind == "byte-level BPE":
         from hades_ray.models.train_gpt2 import train_bpe_tokenizer
@@ -34,10 +40,8 @@ def test_the_prompts_last_tokens_give_the_whole_prompts_continuation(micro_home,
         prompt = tokenizer("".join(rng.choices(PIECES, k=rng.randrange(1, 40))), add_special_tokens=False)
         continuation = tokenizer("".join(rng.choices(PIECES, k=12)), add_special_tokens=False)["input_ids"]
         continuation += [rng.randrange(len(tokenizer)) for _ in range(4)]  # any token a sampler may draw
-        short = TokenText(tokenizer, prompt["input_ids"])
-        whole = TokenText(tokenizer, prompt["input_ids"])
-        whole.head_ids, whole._head_text = whole.prompt_ids, whole.prompt  # the whole prompt, as before
-        shortened += short.head_ids is not short.prompt_ids
+        short, whole = TokenText(tokenizer, prompt["input_ids"]), WholePrompt(tokenizer, prompt["input_ids"])
+        shortened += short.context_ids is not short.prompt_ids
         for end in range(len(continuation) + 1):
             kept = continuation[:end]
             assert short.generated(kept) == whole.generated(kept), (prompt["input_ids"], kept)
