@@ -1,8 +1,37 @@
-"""Tiny random-weight models with real tokenizers, for tests: built in seconds, loaded like hub checkpoints."""
+"""Tiny random-weight models with real tokenizers, for tests: built in seconds, loaded like hub checkpoints.
+
+Their weights are the same bits on every machine (``portable_init``), so what differs between two
+machines' test runs is the arithmetic alone.
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+
+def portable_init(model, seed: int, std: float, only=None) -> None:
+    """Draw every matrix of ``model`` (or the parameters ``only`` names) again, uniform with standard
+    deviation ``std``, from integers (numpy's PCG64) scaled by a power of two. torch's ``normal_`` is
+    vectorised per CPU kernel: the same seed gives other last bits without AVX2
+    (``ATEN_CPU_CAPABILITY=default``, most ARM machines) than with it, and the tests' models would then
+    differ from machine to machine. Vectors (LayerNorm weights, biases) keep their constant
+    initialisation; an embedding's padding row stays zero."""
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(seed)
+    bound = std * math.sqrt(3.0)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if param.dim() < 2 or (only is not None and name not in only):
+                continue
+            draws = rng.integers(0, 2**24, size=param.numel(), dtype=np.int64).astype(np.float64)
+            values = (draws / 2**23 - 1.0) * bound  # exact up to the one product's rounding, everywhere
+            param.copy_(torch.from_numpy(values.reshape(tuple(param.shape))).to(param.dtype))
+        for module in model.modules():
+            if isinstance(module, torch.nn.Embedding) and module.padding_idx is not None:
+                module.weight[module.padding_idx].zero_()
 
 
 def _tokenizer():
@@ -13,8 +42,11 @@ def _tokenizer():
     return AutoTokenizer.from_pretrained(str(minilm_path()))
 
 
-def build_micro_mlm(directory: str | Path, seed: int = 0) -> Path:
-    """A 2-layer, 32-wide ``BertForMaskedLM`` with MiniLM's WordPiece vocabulary."""
+def build_micro_mlm(directory: str | Path, seed: int = 0, initializer_range: float = 0.02) -> Path:
+    """A 2-layer, 32-wide ``BertForMaskedLM`` with MiniLM's WordPiece vocabulary. At BERT's initializer
+    range (0.02) its predictions are nearly uniform over the vocabulary (entropy within 1e-5 of the
+    uniform's, the same for every word); a wider range (1.0) gives peaked ones, whose probabilities and
+    entropies differ from word to word by far more than two CPUs' rounding."""
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
@@ -27,9 +59,12 @@ def build_micro_mlm(directory: str | Path, seed: int = 0) -> Path:
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=512,
+        initializer_range=initializer_range,
     )
     directory = Path(directory)
-    BertForMaskedLM(config).save_pretrained(directory)
+    model = BertForMaskedLM(config)
+    portable_init(model, seed, initializer_range)
+    model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
 
@@ -51,7 +86,9 @@ def build_micro_causal_lm(directory: str | Path, seed: int = 0) -> Path:
         eos_token_id=tokenizer.sep_token_id,
     )
     directory = Path(directory)
-    GPT2LMHeadModel(config).save_pretrained(directory)
+    model = GPT2LMHeadModel(config)
+    portable_init(model, seed, config.initializer_range)
+    model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
 
