@@ -20,7 +20,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
-.PHONY: install models demo demo-loop device-check report test lint bench ray-head submit-perturb clean
+.PHONY: install models demo demo-loop device-check report test golden-diff lint bench ray-head submit-perturb clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,12 @@ report: demo demo-loop
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider --durations=25 tests
+
+# The strict check of a refactor: every golden job at BASE (in a git worktree, with its own code) and in
+# this working tree, on this machine, their outputs compared byte for byte (tests/golden/README.md).
+BASE ?= HEAD
+golden-diff: install
+	$(PY) -m tests.golden.diff --base $(BASE)
 
 lint: install
 	$(VENV)/bin/ruff check hades_ray jobs tests

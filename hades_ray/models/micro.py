@@ -44,9 +44,9 @@ def _tokenizer():
 
 def build_micro_mlm(directory: str | Path, seed: int = 0, initializer_range: float = 0.02) -> Path:
     """A 2-layer, 32-wide ``BertForMaskedLM`` with MiniLM's WordPiece vocabulary. At BERT's initializer
-    range (0.02) its predictions are nearly uniform over the vocabulary (entropy within 1e-5 of the
-    uniform's, the same for every word); a wider range (1.0) gives peaked ones, whose probabilities and
-    entropies differ from word to word by far more than two CPUs' rounding."""
+    range (0.02) its predictions are nearly uniform over the vocabulary (every word's entropy within
+    1e-5 of the uniform's); a wider range (0.1) makes them differ from word to word by about 1e-3, far
+    more than two CPUs' rounding (tests/golden/jobs.py uses one for its LR detector's features)."""
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
