@@ -145,6 +145,8 @@ def test_job_writes_the_recorded_content(name, inputs, request):
         runs.append((job_records(out, inputs.paths, skip), margins))
     records, margins = runs[0]
     print(f"{name}: smallest margins {margins.summary()}")
+    if name == "perturb_micro":
+        assert_perturbation_invariants(out)
     assert records, f"{name}: the job wrote no output under {out}"
     assert not margins.failures(), f"{name}: decisions a machine could take differently:\n" + "\n".join(
         margins.failures()
@@ -200,8 +202,8 @@ def assert_perturbation_invariants(out: Path) -> None:
     from hades_ray.text.nlp import load_spacy
     from hades_ray.text.stopwords import stop_words
 
-    config = HadesConfig().perturb
-    nlp, stops = load_spacy(config.mask.spacy_model), stop_words(config.mask.stopwords)
+    config = HadesConfig()
+    nlp, stops = load_spacy(config.spacy_model), stop_words(config.perturb.mask.stopwords)
     pool = _parquet_rows(out / "pool")
     summary = json.loads((out / "summary.json").read_text())
     assert len(pool) == summary["kept"] > 0
@@ -212,7 +214,7 @@ def assert_perturbation_invariants(out: Path) -> None:
             text = text[: span["orig_start"]] + span["replacement"] + text[span["orig_end"] :]
         assert text == row["perturbed"], f"{row['doc_id']}: the text outside the spans changed"
         sentences = list(nlp(row["original"]).sents)
-        untouched = sentences[config.mask.context_sentences].start_char
+        untouched = sentences[config.perturb.mask.context_sentences].start_char
         assert all(s["orig_start"] >= untouched for s in row["spans"]), f"{row['doc_id']}: a leading sentence changed"
         for span in row["spans"]:
             words = [w for w in nlp(span["original"]) if not w.is_punct and any(c.isalnum() for c in w.text)]
