@@ -29,20 +29,44 @@ JOBS_MODULE = Path("tests/golden/jobs.py")
 
 
 def _run_jobs(checkout: Path, output: Path, jobs: list[str]) -> None:
+    """The golden jobs of ``checkout`` on its own code; their log goes to ``output.log``, a line per job
+    to the console."""
     env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
-    command = [sys.executable, "-m", "tests.golden.jobs", "--output", str(output)]
+    command = [sys.executable, "-u", "-m", "tests.golden.jobs", "--output", str(output)]
     command += [arg for job in jobs for arg in ("--job", job)]
-    print(f"running the golden jobs of {checkout} into {output}", flush=True)
-    done = subprocess.run(command, cwd=checkout, env=env)
-    if done.returncode != 0:
-        raise SystemExit(f"golden-diff: the golden jobs failed in {checkout} (exit {done.returncode}); see above")
+    log = output.with_suffix(".log")
+    print(f"running the golden jobs of {checkout} (log: {log})", flush=True)
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            command, cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for line in process.stdout:
+            sink.write(line)
+            if line.startswith("golden job "):
+                print(f"  {line.strip()}", flush=True)
+        code = process.wait()
+    if code != 0:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-20:])
+        raise SystemExit(f"{tail}golden-diff: the golden jobs failed in {checkout} (exit {code}); the log: {log}")
 
 
 def _base_checkout(base: str, where: Path) -> Path:
     checkout = where / "base"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(checkout), base], check=True)
+    added = subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(checkout), base],
+        capture_output=True,
+        text=True,
+    )
+    if added.returncode != 0:
+        raise SystemExit(
+            f"golden-diff: cannot check out {base!r}: {added.stderr.strip()} (give a commit, branch or tag)"
+        )
     if not (checkout / JOBS_MODULE).is_file():
-        print(f"{base} has no {JOBS_MODULE}: running the working tree's job list on {base}'s code", flush=True)
+        print(
+            f"{base} has no {JOBS_MODULE}: running the working tree's job list on {base}'s code (it may call "
+            "what that code lacks)",
+            flush=True,
+        )
         for name in ("__init__.py", "content.py", "jobs.py"):
             shutil.copy2(ROOT / JOBS_MODULE.parent / name, checkout / JOBS_MODULE.parent / name)
     return checkout
@@ -86,13 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     where = Path(args.keep or tempfile.mkdtemp(prefix="golden-diff-")).resolve()
     where.mkdir(parents=True, exist_ok=True)
     checkout = _base_checkout(args.base, where)
+    keep = bool(args.keep)
     try:
         _run_jobs(checkout, where / "base-out", jobs)
         _run_jobs(ROOT, where / "head-out", jobs)
         lines = compare(where / "base-out", where / "head-out", jobs)
+    except SystemExit:
+        keep = True  # the failed side's log stays for reading
+        raise
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(checkout)], check=False)
-        if not args.keep:
+        if not keep:
             shutil.rmtree(where, ignore_errors=True)
     print(f"golden-diff {args.base} -> working tree:")
     print("\n".join(lines))
