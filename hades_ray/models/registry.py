@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from hades_ray.errors import UserError
@@ -146,6 +147,20 @@ def _hub_unreachable() -> str:
         except Exception as error:  # whatever stops an answer (DNS, refused, timeout, proxy) means unreachable
             _HUB_PROBED[endpoint] = f"{type(error).__name__}: {error}"[:200]
     return _HUB_PROBED[endpoint]
+
+
+@contextmanager
+def expected_load_report():
+    """Transformers' warnings off (errors still shown) while loading a checkpoint into another head on
+    purpose, where its load report (UNEXPECTED/MISSING keys, untied head weights) says what is meant."""
+    from transformers.utils import logging as transformers_logging
+
+    level = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(level)
 
 
 def resolve_dtype(name: str, device: str):
