@@ -317,7 +317,7 @@ def markdown(results: dict) -> str:
     lines = [
         "# Capacity planner benchmark (`hades-ray plan`), CPU only",
         "",
-        f"Machine: {describe_machine(m)} at the start, {m['load_average_at_end'][0]:.1f} (1 min) at the end. "
+        f"Machine at the start: {describe_machine(m)}. Load average at the end: {m['load_average_at_end'][0]:.1f}. "
         f"Native bf16: {m['cpu_bf16_native']} (dtype auto runs float32 on a CPU either way). Throughput is one "
         "actor with one torch thread (one core), so hours are CPU core-hours; a high load average makes these "
         "figures low, not high.",
