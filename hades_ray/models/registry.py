@@ -142,7 +142,7 @@ def _hub_unreachable() -> str:
         from huggingface_hub import get_session
 
         try:  # huggingface_hub's own session: its proxies and headers, but not its retries
-            get_session().head(f"{endpoint}/api/models", timeout=HUB_PROBE_SECONDS)
+            get_session().head(f"{endpoint}/", timeout=HUB_PROBE_SECONDS)
             _HUB_PROBED[endpoint] = ""
         except Exception as error:  # whatever stops an answer (DNS, refused, timeout, proxy) means unreachable
             _HUB_PROBED[endpoint] = f"{type(error).__name__}: {error}"[:200]
