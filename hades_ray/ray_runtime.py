@@ -6,10 +6,13 @@ on: Ray 2.59+ turns it on for a new local cluster unless ``RAY_AUTH_MODE`` says 
 writes the token to ``~/.ray/auth_token``, so another user of a shared host cannot reach its GCS
 port. Only the test suite sets ``RAY_AUTH_MODE=disabled`` (tests/conftest.py), to drive the Ray CLI
 without a token.
+
+Two of Ray's console lines are silenced here, being harmless for these jobs (``quiet_ray_console``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -18,6 +21,7 @@ QUIET_ENV = {
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "TOKENIZERS_PARALLELISM": "false",
 }
+_QUIETED: list[bool] = []  # quiet_ray_console ran in this process (its effects last as long as the process)
 
 
 def init_ray(address: str = "", num_cpus: int = 0, quiet: bool = True):
@@ -36,16 +40,60 @@ def init_ray(address: str = "", num_cpus: int = 0, quiet: bool = True):
     runtime_env = {"env_vars": {k: os.environ[k] for k in QUIET_ENV}}
     if target:
         ray.init(address=target, runtime_env=runtime_env, log_to_driver=not quiet)
-        return ray
-    ray.init(
-        address="local",
-        num_cpus=num_cpus or os.cpu_count(),
-        include_dashboard=False,
-        log_to_driver=not quiet,
-        logging_level="ERROR",
-        runtime_env=runtime_env,
-    )
+    else:
+        ray.init(
+            address="local",
+            num_cpus=num_cpus or os.cpu_count(),
+            include_dashboard=False,
+            log_to_driver=not quiet,
+            logging_level="ERROR",
+            runtime_env=runtime_env,
+        )
+    if quiet and not _QUIETED:
+        quiet_ray_console(ray)
+        _QUIETED.append(True)
     return ray
+
+
+class _DropMessage(logging.Filter):
+    def __init__(self, start: str):
+        super().__init__()
+        self.start = start
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.start)
+
+
+def quiet_ray_console(ray) -> None:
+    """Silence two lines Ray prints on every job's console that read as faults and are none here.
+
+    - Ray Data's "Progress bars disabled" warning: init_ray turns the bars off on purpose where stderr is
+      not a terminal (logs, CI), and says so above.
+    - core_worker.cc's ERROR "Actor ... has constructor arguments in the object store and max_restarts
+      > 0": Ray Data itself passes every actor pool's map function by reference with restarts on
+      (ray-project/ray#57733), whatever the stage; that object is put by this driver and held by the
+      running dataset until it ends, so an actor restarted meanwhile still finds it. The C++ line is
+      logged once per process (RAY_LOG_ONCE_PER_PROCESS) with no switch of its own, so it is spent here,
+      on a throwaway actor created while this process's stderr points at /dev/null, then killed.
+    """
+    logging.getLogger("ray.data._internal.progress").addFilter(_DropMessage("Progress bars disabled"))
+
+    @ray.remote(num_cpus=0, max_restarts=1)
+    class _SpendRestartWarning:
+        def __init__(self, _by_reference):
+            pass
+
+    argument = ray.put(None)
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        actor = _SpendRestartWarning.remote(argument)  # the line is written during this call
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    ray.kill(actor, no_restart=True)
 
 
 def cluster_cpus() -> float:

@@ -112,8 +112,10 @@ def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
 
 def _markdown(report: dict) -> str:
     from hades_ray.metrics import markdown_table
+    from hades_ray.plan.machine import describe_machine
 
-    lines = ["# Detector benchmarks", "", f"Machine: {os.cpu_count()} cores, CPU only. {report['note']}", ""]
+    machine = describe_machine(report["machine"]) if "machine" in report else f"{os.cpu_count()} cores, CPU only"
+    lines = ["# Detector benchmarks", "", f"Machine: {machine}. {report['note']}", ""]
     t = report.get("throughput")
     if t:
         lines += [
@@ -183,7 +185,9 @@ def main(argv=None) -> int:
         ]
     )
     init_ray(config.ray.address, config.ray.num_cpus)
-    report: dict = {"note": note, "config": config.to_dict()["detect"]}
+    from hades_ray.plan.machine import machine_facts
+
+    report: dict = {"note": note, "config": config.to_dict()["detect"], "machine": machine_facts()}
     previous = RESULTS / "bench_detect.json"
     if args.skip and previous.is_file():  # a part run alone keeps the other part's last figures
         old = json.loads(previous.read_text())

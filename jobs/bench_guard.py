@@ -388,7 +388,10 @@ def _fmt(value, digits: int = 3) -> str:
 
 
 def markdown(report: dict) -> str:
+    from hades_ray.plan.machine import describe_machine
+
     arms, det = report["arms"], report["detectors"]
+    machine = describe_machine(report["machine"]) if "machine" in report else f"{os.cpu_count()} cores, CPU only"
     rows = [
         ("mean p(H), generated content words (judge)", "mean_p"),
         ("90th percentile p(H) (judge)", "p90_p"),
@@ -411,7 +414,7 @@ def markdown(report: dict) -> str:
     lines = [
         "# Online guard benchmark",
         "",
-        f"Machine: {os.cpu_count()} cores, CPU only, torch threads {report['torch_threads']}. {report['note']}",
+        f"Machine: {machine}; torch threads {report['torch_threads']}. {report['note']}",
         f"Command: `{report['command']}`",
         "",
         f"{report['prompts']} held-out prompts ({report['prompts_skipped_too_long']} leads passed over: prompt plus "
@@ -756,6 +759,9 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
+    from hades_ray.plan.machine import machine_facts
+
+    machine = machine_facts()
     note = _models_note()
     from hades_ray.config import load_config
     from hades_ray.ray_runtime import init_ray
@@ -790,6 +796,7 @@ def main(argv=None) -> int:
         detectors["small"] = small_judge(work, config.detect.window)
         report = measure(args, config, prompts, detectors, (tokenizer, model))
     report |= {"note": note, "train_docs": args.train_docs, "detectors": detectors, "seed": args.seed}
+    report["machine"] = machine  # read before the arms ran
     report["prompts_skipped_too_long"] = too_long
     report["command"] = "python jobs/bench_guard.py " + " ".join(argv if argv is not None else sys.argv[1:])
     report["wall_seconds"] = time.perf_counter() - started

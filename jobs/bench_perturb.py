@@ -22,7 +22,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -212,7 +211,9 @@ def main() -> int:
         return 0
     from hades_ray.config import load_config
     from hades_ray.models.registry import load_masked_lm, resolve_model
+    from hades_ray.plan.machine import machine_facts
 
+    machine = machine_facts()  # before the runs: the load they start under
     overrides = [f"perturb.rank.num_candidates={args.candidates}", "perturb.resources.replace.torch_threads=1"]
     config = load_config("local", overrides=overrides)
     torch.set_num_threads(1)
@@ -281,7 +282,7 @@ def main() -> int:
         "forward_share_of_pipeline_wall": forward_s / pipe_s,
         "model_only_share_of_pipeline_wall": model_s / pipe_s,
         "nlpaug_status": nlpaug_status,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+        "machine": machine,
         "mlm": resolve_model(config.models.mlm),
     }
     r = results["rates_candidates_per_s"]
@@ -295,6 +296,8 @@ def main() -> int:
 
 
 def write_results(results: dict) -> None:
+    from hades_ray.plan.machine import describe_machine
+
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_perturb.json").write_text(json.dumps(results, indent=2))
     r, q = results["rates_candidates_per_s"], results["ratios"]
@@ -306,7 +309,7 @@ def write_results(results: dict) -> None:
         "# REPLACE benchmark (candidates per second, higher is better)",
         "",
         f"{results['docs']} leads x {results['candidates_per_doc']} candidates, {results['masked_spans']} masked "
-        f"spans; {results['machine']}; MLM `{results['mlm']}`",
+        f"spans; MLM `{results['mlm']}`; machine: {describe_machine(results['machine'])}",
         "",
         "| variant | candidates/s | vs pipeline |",
         "|---|---|---|",

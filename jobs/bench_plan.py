@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -62,37 +61,6 @@ def _short(path: str) -> str:
     return os.path.relpath(path, ROOT)
 
 
-def _bf16_native() -> bool:
-    """Whether the CPU computes bfloat16 natively (AVX512-BF16, AMX); the planner's dtype auto does not use it."""
-    import torch
-
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def machine() -> dict:
-    import torch
-
-    model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    return {
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "torch": torch.__version__,
-        "cpu_bf16_native": _bf16_native(),
-        "load_average_at_start": os.getloadavg()[0],
-        "gpu": "none lent to this session (device status: not drawn); no GPU figures",
-    }
-
-
 def plans_for(sample: dict, throughput: dict, shares: dict[str, float]) -> list[dict]:
     """The paper's pool and Wiki-40B-en with the sample's work per perturbed document and the given
     throughput; Wiki-40B's share passing the filters from each source in ``shares``."""
@@ -109,6 +77,9 @@ def plans_for(sample: dict, throughput: dict, shares: dict[str, float]) -> list[
 
 
 def run_all(args, tmp: Path) -> dict:
+    from hades_ray.plan.machine import machine_facts
+
+    machine = machine_facts()  # before the runs: the load they start under
     enwiki = str(ENWIKI)
     common = ["--preset", "paper", *KIT, "--perturbed-docs", str(PAPER_POOL), "--measure-seconds"]
     common += [str(args.measure_seconds)]
@@ -129,7 +100,7 @@ def run_all(args, tmp: Path) -> dict:
         f"the demo corpus ({_share(demo)}; unfiltered Wikipedia summaries: a lower bound)": _kept(demo),
     }
     return {
-        "machine": machine(),
+        "machine": machine,
         "runs": {"paper_sized": paper, "kit": kit, "demo_counts": demo},
         "replace_batch_size": batch_size_lever(args.shard_rows, [32, 128, args.shard_rows]),
         "plans": {
@@ -184,7 +155,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_plan_") as tmp:
         results = run_all(args, Path(tmp))
-    results["machine"]["load_average_at_end"] = os.getloadavg()[0]
+    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["wall_s"] = round(time.perf_counter() - started, 1)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_plan.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
@@ -274,7 +245,7 @@ def _aim_lines(results: dict) -> list[str]:
         f"in REPLACE and {fit['lm_tokens_per_s']:,} GPT-2 tokens/s in RANK (with these shares of the time): "
         f"{fit['mlm_tokens_per_s'] / speed['mlm_tokens_per_s']:,.0f}x and "
         f"{fit['lm_tokens_per_s'] / speed['lm_tokens_per_s']:,.0f}x one CPU core's paper-sized figures here. "
-        "Not measured on a GPU: none was lent to this session.",
+        f"Not measured on a GPU ({_gpu_words(results['machine'])}): these are CPU figures.",
         "",
         *_flops_lines(results),
         "",
@@ -334,16 +305,22 @@ def _batch_rows(results: dict) -> list[str]:
     return rows
 
 
+def _gpu_words(machine: dict) -> str:
+    gpu = machine.get("gpu") or {}
+    return f"GPU present: {gpu.get('name', 'yes')}" if gpu.get("present") else "no GPU on the machine"
+
+
 def markdown(results: dict) -> str:
+    from hades_ray.plan.machine import describe_machine
+
     m = results["machine"]
     lines = [
         "# Capacity planner benchmark (`hades-ray plan`), CPU only",
         "",
-        f"Machine: {m['cpu']}, {m['cores']} cores shared with up to 4 other engineers' jobs (load average "
-        f"{m['load_average_at_start']:.1f} at the start, {m['load_average_at_end']:.1f} at the end), torch "
-        f"{m['torch']}, native bf16: {m['cpu_bf16_native']} (dtype auto runs float32 on a CPU either way). "
-        f"GPU: {m['gpu']}. Throughput is one actor with one torch "
-        "thread (one core), so hours are CPU core-hours; busy neighbours make these figures low, not high.",
+        f"Machine at the start: {describe_machine(m)}. Load average at the end: {m['load_average_at_end'][0]:.1f}. "
+        f"Native bf16: {m['cpu_bf16_native']} (dtype auto runs float32 on a CPU either way). Throughput is one "
+        "actor with one torch thread (one core), so hours are CPU core-hours; a high load average makes these "
+        "figures low, not high.",
         "",
         "## Throughput per CPU core (REPLACE: `fill_masks` on the sample's masked sequences; RANK: `perplexities`)",
         "",

@@ -62,11 +62,15 @@ def perturb_table(results: dict) -> str:
 def main(argv=None) -> int:
     args = parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    report = {
-        "machine": {"platform": platform.platform(), "cpus": __import__("os").cpu_count()},
-        "started": time.ctime(),
-    }
-    sections = ["# Scale benchmark (`python jobs/bench_scale.py`)", ""]
+    from hades_ray.plan.machine import describe_machine, machine_facts
+
+    report = {"machine": machine_facts() | {"platform": platform.platform()}, "started": time.ctime()}
+    sections = [
+        "# Scale benchmark (`python jobs/bench_scale.py`)",
+        "",
+        f"Machine: {describe_machine(report['machine'])}.",
+        "",
+    ]
     if "perturb" in args.parts:
         import bench_scale_perturb
 

@@ -314,7 +314,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.child:
         return run_child(args)
-    results = run(args)
+    from hades_ray.plan.machine import describe_machine, machine_facts
+
+    machine = machine_facts()  # before the runs: the load they start under
+    results = run(args) | {"machine": machine}
+    results["markdown"] = f"Machine: {describe_machine(machine)}.\n\n" + results["markdown"]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_scale_select.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / "bench_scale_select.md").write_text("# Selection at scale\n\n" + results["markdown"] + "\n")

@@ -22,7 +22,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import resource
 import tempfile
 import time
@@ -169,14 +168,15 @@ def main() -> None:
 
 
 def write(rows: list[dict], source: str, args) -> None:
+    from hades_ray.plan.machine import describe_machine, machine_facts
+
     meta = {
         "texts": args.texts,
         "naive_texts": args.naive_texts,
         "threads": args.threads,
         "source": source,
         "window": WINDOW,
-        "cpu": platform.processor() or platform.machine(),
-        "cores": os.cpu_count(),
+        "machine": machine_facts(),  # read as the run ends: the 5- and 15-minute load averages cover it
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_score.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
@@ -187,7 +187,8 @@ def write(rows: list[dict], source: str, args) -> None:
         "columns (fast and naive on the same texts); "
         f"content words; window {WINDOW} tokens; {args.threads} torch threads on {os.cpu_count()} shared cores; "
         "each variant in a fresh process. Words/CPU-s counts this process's CPU time only (the cores are shared "
-        "with other jobs, which slows wall time but not that). Command: `.venv/bin/python jobs/bench_score.py`.",
+        "with other jobs, which slows wall time but not that). Command: `.venv/bin/python jobs/bench_score.py`. "
+        f"Machine: {describe_machine(meta['machine'])}.",
         "",
         "| backbone | mode | path | words/s, all texts | words/s | naive words/s | speed-up | words/CPU-s "
         "| naive | speed-up (CPU) | peak RSS MiB (all texts / naive) |",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import signal
 import subprocess
@@ -178,7 +177,9 @@ def _kit_detector(folder: Path) -> str:
 
 
 def write(meta: dict, score: dict, served: dict) -> None:
-    meta |= {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
+    from hades_ray.plan.machine import machine_facts
+
+    meta["machine"] = machine_facts()  # read as the run ends: the 5- and 15-minute load averages cover it
     meta["command"] = "python jobs/bench_serve.py " + " ".join(sys.argv[1:])
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = {"meta": meta, "score": score, "serve": served}
@@ -187,12 +188,15 @@ def write(meta: dict, score: dict, served: dict) -> None:
 
 
 def markdown(report: dict) -> str:
+    from hades_ray.plan.machine import describe_machine
+
     meta, score, served = report["meta"], report["score"], report["serve"]
+    machine = describe_machine(meta["machine"]) if "machine" in meta else f"{meta['cores']} cores"
     base = score["texts_per_s_end_to_end"]
     lines = [
         "# `hades-ray serve` against `hades-ray score` on the same texts",
         "",
-        f"{meta['texts']} demo leads, content words; detector: {meta['detector']}; {meta['cores']} cores. "
+        f"{meta['texts']} demo leads, content words; detector: {meta['detector']}; machine: {machine}. "
         "score: one `hades-ray score --executor local` process; serve: one `hades-ray serve` (private Ray "
         "cluster, one replica, default `serve` section), one text per `POST /score`, every text once per "
         f"concurrency level. Command: `{meta['command']}`.",

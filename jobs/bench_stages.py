@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import platform
 import resource
 import subprocess
 import sys
@@ -129,13 +128,15 @@ def _commit(code_root: str) -> str:
 
 def write_results(results: dict) -> None:
     """bench_stages.json and a before -> after table in bench_stages.md."""
+    from hades_ray.plan.machine import describe_machine
+
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "bench_stages.json").write_text(json.dumps(results, indent=2) + "\n")
     b, a = results["before"], results["after"]
     lines = [
         "# REPLACE and RANK before -> after (candidates per second, higher is better)",
         "",
-        f"Command: `{results['command']}` ({results['machine']})",
+        f"Command: `{results['command']}` (one torch thread; machine: {describe_machine(results['machine'])})",
         "",
         f"{a['stages']['leads']} demo leads, {a['stages']['kept']} kept, {a['stages']['candidates']} candidates "
         f"({results['candidates_per_doc']} per lead); before = {b['commit']}, after = {a['commit']}",
@@ -185,7 +186,9 @@ def main() -> int:
     results = {"docs": args.docs, "candidates_per_doc": args.candidates}
     sizes = f"--docs {args.docs} --candidates {args.candidates}"
     results["command"] = f"python jobs/bench_stages.py --before {args.before} {sizes}"
-    results["machine"] = f"{platform.machine()}, one torch thread"
+    from hades_ray.plan.machine import machine_facts
+
+    results["machine"] = machine_facts() | {"torch_threads": 1}
     for name, code in (("before", args.before), ("after", str(ROOT))):
         results[name] = {"commit": _commit(code), "code": code}
         results[name]["stages"] = _side(code, "stages", args.docs, args.candidates)

@@ -246,6 +246,9 @@ def main(argv=None) -> int:
         parser.error("--device cuda: this machine has no CUDA device")
     torch.set_num_threads(1) if device == "cpu" else None
     seconds = args.seconds if args.seconds is not None else (5.0 if device == "cuda" else 1.0)
+    from hades_ray.plan.machine import machine_facts
+
+    machine = machine_facts()  # before the run: the load it starts under
     began, steps = time.perf_counter(), {}
     with tempfile.TemporaryDirectory(prefix="hades_device_check_") as tmp:
         with timed(steps, "models"):
@@ -259,6 +262,7 @@ def main(argv=None) -> int:
         with timed(steps, "identity"):
             same = identity(check_config(*models, device, candidates), Path(tmp), args.docs, args.alone)
     result = {
+        "machine": machine,
         "device": measured["device"],
         "measured": measured,
         "identity": same,
@@ -273,9 +277,12 @@ def main(argv=None) -> int:
 
 def report(result: dict) -> None:
     """The figures, one line each."""
+    from hades_ray.plan.machine import describe_machine
+
     measured = result["measured"]
     r, k, p = measured["replace"], measured["rank"], result["plan_1m_segments"]
     same = result["identity"]
+    print(f"machine: {describe_machine(result['machine'])}")
     print(f"device: {result['device']} ({measured['models']} models; tokens/s per {measured['basis']})")
     print(f"REPLACE: {r['tokens_per_s']:,.0f} tokens/s ({r['model']}, {r['dtype']})")
     print(f"RANK:    {k['tokens_per_s']:,.0f} tokens/s ({k['model']}, {k['dtype']})")

@@ -149,8 +149,10 @@ def test_path_like_references_never_go_to_the_hub(tmp_path, monkeypatch):
     (tmp_path / "out" / "empty").mkdir()
     with pytest.raises(ModelNotFoundError, match="no config.json"):
         resolve_model("out/empty")
-    assert resolve_model("FacebookAI/roberta-large") == "FacebookAI/roberta-large"  # no such folder: a hub id
-    assert resolve_model("gpt2") == "gpt2"
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf-cache"))  # empty
+    for hub_id in ("FacebookAI/roberta-large", "gpt2"):  # no such folder: a hub id, looked up in the cache
+        with pytest.raises(ModelNotFoundError, match="not in the Hugging Face cache and HF_HUB_OFFLINE is set"):
+            resolve_model(hub_id)
 
 
 def test_local_names_stay_inside_hades_home(tmp_path, monkeypatch):

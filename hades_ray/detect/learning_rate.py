@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hades_ray.models.registry import resolve_model
+from hades_ray.models.registry import HubModelUnavailableError, resolve_model
 
 # HaDes (Liu et al., 2022), detector training: "5e-3 for BERT and GPT-2 and 1e-3 otherwise".
 HIGH_LR_FAMILIES = ("bert", "gpt2")
@@ -15,7 +15,10 @@ HIGH_LR, OTHER_LR = 5e-3, 1e-3
 def backbone_family(reference: str) -> str:
     """The backbone's ``model_type`` (``bert``, ``gpt2``, ``roberta``...): from its ``config.json``
     when it is on disk, from the Hugging Face cache for a hub id, else guessed from the hub id's name."""
-    source = resolve_model(reference)
+    try:
+        source = resolve_model(reference)
+    except HubModelUnavailableError:
+        return _family_from_name(reference)  # a hub id this machine cannot load
     config_file = Path(source) / "config.json"
     if config_file.is_file():
         return str(json.loads(config_file.read_text(encoding="utf-8")).get("model_type", ""))
@@ -24,8 +27,12 @@ def backbone_family(reference: str) -> str:
 
         return str(AutoConfig.from_pretrained(source, trust_remote_code=False).model_type)
     except (OSError, ValueError):
-        name = source.rsplit("/", 1)[-1].lower()
-        return next((family for family in HIGH_LR_FAMILIES if name.startswith(family)), name.split("-")[0])
+        return _family_from_name(source)
+
+
+def _family_from_name(hub_id: str) -> str:
+    name = hub_id.rsplit("/", 1)[-1].lower()
+    return next((family for family in HIGH_LR_FAMILIES if name.startswith(family)), name.split("-")[0])
 
 
 def lr_for_family(family: str) -> float:

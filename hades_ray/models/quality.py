@@ -116,7 +116,8 @@ def perplexities(model, tokenizer, texts: list[str], max_length: int | None = No
 
     max_length = max_length or getattr(model.config, "n_positions", 512)
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    rows = [([bos] + ids)[:max_length] for ids in tokenizer(texts)["input_ids"]]
+    # Cut to the context below, after the leading token (verbose=False: not the over-length warning).
+    rows = [([bos] + ids)[:max_length] for ids in tokenizer(texts, verbose=False)["input_ids"]]
     out = []
     for start in range(0, len(rows), batch_size):
         batch = rows[start : start + batch_size]

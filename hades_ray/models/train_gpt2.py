@@ -80,13 +80,19 @@ def init_gpt2(tokenizer, config: Gpt2TrainConfig):
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.eos_token_id,
     )
-    return GPT2LMHeadModel(model_config)
+    model = GPT2LMHeadModel(model_config)
+    # The loss transformers picks by class name: "GPT2LMHeadModel" names none, so it warned and took this one.
+    model.loss_type = "ForCausalLM"
+    return model
 
 
 def token_stream(texts: list[str], tokenizer) -> np.ndarray:
     """All texts as one id stream, each preceded by end-of-text, the way GPT-2 saw documents."""
     eos = tokenizer.eos_token_id
-    pieces = [np.array([eos] + ids, dtype=np.int64) for ids in tokenizer(texts)["input_ids"]]
+    # Whole texts, longer than the context on purpose: blocks are cut from the stream (verbose=False: no
+    # warning that a sequence exceeds the model's maximum, which none of these is fed as).
+    ids = tokenizer(texts, verbose=False)["input_ids"]
+    pieces = [np.array([eos] + row, dtype=np.int64) for row in ids]
     return np.concatenate(pieces)
 
 
@@ -100,4 +106,7 @@ def gpt2_batches(stream: np.ndarray, config: Gpt2TrainConfig) -> Iterator[dict]:
         starts = rng.integers(0, max(last_start, 1), size=config.batch_size)
         block = np.stack([stream[s : s + config.block_size] for s in starts])
         ids = torch.from_numpy(block)
-        yield {"input_ids": ids, "labels": ids}
+        # No padding: every position is attended. Said with a mask because the pad id is the end-of-text id,
+        # which the blocks hold between documents (without one, transformers warns that they may be padded;
+        # the forward is the same bit for bit).
+        yield {"input_ids": ids, "labels": ids, "attention_mask": torch.ones_like(ids)}

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from hades_ray.cli_common import POSITIVE_INT, add_config_args, add_override, config_from_args
+from hades_ray.errors import UserError
 
 
 def _tables(args: argparse.Namespace) -> int:
@@ -16,6 +17,8 @@ def _tables(args: argparse.Namespace) -> int:
         grid, cells, dataset = prepare(config, args.dataset)
         print(f"grid {grid.path} on {dataset}: {len(cells)} trials\n" + cost_text(config, grid, cells, dataset))
         return 0
+    if not args.output:
+        raise UserError("--output is required (only --cost-only runs without one)")
     result = reproduce_tables(config, args.dataset, args.output, resume=args.resume)
     print(result["markdown"], end="")
     print(f"grid wall time {result['wall_seconds']:.0f} s; tables: {args.output}/tables.md and tables.json")
@@ -42,7 +45,9 @@ def register(subparsers) -> None:
         "--dataset", required=True, help="a HaDes-format folder: train.txt, valid.txt, test.txt (Wiki-Hades or "
         "`hades-ray dataset build` output)"
     )  # fmt: skip
-    tables.add_argument("--output", required=True, help="folder for the experiment, cells/ and tables.md/.json")
+    tables.add_argument(
+        "--output", help="folder for the experiment, cells/ and tables.md/.json (required unless --cost-only)"
+    )
     tables.add_argument(
         "--resume",
         action="store_true",

@@ -38,16 +38,22 @@ def _texts(instances: list[Instance], mode: str) -> list[str]:
     return [" ".join(i.words if mode == "offline" else i.words[: i.end + 1]) for i in instances]
 
 
-def tokens_per_example(reference: str, texts: list[str], cap: int) -> tuple[float, bool]:
-    """Mean tokens per text, at most ``cap`` each; (estimate, True) when the tokenizer cannot load."""
+def grid_tokenizer(reference: str):
+    """The tokenizer of ``reference``, or None (with one line saying why) when it cannot load here."""
     from hades_ray.models.registry import ModelNotFoundError, load_tokenizer
 
-    if not texts:
-        return 0.0, False
     try:
-        tokenizer = load_tokenizer(reference)
+        return load_tokenizer(reference)
     except (ModelNotFoundError, ValueError, OSError) as error:
         log.info("counting %s tokens as %.1f per word: %s", reference, TOKENS_PER_WORD, error)
+        return None
+
+
+def tokens_per_example(tokenizer, texts: list[str], cap: int) -> tuple[float, bool]:
+    """Mean tokens per text, at most ``cap`` each; (estimate, True) without a tokenizer."""
+    if not texts:
+        return 0.0, False
+    if tokenizer is None:
         lengths = [TOKENS_PER_WORD * len(t.split()) + 2 for t in texts]
         return sum(min(cap, n) for n in lengths) / len(texts), True
     # Truncated at the cap as training truncates them (and without the tokenizer's over-length warning).
@@ -56,7 +62,8 @@ def tokens_per_example(reference: str, texts: list[str], cap: int) -> tuple[floa
 
 
 def grid_cost(base: dict, grid: Grid, cells: list[Cell], train: list[Instance]) -> list[CellCost]:
-    costs, seen = [], {}
+    # One tokenizer per model, loaded (or found missing) once: trials share backbones, and rows share the MLM.
+    costs, seen, tokenizers = [], {}, {}
     for cell in cells:
         config: HadesConfig = cell_config(base, grid, cell)
         d = config.detect
@@ -65,7 +72,9 @@ def grid_cost(base: dict, grid: Grid, cells: list[Cell], train: list[Instance]) 
         cap = d.feature_window if linear else d.window
         key = (model, cell.mode if not linear else "offline", cap)
         if key not in seen:
-            seen[key] = tokens_per_example(model, _texts(train, key[1]), cap)
+            if model not in tokenizers:
+                tokenizers[model] = grid_tokenizer(model)
+            seen[key] = tokens_per_example(tokenizers[model], _texts(train, key[1]), cap)
         per_example, estimated = seen[key]
         costs.append(CellCost(cell, model, 1 if linear else d.epochs, len(train), per_example, estimated))
     return costs
