@@ -25,6 +25,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# Ray Train's controller looks at its workers every 2 s by default, so each fit waits up to 2 s at every
+# step (start, report, finish); the tests' fits are seconds long. Its preemption watcher (one more actor
+# per fit) and metrics only matter on clusters that preempt nodes or export metrics. Set before any Ray
+# starts: workers and test clusters inherit them, and Train passes them from the driver to its actors.
+os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.25")
+os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
+os.environ.setdefault("RAY_TRAIN_METRICS_ENABLED", "0")
+# S3 is the tests' own moto server (the ``s3`` fixture starts it on this port when a test asks): set for
+# the whole run, so no test reaches a real store and Ray workers started before the fixture see it too.
+S3_PORT = free_port()
+S3_ENV = {
+    "AWS_ENDPOINT_URL": f"http://127.0.0.1:{S3_PORT}",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+os.environ.update(S3_ENV)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -72,42 +89,31 @@ def ray_local(micro_home):
 
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """A moto S3 server on 127.0.0.1 with a bucket ``hades``; yields the AWS_* variables that reach it."""
+@pytest.fixture(scope="session")
+def s3():
+    """A moto S3 server on 127.0.0.1 with a bucket ``hades``, one for the run; yields the AWS_* variables
+    that reach it. They are this process's environment from the start (S3_ENV above), so the session's
+    Ray workers, started later, have them too."""
     import pyarrow.fs as pafs
 
-    port = free_port()
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(S3_PORT)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    env = {
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    previous = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     deadline = time.time() + 30
     while time.time() < deadline:
+        assert server.poll() is None, f"moto_server exited (port {S3_PORT} taken since conftest chose it?)"
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection(("127.0.0.1", S3_PORT), timeout=1).close()
             break
         except OSError:
             time.sleep(0.2)
     bucket_maker = pafs.S3FileSystem(
-        endpoint_override=f"127.0.0.1:{port}", scheme="http", region="us-east-1", allow_bucket_creation=True
+        endpoint_override=f"127.0.0.1:{S3_PORT}", scheme="http", region="us-east-1", allow_bucket_creation=True
     )
     bucket_maker.create_dir("hades")
-    yield env
+    yield dict(S3_ENV)
     os.killpg(server.pid, signal.SIGTERM)
     server.wait(timeout=30)
-    for key, value in previous.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
