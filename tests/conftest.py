@@ -32,12 +32,12 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.25")
 os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
 os.environ.setdefault("RAY_TRAIN_METRICS_ENABLED", "0")
-# Ray keeps as many idle workers as there are CPUs (2 here) and ends the others after 1 s idle, so each
-# of the suite's many small Ray jobs started fresh worker processes and paid their imports again. Up to
-# 8 idle workers kept for a minute: perturb/test_job + score/test_score + guard/test_guard started 34
-# worker processes instead of 52 (wall 252 s against 394 s at load ~36).
-os.environ.setdefault("RAY_num_workers_soft_limit", "8")
-os.environ.setdefault("RAY_idle_worker_killing_time_threshold_ms", "60000")
+# The session cluster's idle workers (ray_local): Ray keeps as many as there are CPUs (2 here) and ends
+# the others after 1 s idle, so each of the suite's many small Ray jobs started fresh worker processes
+# and paid their imports again. Up to 8 kept for a minute: perturb/test_job + score/test_score +
+# guard/test_guard started 34 worker processes instead of 52 (wall 252 s against 394 s at load ~36).
+# Only for that cluster: the tests' own clusters (16 CPUs in cluster/gpu_pools.py) keep Ray's default.
+SESSION_WORKERS = {"RAY_num_workers_soft_limit": "8", "RAY_idle_worker_killing_time_threshold_ms": "60000"}
 # S3 is the tests' own moto server (the ``s3`` fixture starts it on this port when a test asks): set for
 # the whole run, so no test reaches a real store and Ray workers started before the fixture see it too.
 S3_PORT = free_port()
@@ -89,7 +89,10 @@ def ray_local(micro_home):
     """One local Ray cluster on 127.0.0.1 for the whole session (per-test clusters are slow: pipeline/README.md)."""
     from hades_ray.ray_runtime import init_ray
 
-    ray = init_ray(num_cpus=2)
+    with pytest.MonkeyPatch.context() as patch:  # read once, by the raylet init_ray starts
+        for key, value in SESSION_WORKERS.items():
+            patch.setenv(key, os.environ.get(key, value))
+        ray = init_ray(num_cpus=2)
     yield ray
     ray.shutdown()
 
