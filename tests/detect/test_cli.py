@@ -1,7 +1,4 @@
-"""``hades-ray train | evaluate | predict`` end to end on tiny data (one Ray Train fit, one LR run).
-
-The transformer is the session's one fit (``trained_transformer`` in conftest.py, also checked by
-test_train.py for its restart): this module evaluates, predicts and scores with it."""
+"""``hades-ray train | evaluate | predict`` end to end on tiny data (one Ray Train fit, one LR run)."""
 
 from __future__ import annotations
 
@@ -11,18 +8,42 @@ import pytest
 
 from hades_ray.cli import main
 from hades_ray.detect.synthetic import toy_instances
-from tests.detect.conftest import TINY
+from hades_ray.io.hades_format import write_instances
 
 pytestmark = pytest.mark.ray
 
+TINY = [
+    "--set",
+    "detect.backbone=local:mlm",
+    "--set",
+    "detect.epochs=1",
+    "--set",
+    "detect.window=32",
+    "--set",
+    "detect.batch_size=16",
+    "--set",
+    "detect.feature_window=32",
+]
 
-def test_transformer_train_evaluate_predict(detect_data, trained_transformer, capsys):
-    root, _, valid, test = detect_data
-    model, _ = trained_transformer
-    metrics = json.loads((model / "metrics.json").read_text())
-    states = [json.loads(p.read_text()) for p in (model / "ray_train").rglob("state.json")]
-    best = max(states, key=lambda s: (s["metrics"]["selection_score"], -s["epoch"]))
-    assert metrics["epoch"] == best["epoch"]  # metrics.json is the best epoch's (of 2), as exported
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("detect_cli")
+    train = write_instances(toy_instances(24, seed=1), root / "train.jsonl")
+    valid = write_instances(toy_instances(8, seed=2), root / "valid.jsonl")
+    test = root / "test.jsonl"
+    lines = [json.dumps(i.to_json()) for i in toy_instances(6, seed=3)]
+    lines.insert(2, '{"replaced": "a ===b=== c", "replaced_ids": [0, 0], "hallucination": 1}')
+    unlabelled = {**toy_instances(1, seed=4)[0].to_json(), "hallucination": -1}
+    test.write_text("\n".join(lines + [json.dumps(unlabelled)]) + "\n")
+    return root, train, valid, test
+
+
+def test_transformer_train_evaluate_predict(data, micro_home, ray_local, capsys):
+    root, train, valid, test = data
+    model = root / "transformer"
+    assert main(["train", "--train", str(train), "--valid", str(valid), "--output", str(model), *TINY]) == 0
+    assert json.loads((model / "metrics.json").read_text())["epoch"] == 0
     assert "| transformer (offline) |" in (model / "metrics.md").read_text()
     # a bad line fails naming file:line, or is quarantined with --skip-bad
     assert main(["evaluate", "--model", str(model), "--data", str(test)]) == 2
@@ -58,10 +79,10 @@ def _threshold_is_the_validation_choice(model, valid):
     assert all(w["flag"] == (w["p"] >= expected["threshold"]) for w in record["words"])
 
 
-def test_lr_train_evaluate(detect_data, micro_home, ray_local):
+def test_lr_train_evaluate(data, micro_home, ray_local):
     from hades_ray.detect.api import evaluate_file, score_records
 
-    root, train, valid, _ = detect_data
+    root, train, valid, _ = data
     model = root / "lr"
     args = ["train", "--detector", "lr", "--train", str(train), "--valid", str(valid), "--output", str(model)]
     assert main(args + TINY) == 0
