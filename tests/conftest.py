@@ -25,6 +25,29 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# Ray Train's controller looks at its workers every 2 s by default, so each fit waits up to 2 s at every
+# step (start, report, finish); the tests' fits are seconds long. Its preemption watcher (one more actor
+# per fit) and metrics only matter on clusters that preempt nodes or export metrics. Set before any Ray
+# starts: workers and test clusters inherit them, and Train passes them from the driver to its actors.
+os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.25")
+os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
+os.environ.setdefault("RAY_TRAIN_METRICS_ENABLED", "0")
+# The session cluster's idle workers (ray_local): Ray keeps as many as there are CPUs (2 here) and ends
+# the others after 1 s idle, so each of the suite's many small Ray jobs started fresh worker processes
+# and paid their imports again. Up to 8 kept for a minute: perturb/test_job + score/test_score +
+# guard/test_guard started 34 worker processes instead of 52 (wall 252 s against 394 s at load ~36).
+# Only for that cluster: the tests' own clusters (16 CPUs in cluster/gpu_pools.py) keep Ray's default.
+SESSION_WORKERS = {"RAY_num_workers_soft_limit": "8", "RAY_idle_worker_killing_time_threshold_ms": "60000"}
+# S3 is the tests' own moto server (the ``s3`` fixture starts it on this port when a test asks): set for
+# the whole run, so no test reaches a real store and Ray workers started before the fixture see it too.
+S3_PORT = free_port()
+S3_ENV = {
+    "AWS_ENDPOINT_URL": f"http://127.0.0.1:{S3_PORT}",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+os.environ.update(S3_ENV)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -66,48 +89,40 @@ def ray_local(micro_home):
     """One local Ray cluster on 127.0.0.1 for the whole session (per-test clusters are slow: pipeline/README.md)."""
     from hades_ray.ray_runtime import init_ray
 
-    ray = init_ray(num_cpus=2)
+    with pytest.MonkeyPatch.context() as patch:  # read once, by the raylet init_ray starts
+        for key, value in SESSION_WORKERS.items():
+            patch.setenv(key, os.environ.get(key, value))
+        ray = init_ray(num_cpus=2)
     yield ray
     ray.shutdown()
 
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """A moto S3 server on 127.0.0.1 with a bucket ``hades``; yields the AWS_* variables that reach it."""
+@pytest.fixture(scope="session")
+def s3():
+    """A moto S3 server on 127.0.0.1 with a bucket ``hades``, one for the run; yields the AWS_* variables
+    that reach it. They are this process's environment from the start (S3_ENV above), so the session's
+    Ray workers, started later, have them too."""
     import pyarrow.fs as pafs
 
-    port = free_port()
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(S3_PORT)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    env = {
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    previous = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     deadline = time.time() + 30
     while time.time() < deadline:
+        assert server.poll() is None, f"moto_server exited (port {S3_PORT} taken since conftest chose it?)"
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection(("127.0.0.1", S3_PORT), timeout=1).close()
             break
         except OSError:
             time.sleep(0.2)
     bucket_maker = pafs.S3FileSystem(
-        endpoint_override=f"127.0.0.1:{port}", scheme="http", region="us-east-1", allow_bucket_creation=True
+        endpoint_override=f"127.0.0.1:{S3_PORT}", scheme="http", region="us-east-1", allow_bucket_creation=True
     )
     bucket_maker.create_dir("hades")
-    yield env
+    yield dict(S3_ENV)
     os.killpg(server.pid, signal.SIGTERM)
     server.wait(timeout=30)
-    for key, value in previous.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value

@@ -4,6 +4,7 @@ surviving the loss of a node."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,16 @@ def _doc_ids(output: Path) -> list[str]:
     return [r for p in sorted((output / "pool").glob("*.parquet")) for r in pq.read_table(p)["doc_id"].to_pylist()]
 
 
+def _wait_listening(port: int, deadline: float) -> None:
+    """Until something accepts connections on ``port`` (the dashboard), or the deadline."""
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.5)
+
+
 def test_job_submitted_through_the_jobs_api_needs_the_token(micro_home, shared_data, tmp_path):
     """A head started as ``make ray-head`` starts it keeps Ray's token auth on: the perturbation job
     submitted with the token runs to the end; a caller without the token is refused."""
@@ -122,6 +133,7 @@ def test_job_submitted_through_the_jobs_api_needs_the_token(micro_home, shared_d
             "perturb.rank.num_candidates=2",
         ]
         deadline = time.time() + 300  # a loaded machine can take minutes
+        _wait_listening(dashboard, deadline)  # polled here: each `ray job submit` below is a whole Ray CLI process
         while True:  # the dashboard and its job agent take a few seconds to accept jobs
             done = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=600)
             not_ready = any(s in done.stdout + done.stderr for s in ("Failed to connect", "No available agent"))

@@ -1,26 +1,32 @@
 """``make device-check`` on a CPU: the same steps as on a GPU with the micro models, one run that
-prints both stages' tokens/s, REPLACE's busy share, peak memory, the identity verdict and the plan."""
+prints both stages' tokens/s, REPLACE's busy share, peak memory, the identity verdict and the plan.
+
+``jobs/device_check.py``'s ``main`` runs in this process (a process of its own would only add its
+imports: the script's ``__main__`` is ``sys.exit(main())``)."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import pytest
 
 
-def test_the_device_check_prints_every_figure_and_finds_the_documents_identical(tmp_path):
+@pytest.fixture
+def torch_threads():
+    """The check sets torch to one thread on a CPU, as its own process would: this process gets its
+    thread count back afterwards."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_the_device_check_prints_every_figure_and_finds_the_documents_identical(tmp_path, capsys, torch_threads):
+    from jobs.device_check import main
+
     output = tmp_path / "check.json"
     args = ["--device", "cpu", "--docs", "12", "--alone", "3", "--seconds", "0.3", "--output", str(output)]
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "jobs" / "device_check.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout
+    assert main(args) == 0
+    lines = capsys.readouterr().out
     for label in ("REPLACE:", "RANK:", "REPLACE busy share:", "peak memory:", "identity:", "plan for 1,000,000"):
         assert label in lines, lines
     result = json.loads(output.read_text())
