@@ -54,8 +54,12 @@ report: demo demo-loop
 		$$(for k in 1 2; do m=out/demo-loop/round-00$$k/detector/model; test -d $$m && echo --detector round$$k=$$m; done) \
 		--split all --min-round 2 --analyses out/analyses/analyses.json --output out/report
 
+# Two pytest workers, a test file each at a time (module fixtures stay shared within a file): most tests
+# wait on Ray's start-up, actors and subprocesses more than they compute, so two halve the wall time on
+# two cores. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25 tests
+	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) --durations=25 tests
 
 # The strict check of a refactor: every golden job at BASE (in a git worktree, with its own code) and in
 # this working tree, on this machine, their outputs compared byte for byte (tests/golden/README.md).
