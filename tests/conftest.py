@@ -101,7 +101,7 @@ def ray_local(micro_home):
 @pytest.fixture(scope="session")
 def s3():
     """A moto S3 server on 127.0.0.1 with a bucket ``hades``, one for the run; yields the AWS_* variables
-    that reach it. They are this process's environment from the start (S3_ENV above), so the session's
+    that reach it. They are this process's environment from the start (S3_ENV above), so the test run's
     Ray workers, started later, have them too."""
     import pyarrow.fs as pafs
 

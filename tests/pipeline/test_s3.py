@@ -1,7 +1,7 @@
 """The perturbation job on an object store: input read from s3:// and output written there, by the
 workers, on a local S3-compatible server (moto) on 127.0.0.1. The job is killed mid-run and resumed;
 every row comes out exactly once. The killed run is a driver process of its own (it has to die by
-SIGKILL) joined to the session's Ray cluster, as ``RAY_ADDRESS=... hades-ray perturb`` joins a running
+SIGKILL) joined to the test run's Ray cluster, as ``RAY_ADDRESS=... hades-ray perturb`` joins a running
 one; the resumed run is in-process (``--executor local``), in this process."""
 
 import json
