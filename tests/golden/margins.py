@@ -131,7 +131,7 @@ def _multinomial_margins(probs: torch.Tensor, picked: torch.Tensor, q: torch.Ten
 
 
 @contextlib.contextmanager
-def recording(monkeypatch_target=None):
+def recording():
     """Record the margins of REPLACE's choices and of every one-sample ``torch.multinomial`` in this
     process while the block runs; yields the ``Margins``."""
     import hades_ray.perturb.replace as replace
