@@ -23,6 +23,7 @@ from hades_ray.errors import ConfigError
 from hades_ray.guard.settings import GuardConfig
 from hades_ray.models.settings import ModelsConfig, pin_revisions
 from hades_ray.perturb.settings import PerturbConfig
+from hades_ray.pipeline import storage
 from hades_ray.reproduce.settings import ReproduceConfig
 from hades_ray.score.settings import ScoreConfig
 from hades_ray.select.settings import SelectConfig
@@ -242,8 +243,7 @@ def resolved_yaml(config: HadesConfig) -> str:
 def save_config(config: HadesConfig, directory: str | Path, name: str = RESOLVED_NAME) -> Path:
     """Write the resolved configuration into a local folder (a job's output URI: ``resolved_yaml``)."""
     path = Path(directory) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(resolved_yaml(config), encoding="utf-8")
+    storage.write(path, resolved_yaml(config))
     return path
 
 

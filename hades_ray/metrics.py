@@ -20,6 +20,8 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from hades_ray.pipeline import storage
+
 log = logging.getLogger(__name__)
 
 KEYS = ("accuracy", "h_precision", "h_recall", "h_f1", "n_precision", "n_recall", "n_f1", "gmean", "bss", "auc")
@@ -92,9 +94,8 @@ def markdown_table(rows: dict[str, dict[str, float]]) -> str:
 def write_metrics(metrics: dict, directory: str | Path, name: str = "model") -> Path:
     """``metrics.json`` (NaN written as null) and ``metrics.md`` beside a model or an evaluation."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
     path = directory / "metrics.json"
-    path.write_text(json.dumps(clean, indent=2) + "\n", encoding="utf-8")
-    (directory / "metrics.md").write_text(markdown_table({name: metrics}), encoding="utf-8")
+    storage.write(path, json.dumps(clean, indent=2) + "\n")
+    storage.write(directory / "metrics.md", markdown_table({name: metrics}))
     return path

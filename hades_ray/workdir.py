@@ -40,7 +40,7 @@ def existing_rounds(workdir: str | Path) -> list[int]:
 def set_pool(workdir: str | Path, pool: str | Path) -> None:
     """Record where the pool lives; a recorded pool is never silently replaced by another."""
     workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    storage.makedirs(workdir)
     path = workdir / WORKDIR_FILE
     pool = str(pool) if storage.is_uri(pool) else str(Path(pool).resolve())
     if path.is_file():

@@ -63,7 +63,7 @@ def write_round(workdir: Path, items: list[dict]) -> None:
     if path.is_file() and path.read_text(encoding="utf-8") != text:
         raise FileExistsError(f"{path} holds other items; judge them there or choose a new --output")
     if not path.is_file():
-        storage.write_text(path, text)
+        storage.write(path, text)
 
 
 def export_for_judges(config, workdir: Path, rows_by_setting: dict[str, tuple]) -> dict:
@@ -77,7 +77,7 @@ def export_for_judges(config, workdir: Path, rows_by_setting: dict[str, tuple]) 
     order = list(range(len(items)))
     random.Random(config.seed).shuffle(order)
     write_round(workdir, [items[k] for k in order])
-    storage.write_text(workdir / "key.jsonl", "".join(json.dumps(k, ensure_ascii=False) + "\n" for k in key))
+    storage.write(workdir / "key.jsonl", "".join(json.dumps(k, ensure_ascii=False) + "\n" for k in key))
     judged = copy.deepcopy(config)
     judged.annotate.question = QUESTION
     export = export_items(judged, workdir, 0, "csv")

@@ -168,7 +168,7 @@ def identity(config, workdir: Path, docs: int, alone: int) -> dict:
     inside = _pool_rows(config, "demo", workdir / "inside", docs)
     chosen = sorted(inside.values(), key=lambda r: r["row"])[:alone]
     records, leads = read_demo_records(), workdir / "alone.jsonl"  # a demo lead's row is its record's index
-    storage.write_text(leads, "".join(json.dumps(records[r["row"]]) + "\n" for r in chosen))
+    storage.write(leads, "".join(json.dumps(records[r["row"]]) + "\n" for r in chosen))
     by_itself = _pool_rows(config, str(leads), workdir / "alone", None)
     same = [r["doc_id"] for r in chosen if _content(by_itself.get(r["doc_id"])) == _content(r)]
     return {

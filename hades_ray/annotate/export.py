@@ -15,9 +15,10 @@ from pathlib import Path
 
 from hades_ray.annotate.consensus import item_table
 from hades_ray.annotate.judgments import JudgmentError, batch_items, load_judgments
-from hades_ray.annotate.locking import round_lock, write_new_text
 from hades_ray.io.hades_format import parse_instance
 from hades_ray.io.safe_csv import guard_cell, unsafe_id_reason, write_guarded_csv
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.lock import OutputLock
 from hades_ray.workdir import round_dir
 
 LABEL_CONFIG = """<View>
@@ -95,10 +96,9 @@ def _write_export(rows: list[dict], directory: Path, name: str, fmt: str) -> lis
     if fmt == "csv":
         path = write_guarded_csv(rows, directory / f"{name}.csv", list(rows[0]) if rows else ["item_id"])
         return [str(path)]
-    tasks = write_new_text(
-        json.dumps([{"data": row} for row in rows], ensure_ascii=False, indent=1), directory / f"{name}.tasks.json"
-    )
-    xml = write_new_text(LABEL_CONFIG, directory / f"{name}.labeling_config.xml")
+    tasks, xml = directory / f"{name}.tasks.json", directory / f"{name}.labeling_config.xml"
+    storage.write(tasks, json.dumps([{"data": row} for row in rows], ensure_ascii=False, indent=1), replace=False)
+    storage.write(xml, LABEL_CONFIG, replace=False)
     return [str(tasks), str(xml)]
 
 
@@ -106,10 +106,9 @@ def export_items(config, workdir: str | Path, round_index: int, fmt: str = "csv"
     """Write the round's next export (``csv`` or ``label-studio``); earlier exports are kept."""
     if fmt not in ("csv", "label-studio"):
         raise JudgmentError(f"unknown export format {fmt!r}: csv or label-studio")
-    with round_lock(round_dir(workdir, round_index)):
+    with OutputLock(round_dir(workdir, round_index), wait=True):
         rows = export_rows(config, workdir, round_index)
         directory = round_dir(workdir, round_index) / "exports"
-        directory.mkdir(parents=True, exist_ok=True)
         name = _next_export(directory)
         files = _write_export(rows, directory, name, fmt)
     return {

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from hades_ray.annotate.locking import copy_new, round_lock
 from hades_ray.annotate.parsers import JudgmentError, parse_csv, parse_label_studio
 from hades_ray.io.safe_csv import unsafe_id_reason, write_guarded_csv
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.lock import OutputLock
 from hades_ray.workdir import round_dir
 
 __all__ = [
@@ -131,7 +132,7 @@ def import_judgments(
     rows: list[dict] | None = None,
 ) -> dict:
     """Validate and store one import as the round's next numbered file; returns its counts."""
-    with round_lock(round_dir(workdir, round_index)):
+    with OutputLock(round_dir(workdir, round_index), wait=True):
         return import_locked(workdir, round_index, source, skip_bad, simulated, rows)
 
 
@@ -150,12 +151,11 @@ def import_locked(workdir, round_index: int, source, skip_bad=False, simulated=F
             f"{source}: {len(bad)} bad row(s), nothing imported (use --skip-bad to quarantine them):\n{listed}{more}"
         )
     directory = round_dir(workdir, round_index) / "judgments"
-    directory.mkdir(parents=True, exist_ok=True)
     name = f"import-{next_import_number(directory):03d}" + (".simulated" if simulated else "")
     rows_out = [{**g, "simulated": str(simulated).lower()} for g in good]
     write_guarded_csv(rows_out, directory / f"{name}.csv", COLUMNS)
     if source.is_file():
-        copy_new(source, directory / f"{name}.source{source.suffix or '.txt'}")
+        storage.write(directory / f"{name}.source{source.suffix or '.txt'}", source.read_bytes(), replace=False)
     report = {
         "import": name,
         "accepted": len(good),

@@ -21,6 +21,7 @@ from hades_ray.detect.detector import Detector
 from hades_ray.detect.settings import DETECTORS, MODES
 from hades_ray.io.hades_format import Instance, write_instances
 from hades_ray.metrics import binary_metrics, write_metrics
+from hades_ray.pipeline import storage
 
 if TYPE_CHECKING:
     from hades_ray.pipeline.executor import Executor
@@ -105,7 +106,7 @@ def train_detector(
     if detector != "transformer" and mode != "offline":
         raise ConfigError("the feature detectors (lr, svm) are offline only, as in the paper")
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    storage.makedirs(out)
     report = LoadReport()
     train = load_labelled(train_path, config.detect.skip_bad, report)
     valid = load_labelled(valid_path, config.detect.skip_bad, report)
@@ -129,7 +130,7 @@ def train_detector(
         "threshold": threshold,
         **report.summary(),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    storage.write(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     log.info("detector saved to %s: %s", out, summary)
     return out
 

@@ -37,7 +37,7 @@ def read_description(folder: str | Path) -> dict:
 
 def write_description(folder: str | Path, meta: dict) -> None:
     """Write a detector's ``detector.json`` atomically."""
-    storage.write_text(Path(folder) / DETECTOR_JSON, json.dumps(meta, indent=2) + "\n")
+    storage.write(Path(folder) / DETECTOR_JSON, json.dumps(meta, indent=2) + "\n")
 
 
 def _description_problem(meta) -> str:

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from hades_ray.pipeline import storage
+
 
 class LexicalStats:
     def __init__(self, idf: dict[str, float], vocab: list[str], counts: sp.csr_matrix, window: int):
@@ -73,10 +75,10 @@ class LexicalStats:
 
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
         meta = {"idf": self.idf, "vocab": self.vocab, "window": self.window}
-        (directory / "lexical.json").write_text(json.dumps(meta), encoding="utf-8")
-        sp.save_npz(directory / "cooccurrence.npz", self.counts)
+        storage.write(directory / "lexical.json", json.dumps(meta))
+        with storage.open_atomic(directory / "cooccurrence.npz", "wb") as handle:
+            sp.save_npz(handle, self.counts)
 
     @classmethod
     def load(cls, directory: str | Path) -> LexicalStats:

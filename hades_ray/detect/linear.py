@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hades_ray.pipeline import storage
+
 
 def _pipeline(kind: str, d, seed: int):
     from sklearn.linear_model import SGDClassifier
@@ -83,8 +85,7 @@ def predict_linear(params: dict, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def save_linear(params: dict, directory: str | Path) -> Path:
     path = Path(directory) / "linear.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(params, indent=2) + "\n", encoding="utf-8")
+    storage.write(path, json.dumps(params, indent=2) + "\n")
     return path
 
 

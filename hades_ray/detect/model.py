@@ -11,8 +11,6 @@ half a file; a failed export before that leaves the old detector as it was.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -109,29 +107,14 @@ def build_classifier(source: str, settings: dict) -> tuple:
 
 def export_detector(directory: str | Path, state: dict[str, torch.Tensor], settings: dict, tokenizer) -> Path:
     """Write the standard detector folder that ``evaluate``/``predict`` load: staged, then renamed in."""
-    from safetensors.torch import save_file
-
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=".export-", dir=directory))
-    try:
-        tokenizer.save_pretrained(str(stage / TOKENIZER))
-        with storage.atomic_path(directory / WEIGHTS) as weights:
-            save_file(state, str(weights))
-            # Without detector.json the folder is no detector, so nothing reads it until the new one lands.
-            (directory / DETECTOR_JSON).unlink(missing_ok=True)
-        _swap_tokenizer(stage, directory)
-        write_description(directory, {"format": SPAN_FORMAT, "type": "transformer", **settings})
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    with storage.staged_folder(directory / TOKENIZER) as stage:
+        storage.save_pretrained(tokenizer, stage)
+        storage.save_safetensors(state, directory / WEIGHTS)
+        # Without detector.json the folder is no detector, so nothing reads it until the new one lands.
+        storage.delete(directory / DETECTOR_JSON)
+    write_description(directory, {"format": SPAN_FORMAT, "type": "transformer", **settings})
     return directory
-
-
-def _swap_tokenizer(stage: Path, directory: Path) -> None:
-    old_tokenizer = directory / TOKENIZER
-    if old_tokenizer.exists():
-        old_tokenizer.rename(stage / "old-tokenizer")
-    (stage / TOKENIZER).rename(old_tokenizer)
 
 
 def check_state(model: nn.Module, state: dict[str, torch.Tensor], where: Path) -> None:

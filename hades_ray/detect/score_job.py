@@ -20,8 +20,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -144,11 +142,11 @@ def scoring_folder(named: Path | None = None) -> Iterator[Path]:
     """The job's folder: ``named`` (kept if the caller fails, so a rerun resumes; removed once the
     caller's output is written), or a temporary one."""
     if named is None:
-        with tempfile.TemporaryDirectory(prefix="hades-scores-") as tmp:
-            yield Path(tmp)
+        with storage.scratch_folder("hades-scores-") as tmp:
+            yield tmp
         return
     yield named
-    shutil.rmtree(named, ignore_errors=True)
+    storage.delete(named)
 
 
 def score_arrays(scores: Iterator[tuple[int, float, int]]) -> tuple[np.ndarray, np.ndarray]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import torch
 
 from hades_ray.detect.spans import encode_spans, rows_to_items, window_unit
 from hades_ray.metrics import binary_metrics
+from hades_ray.pipeline import storage
 
 FAULT_ENV = "HADES_RAY_INJECT_FAULT"  # marker-file path: one worker raises once after epoch 0 (tests)
 
@@ -33,14 +32,12 @@ def _resume(model, optimizer, checkpoint) -> tuple[int, float]:
     return state["epoch"] + 1, state["best_score"]
 
 
-def _save(model, optimizer, epoch: int, metrics: dict, best: float, cfg: dict) -> str:
-    from safetensors.torch import save_file
-
+def _save(folder: Path, model, optimizer, epoch: int, metrics: dict, best: float, cfg: dict) -> None:
     from hades_ray.detect.model import trainable_state
 
-    folder = tempfile.mkdtemp(prefix="hades_ckpt_")
-    save_file(trainable_state(model), os.path.join(folder, "weights.safetensors"))
-    torch.save(optimizer.state_dict(), os.path.join(folder, "optimizer.pt"))
+    storage.save_safetensors(trainable_state(model), folder / "weights.safetensors")
+    with storage.open_atomic(folder / "optimizer.pt", "wb") as handle:
+        torch.save(optimizer.state_dict(), handle)
     state = {
         "epoch": epoch,
         "metrics": metrics,
@@ -48,8 +45,7 @@ def _save(model, optimizer, epoch: int, metrics: dict, best: float, cfg: dict) -
         "settings": cfg["settings"],
         "config": cfg["config"],
     }
-    Path(folder, "state.json").write_text(json.dumps(state, indent=2, default=str))
-    return folder
+    storage.write(folder / "state.json", json.dumps(state, indent=2, default=str))
 
 
 def _validate(model, tokenizer, cfg: dict) -> dict:
@@ -118,9 +114,9 @@ def train_loop_per_worker(cfg: dict) -> None:
             score = metrics.get(cfg["selection_metric"], math.nan)
             metrics["selection_score"] = -1.0 if score is None or math.isnan(score) else float(score)
             best = max(best, metrics["selection_score"])
-            folder = _save(model, optimizer, epoch, metrics, best, cfg)
-            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))
-            shutil.rmtree(folder, ignore_errors=True)
+            with storage.scratch_folder("hades_ckpt_") as folder:
+                _save(folder, model, optimizer, epoch, metrics, best, cfg)
+                ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(folder)))
         else:
             ray.train.report(metrics)
         _maybe_fail(cfg, epoch, rank, world)
@@ -129,7 +125,7 @@ def train_loop_per_worker(cfg: dict) -> None:
 def _maybe_fail(cfg: dict, epoch: int, rank: int, world: int) -> None:
     marker = cfg.get("fault_marker")
     if marker and epoch == 0 and rank == world - 1 and not os.path.exists(marker):
-        Path(marker).write_text("raised once\n")
+        storage.write(marker, "raised once\n")
         raise RuntimeError(f"injected fault on rank {rank} after epoch {epoch} ({FAULT_ENV})")
 
 

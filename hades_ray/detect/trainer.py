@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import shutil
 from pathlib import Path
 
 from hades_ray.config import HadesConfig
@@ -18,6 +17,7 @@ from hades_ray.detect.learning_rate import resolve_lr
 from hades_ray.detect.settings import TOKENS
 from hades_ray.detect.train_loop import FAULT_ENV, class_weights, train_loop_per_worker
 from hades_ray.io.hades_format import Instance
+from hades_ray.pipeline.storage import delete
 
 log = logging.getLogger(__name__)
 RUN_NAME = "detector"
@@ -73,7 +73,7 @@ def fit_transformer(
     d = config.detect
     storage = (Path(output_dir) / "ray_train").resolve()
     # A fresh fit each time: Train V2 would otherwise restore a same-named run trained on other data.
-    shutil.rmtree(storage / RUN_NAME, ignore_errors=True)
+    delete(storage / RUN_NAME)
     trainer = TorchTrainer(
         train_loop_per_worker,
         train_loop_config=loop_config(config, train, valid, mode),

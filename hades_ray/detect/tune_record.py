@@ -44,7 +44,7 @@ def record_sweep(output: Path, experiment: Path) -> Path:
         "tuner_pkl_sha256": _digest(experiment / TUNER_PKL),
     }
     path = _record_path(output)
-    storage.write_text(path, json.dumps(record, indent=2) + "\n")
+    storage.write(path, json.dumps(record, indent=2) + "\n")
     return path
 
 

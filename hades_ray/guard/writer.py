@@ -25,7 +25,7 @@ def write_shard(index: int, table: pa.Table, output: str, threshold: float | Non
     rows = sorted(table.to_pylist(), key=lambda r: r["row"])
     generations, interventions, quarantine, counts = shard_outputs(rows, threshold)
     for folder, records in zip(VIEWS, (generations, interventions, quarantine)):
-        storage.write_text(storage.join(output, folder, f"{part_name(index)}.jsonl"), _jsonl(records))
+        storage.write(storage.join(output, folder, f"{part_name(index)}.jsonl"), _jsonl(records))
     return {"counts": dict(counts)}
 
 

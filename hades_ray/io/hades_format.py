@@ -166,7 +166,7 @@ def write_instances(instances, path: str | Path) -> Path:
     The temporary file has a unique name, so two writers of the same path never mix their lines.
     """
     path = Path(path)
-    with storage.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+    with storage.open_atomic(path) as handle:
         for item in instances:
             record = item.to_json() if isinstance(item, Instance) else item
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -54,7 +54,7 @@ def write_guarded_csv(rows: Iterable[dict], path: str | Path, columns: list[str]
     ``FileExistsError``.
     """
     path = Path(path)
-    with storage.atomic_path(path, replace=False) as tmp, open(tmp, "w", encoding="utf-8", newline="") as handle:
+    with storage.open_atomic(path, newline="", replace=False) as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, quoting=csv.QUOTE_ALL, extrasaction="ignore")
         writer.writeheader()
         for row in rows:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -18,6 +17,7 @@ from hades_ray.models.evaluate import evaluate_models
 from hades_ray.models.kit import INFO_FILE, MODEL_NAMES, KitConfig, is_built, kit_config, models_root
 from hades_ray.models.train_gpt2 import Gpt2TrainConfig
 from hades_ray.models.train_mlm import MlmTrainConfig
+from hades_ray.pipeline import storage
 
 log = logging.getLogger(__name__)
 
@@ -30,14 +30,6 @@ def _library_versions() -> dict:
     import transformers
 
     return {"torch": torch.__version__, "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
-
-
-def _commit(staging: Path, directory: Path, info: dict) -> None:
-    """Write the marker last into the staged folder, then move it into place."""
-    (staging / INFO_FILE).write_text(json.dumps(info, indent=2, default=str) + "\n")
-    if directory.exists():
-        shutil.rmtree(directory)
-    staging.rename(directory)
 
 
 def build_mlm(directory: Path, train_texts: list[str], config: MlmTrainConfig) -> dict:
@@ -70,21 +62,20 @@ def build_gpt2(directory: Path, train_texts: list[str], config: Gpt2TrainConfig)
 
 
 def _save(directory: Path, model, tokenizer, started: float, stats: dict, config: dict, n_texts: int) -> dict:
-    staging = directory.with_name(f".{directory.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    model.save_pretrained(staging)
-    tokenizer.save_pretrained(staging)
-    info = {
-        "model": directory.name,
-        "architecture": type(model).__name__,
-        "train_texts": n_texts,
-        **stats,
-        "build_seconds": round(time.perf_counter() - started, 1),
-        "seed": config["seed"],
-        "config": config,
-        "versions": _library_versions(),
-    }
-    _commit(staging, directory, info)
+    with storage.staged_folder(directory) as staging:
+        storage.save_pretrained(model, staging)
+        storage.save_pretrained(tokenizer, staging)
+        info = {
+            "model": directory.name,
+            "architecture": type(model).__name__,
+            "train_texts": n_texts,
+            **stats,
+            "build_seconds": round(time.perf_counter() - started, 1),
+            "seed": config["seed"],
+            "config": config,
+            "versions": _library_versions(),
+        }
+        storage.write(staging / INFO_FILE, json.dumps(info, indent=2, default=str) + "\n")  # the marker, last
     log.info("built %s in %.0fs (%d steps)", directory, info["build_seconds"], info["steps"])
     return info
 
@@ -107,7 +98,6 @@ def build_models(
     outcome = {n: "skipped (already built)" for n in names if n not in todo}
     if todo:
         torch.set_num_threads(NUM_THREADS)
-        root.mkdir(parents=True, exist_ok=True)
         train_texts, _ = demo_split(config.heldout_fraction)
         builders = {
             "mlm": lambda d: build_mlm(d, train_texts, config.mlm),

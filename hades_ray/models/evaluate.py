@@ -11,6 +11,7 @@ import numpy as np
 
 from hades_ray.models import quality
 from hades_ray.models.kit import INFO_FILE, MODEL_NAMES, KitConfig, is_built, models_root
+from hades_ray.pipeline import storage
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,6 @@ def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: K
         report["gpt2"] = evaluate_gpt2(model, tokenizer, pairs)
     report["eval_seconds"] = round(time.perf_counter() - started, 1)
     report["training"] = _training_record(root, names)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / QUALITY_FILE).write_text(json.dumps(report, indent=2) + "\n")
+    storage.write(root / QUALITY_FILE, json.dumps(report, indent=2) + "\n")
     log.info("quality report written to %s", root / QUALITY_FILE)
     return report

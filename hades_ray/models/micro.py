@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from hades_ray.pipeline import storage
+
 
 def portable_init(model, seed: int, std: float, only=None) -> None:
     """Draw every matrix of ``model`` (or the parameters ``only`` names) again, uniform with standard
@@ -61,12 +63,7 @@ def build_micro_mlm(directory: str | Path, seed: int = 0, initializer_range: flo
         max_position_embeddings=512,
         initializer_range=initializer_range,
     )
-    directory = Path(directory)
-    model = BertForMaskedLM(config)
-    portable_init(model, seed, initializer_range)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return _save(directory, BertForMaskedLM(config), tokenizer, seed, initializer_range)
 
 
 def build_micro_causal_lm(directory: str | Path, seed: int = 0) -> Path:
@@ -85,12 +82,14 @@ def build_micro_causal_lm(directory: str | Path, seed: int = 0) -> Path:
         bos_token_id=tokenizer.cls_token_id,
         eos_token_id=tokenizer.sep_token_id,
     )
-    directory = Path(directory)
-    model = GPT2LMHeadModel(config)
-    portable_init(model, seed, config.initializer_range)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return _save(directory, GPT2LMHeadModel(config), tokenizer, seed, config.initializer_range)
+
+
+def _save(directory: str | Path, model, tokenizer, seed: int, std: float) -> Path:
+    portable_init(model, seed, std)
+    storage.save_pretrained(model, directory)
+    storage.save_pretrained(tokenizer, directory)
+    return Path(directory)
 
 
 def build_micro_kit(home: str | Path) -> Path:

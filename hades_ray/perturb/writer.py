@@ -30,11 +30,11 @@ def write_shard(index: int, table: pa.Table, output: str, lowercase: bool) -> di
     rows = sorted(table.to_pylist(), key=lambda r: r["row"])
     pool, instances, quarantine, counts = shard_outputs(index, rows, lowercase)
     name = part_name(index)
-    storage.write_bytes(storage.join(output, "pool", f"{name}.parquet"), _parquet(pool, POOL_SCHEMA))
+    storage.write(storage.join(output, "pool", f"{name}.parquet"), _parquet(pool, POOL_SCHEMA))
     columns = [c for _, c in instances]
-    storage.write_bytes(storage.join(output, "instances", f"{name}.parquet"), _parquet(columns, INSTANCE_SCHEMA))
-    storage.write_text(storage.join(output, "instances", f"{name}.jsonl"), _jsonl([r for r, _ in instances]))
-    storage.write_text(storage.join(output, "quarantine", f"{name}.jsonl"), _jsonl(quarantine))
+    storage.write(storage.join(output, "instances", f"{name}.parquet"), _parquet(columns, INSTANCE_SCHEMA))
+    storage.write(storage.join(output, "instances", f"{name}.jsonl"), _jsonl([r for r, _ in instances]))
+    storage.write(storage.join(output, "quarantine", f"{name}.jsonl"), _jsonl(quarantine))
     return {"counts": dict(counts), "artifacts": dict(count_artifacts(pool))}
 
 

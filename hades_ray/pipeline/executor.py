@@ -83,7 +83,7 @@ class Executor:
             shards = job.plan(self.mapper())
             todo, skipped = plan_work(shards, read_markers(job.output), job.digest, self.force)
             for name, text in job.resolved.items():
-                storage.write_text(storage.join(job.output, name), text)
+                storage.write(storage.join(job.output, name), text)
             log.info("%s: %d shards planned, %d to run, %d already finished", job.name, len(shards), len(todo), skipped)
             if todo:
                 self._run(job, todo)
@@ -124,7 +124,7 @@ def finish(job: ShardJob, processed: int, skipped: int, seconds: float) -> dict:
         **summary.get("timings", {}),  # a job's own figures derived from them (tokens per busy second)
     }
     if job.summary_file:
-        storage.write_text(storage.join(job.output, job.summary_file), json.dumps(summary, indent=2) + "\n")
+        storage.write(storage.join(job.output, job.summary_file), json.dumps(summary, indent=2) + "\n")
     return summary
 
 

@@ -1,4 +1,5 @@
-"""One run at a time per output: a lock file that a second concurrent run refuses to share.
+"""One run at a time per output: a lock file that a second concurrent run refuses to share, or
+waits for (``wait=True``: two imports into one round both succeed, one after the other).
 
 Locally the lock is created with O_EXCL, so exactly one of two racing runs gets it; a lock left by a
 run that died on this host (its pid is gone) is taken over with a warning. Object stores have no
@@ -21,6 +22,7 @@ from hades_ray.pipeline.errors import OutputLockedError
 
 log = logging.getLogger(__name__)
 LOCK_NAME = "_lock.json"
+WAIT_S = 0.05  # how often a waiting holder looks at the lock again
 
 
 def _alive(pid: int) -> bool:
@@ -34,10 +36,12 @@ def _alive(pid: int) -> bool:
 
 
 class OutputLock:
-    """``with OutputLock(output):`` holds the output for this run."""
+    """``with OutputLock(output):`` holds the output for this run; a second holder is refused, or with
+    ``wait=True`` waits until the first releases the lock or its process is gone."""
 
-    def __init__(self, output: str | Path):
+    def __init__(self, output: str | Path, wait: bool = False):
         self.path = storage.join(output, LOCK_NAME)
+        self.wait = wait
         self.owner = {"host": socket.gethostname(), "pid": os.getpid(), "token": uuid.uuid4().hex, "since": time.time()}
 
     def _refuse(self, holder: dict) -> OutputLockedError:
@@ -60,17 +64,22 @@ class OutputLock:
 
     def acquire(self) -> None:
         storage.makedirs(str(self.path).rsplit("/", 1)[0])
-        if storage.is_local(self.path):
-            self._acquire_local()
-            return
+        take = self._take_local if storage.is_local(self.path) else self._take_remote
+        while (holder := take()) is not None:
+            if not self.wait:
+                raise self._refuse(holder)
+            time.sleep(WAIT_S)
+
+    def _take_remote(self) -> dict | None:
+        """None once this run holds the lock, else what the holder's lock file says."""
         holder = self._holder()
         if holder is not None and not self._stale(holder):
-            raise self._refuse(holder)
-        storage.write_text(self.path, json.dumps(self.owner))
-        if (self._holder() or {}).get("token") != self.owner["token"]:
-            raise self._refuse(self._holder() or {})
+            return holder
+        storage.write(self.path, json.dumps(self.owner))
+        holder = self._holder() or {}
+        return None if holder.get("token") == self.owner["token"] else holder
 
-    def _acquire_local(self) -> None:
+    def _take_local(self) -> dict | None:
         path = storage.resolve(self.path)[1]
         for _ in range(2):
             try:
@@ -78,14 +87,14 @@ class OutputLock:
             except FileExistsError:
                 holder = self._holder() or {}
                 if not self._stale(holder):
-                    raise self._refuse(holder) from None
+                    return holder
                 log.warning("taking over %s: the run that held it (pid %s) is gone", self.path, holder.get("pid"))
-                os.unlink(path)
+                storage.delete(path)
                 continue
             with os.fdopen(fd, "w") as handle:
                 handle.write(json.dumps(self.owner))
-            return
-        raise self._refuse(self._holder() or {})
+            return None
+        return self._holder() or {}
 
     def release(self) -> None:
         if (self._holder() or {}).get("token") == self.owner["token"]:

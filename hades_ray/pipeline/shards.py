@@ -64,7 +64,7 @@ def marker_path(output: str | Path, index: int) -> str:
 
 
 def write_marker(output: str | Path, index: int, stats: dict) -> None:
-    storage.write_text(marker_path(output, index), json.dumps(stats, indent=1, sort_keys=True))
+    storage.write(marker_path(output, index), json.dumps(stats, indent=1, sort_keys=True))
 
 
 def _marker_paths(output: str | Path) -> list[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,31 +81,19 @@ def read_text(path: str | Path) -> str:
     return read_bytes(path).decode("utf-8")
 
 
-def write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` so that readers see either nothing or all of it."""
-    fs, inner = resolve(path)
-    if isinstance(fs, pafs.LocalFileSystem):
-        _write_local(Path(inner), data)
-        return
-    with fs.open_output_stream(inner) as handle:
-        handle.write(data)
-
-
-def write_text(path: str | Path, text: str) -> None:
-    write_bytes(path, text.encode("utf-8"))
-
-
-def _write_local(path: Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
+def write(path: str | Path, data: bytes | str, replace: bool = True) -> None:
+    """Write ``data`` (text as UTF-8) so that readers see either nothing or all of it; ``replace=False``
+    never overwrites (``FileExistsError``; on an object store a best-effort check)."""
+    with open_atomic(path, "wb", replace=replace) as handle:
+        handle.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 @contextmanager
 def atomic_path(path: str | Path, replace: bool = True) -> Iterator[Path]:
     """A temporary local path beside ``path`` for the ``with`` block to write (streamed, or by a library
-    such as ``to_parquet`` or ``save_file``); on success it is fsynced and put in place, so readers see
-    either the old file or all of the new one. ``replace=False`` never overwrites: an existing ``path``
-    raises ``FileExistsError``. On any error the temporary file is removed and ``path`` is untouched.
+    that takes a file name); on success it is fsynced and put in place, so readers see either the old
+    file or all of the new one. ``replace=False`` never overwrites: an existing ``path`` raises
+    ``FileExistsError``. On any error the temporary file is removed and ``path`` is untouched.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,10 +110,75 @@ def atomic_path(path: str | Path, replace: bool = True) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def delete(path: str | Path) -> None:
+@contextmanager
+def open_atomic(path: str | Path, mode: str = "w", newline: str | None = None, replace: bool = True):
+    """A file handle (``mode`` ``"w"``: UTF-8 text, ``"wb"``: bytes) whose file appears whole at the end
+    of the ``with`` block, locally through ``atomic_path`` or as one object store PUT."""
     fs, inner = resolve(path)
-    if fs.get_file_info(inner).type == pafs.FileType.File:
+    if isinstance(fs, pafs.LocalFileSystem):
+        with (
+            atomic_path(inner, replace) as tmp,
+            open(tmp, mode, encoding=None if "b" in mode else "utf-8", newline=newline) as handle,
+        ):
+            yield handle
+        return
+    if not replace and exists(path):
+        raise FileExistsError(str(path))
+    with fs.open_output_stream(inner) as stream:
+        if "b" in mode:
+            yield stream
+            return
+        with io.TextIOWrapper(stream, encoding="utf-8", newline=newline) as handle:
+            yield handle
+
+
+@contextmanager
+def staged_folder(target: str | Path) -> Iterator[Path]:
+    """A new local folder beside ``target`` for the ``with`` block to fill; on success it replaces
+    ``target`` (two renames, the old folder then removed), so a killed writer never leaves a
+    half-written ``target``. On any error the staged folder is removed and ``target`` is untouched."""
+    target = Path(target)
+    stage = target.with_name(f".{target.name}.{uuid.uuid4().hex}.partial")
+    stage.mkdir(parents=True)
+    old = stage.with_suffix(".old")
+    try:
+        yield stage
+        if target.exists():
+            target.rename(old)
+        stage.rename(target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def scratch_folder(prefix: str) -> Iterator[Path]:
+    """A temporary local folder, removed with what it holds at the end of the ``with`` block."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        yield Path(folder)
+
+
+def save_pretrained(obj, folder: str | Path) -> None:
+    """A Hugging Face model or tokenizer's ``save_pretrained`` files, into a local ``folder``."""
+    obj.save_pretrained(str(folder))
+
+
+def save_safetensors(state: dict, path: str | Path) -> None:
+    """Tensors as a safetensors file, written atomically."""
+    from safetensors.torch import save_file
+
+    with atomic_path(path) as tmp:
+        save_file(state, str(tmp))
+
+
+def delete(path: str | Path) -> None:
+    """Remove a file, or a folder with everything under it; nothing to remove is not an error."""
+    fs, inner = resolve(path)
+    kind = fs.get_file_info(inner).type
+    if kind == pafs.FileType.File:
         fs.delete_file(inner)
+    elif kind == pafs.FileType.Directory:
+        fs.delete_dir(inner)
 
 
 def list_files(path: str | Path, suffixes: tuple[str, ...] = (), recursive: bool = True) -> list[str]:
@@ -143,27 +198,16 @@ def list_files(path: str | Path, suffixes: tuple[str, ...] = (), recursive: bool
 
 def concatenate(parts: list[str], target: str | Path) -> None:
     """Stream ``parts`` into ``target`` in order (bounded memory), then put it in place atomically."""
-    fs, inner = resolve(target)
-    if isinstance(fs, pafs.LocalFileSystem):
-        with atomic_path(inner) as tmp, open(tmp, "wb") as out:
-            _copy_parts(parts, out)
-        return
-    with fs.open_output_stream(inner) as out:
-        _copy_parts(parts, out)
-
-
-def _copy_parts(parts: list[str], out) -> None:
-    for part in parts:
-        part_fs, part_inner = resolve(part)
-        with part_fs.open_input_stream(part_inner) as handle:
-            while chunk := handle.read(_CHUNK):
-                out.write(chunk)
+    with open_atomic(target, "wb") as out:
+        for part in parts:
+            part_fs, part_inner = resolve(part)
+            with part_fs.open_input_stream(part_inner) as handle:
+                while chunk := handle.read(_CHUNK):
+                    out.write(chunk)
 
 
 def iter_jsonl(path: str | Path):
     """The JSON values of a JSONL file, streamed a chunk at a time (bounded memory, any filesystem)."""
-    import json
-
     fs, inner = resolve(path)
     with fs.open_input_stream(inner) as handle:
         buffer = b""
@@ -185,13 +229,13 @@ def write_table(path: str, table: pa.Table) -> None:
     """A Parquet file written atomically, to a local path or an object store."""
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
-    write_bytes(path, buffer.getvalue())
+    write(path, buffer.getvalue())
 
 
 def write_json_atomic(path: str | Path, data) -> Path:
-    """Indented UTF-8 JSON (numpy values as plain numbers), written atomically by ``write_text``."""
+    """Indented UTF-8 JSON (numpy values as plain numbers), written atomically by ``write``."""
     path = Path(path)
-    write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n")
+    write(path, json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable) + "\n")
     return path
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from hades_ray.cli_common import add_config_args, config_from_args, number_in
 from hades_ray.errors import UserError
 from hades_ray.io.demo_corpus import DEMO_INPUT
+from hades_ray.pipeline import storage
 from hades_ray.plan.render import print_plan
 
 
@@ -144,8 +144,7 @@ def run(args: argparse.Namespace) -> int:
     }
     print_plan(result)
     if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(result, indent=2), encoding="utf-8")
+        storage.write(args.output, json.dumps(result, indent=2))
     return 0
 
 

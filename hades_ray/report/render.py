@@ -12,6 +12,7 @@ import math
 from html import escape
 from pathlib import Path
 
+from hades_ray.pipeline import storage
 from hades_ray.report.model import Section, Table, fmt
 from hades_ray.report.plots import data_uri
 
@@ -120,14 +121,13 @@ def _clean(value):
 
 def write_pages(output: Path, title: str, sections: list[Section], inputs: dict) -> dict[str, Path]:
     """Write report.html, report.md, report.json and figures/*.png under ``output``."""
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "figures").mkdir(exist_ok=True)
+    storage.makedirs(output / "figures")
     for section in sections:
         for figure in section.figures:
-            (output / "figures" / f"{figure.name}.png").write_bytes(figure.png)
+            storage.write(output / "figures" / f"{figure.name}.png", figure.png)
     paths = {"html": output / "report.html", "md": output / "report.md", "json": output / "report.json"}
-    paths["html"].write_text(page_html(title, sections, inputs), encoding="utf-8")
-    paths["md"].write_text(page_md(title, sections), encoding="utf-8")
+    storage.write(paths["html"], page_html(title, sections, inputs))
+    storage.write(paths["md"], page_md(title, sections))
     data = {"title": title, "inputs": inputs, "sections": {s.key: s.to_json() for s in sections}}
-    paths["json"].write_text(json.dumps(_clean(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    storage.write(paths["json"], json.dumps(_clean(data), indent=2, allow_nan=False) + "\n")
     return paths

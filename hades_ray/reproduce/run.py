@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hades_ray.config import HadesConfig
 from hades_ray.errors import UserError
-from hades_ray.pipeline.storage import write_json_atomic, write_text
+from hades_ray.pipeline.storage import write, write_json_atomic
 from hades_ray.reproduce.cost import format_cost, grid_cost
 from hades_ray.reproduce.experiment import failed_cells, require_dataset, run_experiment
 from hades_ray.reproduce.grid import Grid, pin_grid, read_grid
@@ -72,7 +72,7 @@ def write_tables(config: HadesConfig, grid: Grid, cells: list, dataset: Path, ou
             "tables": tables, **extra}  # fmt: skip
     write_json_atomic(output / TABLES_JSON, data)
     text = page_md("HaDes Tables 2-3", [reproduce_section(output)])  # the report's own section and renderer
-    write_text(output / TABLES_MD, text)
+    write(output / TABLES_MD, text)
     return text
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hades_ray.detect.data import LoadReport, numbered_instances
 from hades_ray.metrics import binary_metrics
-from hades_ray.pipeline.storage import write_json_atomic
+from hades_ray.pipeline.storage import delete, write, write_json_atomic
 from hades_ray.reproduce.grid import Cell, Grid, cell_config
 
 PREDICTIONS = "predictions.json"
@@ -46,7 +46,7 @@ def fault_setting() -> str:
 def _maybe_fail(cell: Cell, fault: str) -> None:
     key, _, marker = fault.partition(":")
     if key == cell.key and marker and not os.path.exists(marker):
-        Path(marker).write_text("raised once\n")
+        write(marker, "raised once\n")
         raise RuntimeError(f"injected fault in trial {cell.key} ({FAULT_ENV})")
 
 
@@ -60,7 +60,7 @@ def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, 
     cell = Cell(**trial["cell"])
     config = cell_config(base, grid, cell)
     folder = cell_folder(output, cell)
-    (folder / PREDICTIONS).unlink(missing_ok=True)  # a restarted trial never leaves an older cell's file
+    delete(folder / PREDICTIONS)  # a restarted trial never leaves an older cell's file
     _maybe_fail(cell, fault)
     detector = grid.row(cell.row).detector
     model = train_detector(

@@ -117,5 +117,5 @@ def write_report(
     """Write the page for ``records`` (each ``{"id", "text", "words": [{"word", "start", "end", "p",
     "flag"}], "threshold"}``, optionally ``prompt`` and ``interventions``); returns its path."""
     threshold = float(records[0].get("threshold", 0.5)) if records else 0.5
-    storage.write_text(str(path), render(records, title, threshold, suspicious, total))
+    storage.write(str(path), render(records, title, threshold, suspicious, total))
     return Path(path)

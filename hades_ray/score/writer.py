@@ -45,8 +45,8 @@ def write_shard(index: int, table: pa.Table, output: str, threshold: float) -> d
     scored = [text_record(r, threshold) for r in rows if not r["reject"]]
     quarantine = [{"source": r["source"], "id": r["id"], "reason": r["reject"]} for r in rows if r["reject"]]
     name = part_name(index)
-    storage.write_text(storage.join(output, "scores", f"{name}.jsonl"), _jsonl(scored))
-    storage.write_text(storage.join(output, "quarantine", f"{name}.jsonl"), _jsonl(quarantine))
+    storage.write(storage.join(output, "scores", f"{name}.jsonl"), _jsonl(scored))
+    storage.write(storage.join(output, "quarantine", f"{name}.jsonl"), _jsonl(quarantine))
     p = [w["p"] for r in scored for w in r["words"]]
     counts = {"rows": len(rows), "scored_texts": len(scored), "quarantined": len(quarantine)}
     counts |= {"scored_words": len(p), "flagged": sum(x >= threshold for x in p)}

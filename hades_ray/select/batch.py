@@ -66,7 +66,7 @@ def write_batch(workdir, rows: list[dict], path: Path) -> None:
     for row in rows:
         docs_by_shard[row["shard"]].add(row["doc_id"])
     documents = pool_documents(workdir, docs_by_shard)
-    with storage.atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as handle:
+    with storage.open_atomic(path) as handle:
         for row in rows:
             text, start, end = display_original(row, documents)
             record = {**hades_record(row), "original_text": text, "original_start": start, "original_end": end}

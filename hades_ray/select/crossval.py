@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from hades_ray.io.hades_format import write_instances
+from hades_ray.pipeline import storage
 from hades_ray.select.ratio import detector_rates
 
 HADES_KEYS = ("replaced", "replaced_ids", "hallucination", "id", "doc_id", "original_span", "replacement")
@@ -109,7 +110,7 @@ def crossval_detector(config, labeled: list[dict], labels: np.ndarray, folder: P
     ids = [str(r["id"]) for r in labeled]
     record = {"folds": folds, "epochs": epochs, "ids": ids, "oof_p": oof.tolist(),
               "rated_ids": [i for i, m in zip(ids, rated) if m]}  # fmt: skip
-    (folder / RECORD).write_text(json.dumps(record, indent=2), encoding="utf-8")
+    storage.write(folder / RECORD, json.dumps(record, indent=2))
     detector = {"model_dir": str(model_dir), "backbone": backbone_of(config), "epochs": epochs,
                 "fold_best_epochs": best_epochs, "training_fit": fit,
                 "oof_metrics": _oof_metrics(labels, oof)}  # fmt: skip

@@ -12,7 +12,7 @@ from hades_ray.annotate.judgments import simulated_rounds
 from hades_ray.annotate.labels import consensus_items
 from hades_ray.config import save_config
 from hades_ray.io.hades_format import write_instances
-from hades_ray.pipeline.storage import write_json_atomic
+from hades_ray.pipeline.storage import write, write_json_atomic
 
 SPLITS = ("train", "valid", "test")
 HADES_KEYS = ("replaced", "replaced_ids", "hallucination", "id", "doc_id", "original_span", "replacement", "round")
@@ -108,6 +108,6 @@ def build_dataset(config, workdir: str | Path, output: str | Path) -> dict:
     stats["simulated_rounds"] = sorted(simulated)
     stats["simulated_instances"] = sum(int(r["round"] in simulated) for r in records)
     write_json_atomic(output / "stats.json", stats)
-    (output / "stats.md").write_text(stats_markdown(stats), encoding="utf-8")
+    write(output / "stats.md", stats_markdown(stats))
     save_config(config, output)
     return stats

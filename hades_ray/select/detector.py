@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hades_ray.pipeline import storage
 from hades_ray.select.crossval import HADES_KEYS, backbone_of, crossval_detector
 from hades_ray.select.crossval import write_records as _write
 from hades_ray.select.ratio import detector_rates
@@ -91,8 +92,8 @@ def train_round_detector(config, workdir, round_index: int, out: Path, summary: 
         summary["messages"].append(f"alpha, beta and gamma rest on {rated} {what} items: treat R as rough")
     summary["counts"].update(counts)
     summary.update(detector=detector, rates=rates)
-    done.write_text(json.dumps({"counts": {"judged_before": len(labeled), **counts}, "detector": detector,
-                                "rates": rates}, indent=2), encoding="utf-8")  # fmt: skip
+    storage.write(done, json.dumps({"counts": {"judged_before": len(labeled), **counts}, "detector": detector,
+                                         "rates": rates}, indent=2))  # fmt: skip
     return Path(result["model_dir"])
 
 

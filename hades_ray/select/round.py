@@ -31,7 +31,7 @@ from hades_ray.config import save_config
 from hades_ray.pipeline.executor import Executor
 from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.lock import OutputLock
-from hades_ray.pipeline.storage import write_json_atomic
+from hades_ray.pipeline.storage import makedirs, write_json_atomic
 from hades_ray.select import filters
 from hades_ray.select.batch import chosen_rows, write_batch
 from hades_ray.select.candidates import batch_keys, candidates_dir, candidates_job
@@ -154,7 +154,7 @@ def _select(config, workdir: Path, round_index: int, executor: Executor) -> dict
     summary["features"] = ensure_features(config, workdir, executor, shards)
     clock.lap("features")
     taken = assigned_ids(workdir, round_index)
-    out.mkdir(parents=True, exist_ok=True)
+    makedirs(out)
     rule = rule_for(config, round_index, taken)
     model_dir = train_round_detector(config, workdir, round_index, out, summary) if round_index else None
     clock.lap("detector")

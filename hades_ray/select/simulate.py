@@ -13,7 +13,7 @@ import pandas as pd
 
 from hades_ray.annotate.consensus import item_table
 from hades_ray.annotate.judgments import batch_items, import_locked, load_judgments, next_import_number
-from hades_ray.annotate.locking import round_lock
+from hades_ray.pipeline.lock import OutputLock
 from hades_ray.workdir import round_dir
 
 
@@ -76,7 +76,7 @@ def simulate_judgments(
     batch_ids = [str(i["id"]) for i in batch_items(workdir, round_index)]  # only the batch's features are read
     truth = simulated_truth(compute_features(config, workdir, ids=batch_ids), cfg.simulate_similarity)
     # Under the round's lock, so the import number that seeds the panel is the one the import gets.
-    with round_lock(round_dir(workdir, round_index)):
+    with OutputLock(round_dir(workdir, round_index), wait=True):
         items = [str(i["id"]) for i in batch_items(workdir, round_index)]
         judged = load_judgments(workdir, round_index)
         table = item_table(items, judged, cfg)

@@ -9,11 +9,10 @@ are replaced, its ``best.json`` too.
 from __future__ import annotations
 
 import json
-import shutil
 
 import pandas as pd
 
-from hades_ray.pipeline.storage import write_json_atomic
+from hades_ray.pipeline.storage import delete, write_json_atomic
 from hades_ray.select import filters
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.workdir import round_dir
@@ -67,7 +66,7 @@ def tune_selection(config, workdir, round_index: int, grid: dict | None = None) 
     grid = grid or {"p_low": [0.0, 0.05, 0.15], "p_high": [0.85, 0.95, 1.0], "similarity_cut": [0.85, 0.9]}
     init_ray(config.ray.address, config.ray.num_cpus)
     storage = (out / "tune-selection").resolve()
-    shutil.rmtree(storage / "sweep", ignore_errors=True)  # derived from stored scores; rerunning rebuilds it
+    delete(storage / "sweep")  # derived from stored scores; rerunning rebuilds it
     trainable = tune.with_resources(
         tune.with_parameters(_trial, frame=frame, rates=summary["rates"], batch_size=summary["batch_size_target"]),
         {"cpu": 0.25},

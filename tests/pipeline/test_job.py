@@ -43,7 +43,7 @@ def read(shard: Shard) -> pa.Table:
 
 def write(output: str, index: int, table: pa.Table) -> dict:
     records = [json.dumps(r) + "\n" for r in table.select(["text", "words"]).to_pylist()]
-    storage.write_text(storage.join(output, "counts", f"part-{index:05d}.jsonl"), "".join(records))
+    storage.write(storage.join(output, "counts", f"part-{index:05d}.jsonl"), "".join(records))
     return {"counts": {"lines": table.num_rows, "words": sum(table.column("words").to_pylist())}}
 
 

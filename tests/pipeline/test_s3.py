@@ -36,7 +36,7 @@ def _job(micro_home, s3, output, address: str):
 
 def test_s3_round_trip_killed_and_resumed(micro_home, shared_data, s3, ray_local):
     lines = (shared_data / "enwiki2015_first_paragraphs.jsonl").read_text(encoding="utf-8").splitlines()[:ROWS]
-    storage.write_text("s3://hades/in/leads.jsonl", "\n".join(lines) + "\n")
+    storage.write("s3://hades/in/leads.jsonl", "\n".join(lines) + "\n")
     output = "s3://hades/out/pool"
     first = _job(micro_home, s3, output, ray_local.get_runtime_context().gcs_address)
     deadline = time.time() + 600

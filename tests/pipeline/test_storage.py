@@ -8,7 +8,7 @@ from hades_ray.pipeline.lock import OutputLock
 
 
 def test_atomic_writes_leave_no_temp_files(tmp_path):
-    storage.write_text(tmp_path / "a" / "b.json", "{}")
+    storage.write(tmp_path / "a" / "b.json", "{}")
     storage.concatenate([str(tmp_path / "a" / "b.json")] * 3, tmp_path / "c.txt")
     assert (tmp_path / "c.txt").read_text() == "{}{}{}"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b.json", "c.txt"]
@@ -16,7 +16,7 @@ def test_atomic_writes_leave_no_temp_files(tmp_path):
 
 def test_a_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path):
     target = tmp_path / "out.jsonl"
-    storage.write_text(target, "old\n")
+    storage.write(target, "old\n")
     with pytest.raises(RuntimeError), storage.atomic_path(target) as tmp:
         tmp.write_text("half a new fi")
         raise RuntimeError("the writer died")

@@ -17,7 +17,7 @@ def test_round_reads_a_pool_on_s3(micro_home, s3, tmp_path):
 
     local = build_pool(tmp_path / "pool", n_docs=6, docs_per_shard=4, unfinished=True)
     for path in sorted(p for p in local.rglob("*") if p.is_file()):
-        storage.write_bytes(f"s3://hades/selpool/{path.relative_to(local)}", path.read_bytes())
+        storage.write(f"s3://hades/selpool/{path.relative_to(local)}", path.read_bytes())
     workdir = tmp_path / "wd"
     summary = run_round(
         load_config(overrides=["select.round_sizes=[10]"]),
