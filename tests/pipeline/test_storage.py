@@ -1,4 +1,7 @@
-"""Storage writes are atomic and the output lock excludes a second run."""
+"""Storage writes are atomic and the output lock excludes a second run, or makes it wait."""
+
+import threading
+import time
 
 import pytest
 
@@ -39,3 +42,35 @@ def test_lock_excludes_a_second_holder(tmp_path):
             OutputLock(tmp_path).acquire()
     with OutputLock(tmp_path):
         pass  # released: free again
+
+
+def test_a_waiting_holder_gets_the_lock_once_the_first_releases_it(tmp_path):
+    order = []
+    first = OutputLock(tmp_path)
+    first.acquire()
+
+    def second():
+        with OutputLock(tmp_path, wait=True):
+            order.append("second")
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    time.sleep(0.3)
+    order.append("first")
+    first.release()
+    thread.join(10)
+    assert order == ["first", "second"] and not (tmp_path / "_lock.json").exists()
+
+
+def test_a_staged_folder_replaces_its_target_whole_or_not_at_all(tmp_path):
+    target = tmp_path / "model"
+    storage.write(target / "old.txt", "old")
+    with pytest.raises(RuntimeError), storage.staged_folder(target) as stage:
+        storage.write(stage / "new.txt", "half")
+        raise RuntimeError("the writer died")
+    assert [p.name for p in target.iterdir()] == ["old.txt"]
+    with storage.staged_folder(target) as stage:
+        storage.write(stage / "new.txt", "new")
+    assert [p.name for p in tmp_path.iterdir()] == ["model"] and [p.name for p in target.iterdir()] == ["new.txt"]
+    storage.delete(target)
+    assert not target.exists()
