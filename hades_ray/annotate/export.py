@@ -16,7 +16,7 @@ from pathlib import Path
 from hades_ray.annotate.consensus import item_table
 from hades_ray.annotate.judgments import JudgmentError, batch_items, load_judgments
 from hades_ray.io.hades_format import parse_instance
-from hades_ray.io.safe_csv import guard_cell, unsafe_id_reason, write_guarded_csv
+from hades_ray.io.safe_csv import unsafe_id_reason, write_guarded_csv
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.workdir import round_dir
@@ -50,11 +50,6 @@ def perturbed_text(item: dict) -> tuple[str, int, int]:
     before = " ".join(words[:start])
     offset = len(before) + (1 if before else 0)
     return " ".join(words), offset, offset + len(" ".join(words[start : end + 1]))
-
-
-def safe_cell(value):
-    """A CSV cell a spreadsheet never runs as a formula (see ``io/safe_csv.py``)."""
-    return guard_cell(value)
 
 
 def export_rows(config, workdir: str | Path, round_index: int) -> list[dict]:

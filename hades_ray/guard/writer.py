@@ -1,9 +1,6 @@
-"""The generation job's shard writer, run on a worker: the shard's generations, interventions and
-quarantine entries (each file atomic, keyed ``part-NNNNN``); the executor writes the shard's marker
-(``_markers/``) after them and merges the views and the counts.
-
-A generation record holds ``text`` (prompt + generation) and ``words``: every word the guard judged,
-with its characters in ``text``, p(H) and flag, the layout ``hades-ray score`` writes. An intervention's
+"""The generation job's shard writer: generations, interventions and quarantine entries. A generation
+record holds ``text`` (prompt + generation) and ``words``: every word the guard judged, with its
+characters in ``text``, p(H) and flag, the layout ``hades-ray score`` writes. An intervention's
 ``char_start``/``char_end`` are where its replacement stands in ``text``.
 """
 

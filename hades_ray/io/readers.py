@@ -1,13 +1,9 @@
 """Perturbation input: planning shards over JSONL, Parquet (Wiki-40B too) or the embedded demo corpus,
-and reading one shard on a worker.
+and reading one shard on a worker, every row as a document or with a ``reject`` reason.
 
-Inputs are local paths or any URI ``pyarrow.fs`` resolves (``s3://``, ``gs://``, ``file://``). The
-driver only lists files and reads Parquet footers; JSONL files are indexed (a byte offset every
+The driver only lists files and reads Parquet footers; JSONL files are indexed (a byte offset every
 ``shard_size`` lines) by a task per file, so line numbers in quarantine entries are exact while
 workers seek straight to their rows.
-
-Every row of a shard comes out exactly once, as a document or with a ``reject`` reason, so a shard is
-complete when all of its rows reach the writer and nothing is dropped silently.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Build the offline model kit once: ``$HADES_RAY_HOME/models/{mlm,gpt2}`` as ``save_pretrained`` folders.
-
-Each model is trained in a temporary sibling folder and renamed into place after its
-``build_info.json`` (the completion marker, with its stats) is written, so a killed build leaves
-nothing that looks finished; a rerun skips finished models unless forced.
+"""Build the offline model kit once: ``$HADES_RAY_HOME/models/{mlm,gpt2}`` as ``save_pretrained`` folders,
+each staged and put in place whole with its ``build_info.json`` (the completion marker, with its stats)
+written last, so a killed build leaves nothing that looks finished; a rerun skips finished models unless forced.
 """
 
 from __future__ import annotations

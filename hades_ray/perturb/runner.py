@@ -1,7 +1,5 @@
 """The perturbation job, declared for the executor: shards of the input, the four stages, the shard
-writer, the settings digest and the summary's layout. ``Executor.run`` does the rest (lock, Ray,
-skip policy, markers, merge, progress), as for every sharded job.
-"""
+writer, the settings digest and the summary's layout."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The perturbation job's shard writer, run on a worker: the kept candidate of every document and the
-shard's files, each atomically; the executor writes the shard's marker (``_markers/``) after them.
-
-Files of shard k (all keyed by ``part-0000k``): ``pool/`` (Parquet, one row per perturbed document with
-every candidate's perplexity), ``instances/`` (HaDes instances as Parquet for the selection job and as
-JSONL in the published format) and ``quarantine/`` (JSONL: rows set aside, with reason and source).
+"""The perturbation job's shard writer. Files of shard k (all keyed by ``part-0000k``): ``pool/`` (Parquet,
+one row per perturbed document with every candidate's perplexity), ``instances/`` (HaDes instances as
+Parquet for the selection job and as JSONL in the published format) and ``quarantine/`` (JSONL: rows set
+aside, with reason and source).
 """
 
 from __future__ import annotations

@@ -1,7 +1,1 @@
-"""The machinery under every job: stages that declare their columns and resources, one executor that
-runs them on Ray Data or in-process, shard plans and completion markers, the output lock, and paths
-that may be local or on an object store.
-
-Jobs (perturbation, selection) hold only their stages and a shard writer; this package never imports
-a job.
-"""
+"""The engine under every sharded job; README.md in this folder describes it."""

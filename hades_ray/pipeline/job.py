@@ -1,11 +1,5 @@
-"""A sharded job, declared: how to plan its shards, read one, the stages, how to write one shard's
-parts, the settings digest, and how the shards' stats merge into ``summary.json``.
-
-The declaration holds no driver logic: ``hades_ray.pipeline.executor.Executor`` runs every job the
-same way (lock, Ray, resource check, skip policy, markers, completeness, merge, progress). The
-functions a job declares run where their names say: ``plan`` and ``summarize`` on the driver,
-``read`` and ``write`` on workers (so they must be picklable: module-level functions or
-``functools.partial`` of them).
+"""A sharded job, declared (pipeline/README.md). ``plan`` and ``summarize`` run on the driver, ``read``
+and ``write`` on workers, so they must be picklable: module-level functions or ``functools.partial`` of them.
 
 The engine adds four columns to every shard's rows and removes them before ``write``:
 ``_shard`` (its index), ``_fingerprint``, ``_rows`` (rows the reader produced, for the completeness

@@ -1,10 +1,5 @@
-"""One run at a time per output: a lock file that a second concurrent run refuses to share, or
-waits for (``wait=True``: two imports into one round both succeed, one after the other).
-
-Locally the lock is created with O_EXCL, so exactly one of two racing runs gets it; a lock left by a
-run that died on this host (its pid is gone) is taken over with a warning. Object stores have no
-exclusive create through ``pyarrow.fs``, so there the lock is written, read back and checked for our
-token: it stops a second run that starts later, not two runs started in the same instant.
+"""The one lock of the project: one run at a time per output (pipeline/README.md, "Lock"), refusing a
+second holder, or making it wait (``wait=True``: two imports into one round both succeed, one after the other).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Actor pools sized to the cluster before any work starts.
-
-Ray Data's actor autoscaler does not grow a pool from its minimum when blocks queue up (on 2 cores a
-REPLACE pool of 1..2 actors stayed at 1 for a whole job), so the executor starts every pool a job
-needs at the size it will run with: the most actors the stage may use (its ``max_actors``, and no more
-than the blocks there are to process) that fit the cluster's nodes together with the other pools and
-the read and write tasks. The minimum of every pool is placed first (``check_resources`` has already
-said it fits); the rest grows one actor per pool in turn, GPU pools first, then the widest.
+"""Actor pools sized to the cluster before any work starts (pipeline/README.md, "Pools start at the size
+they run with"). The minimum of every pool is placed first (``check_resources`` has already said it
+fits); the rest grows one actor per pool in turn, GPU pools first, then the widest.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
-"""Shards and their completion markers.
-
-A shard is a fixed, deterministic slice of the input (a file, or a row range of one) and the unit of
-resume: its worker writes the shard's data files, then ``_markers/part-NNNNN.json`` last, so a shard
-with a marker is whole. The driver only plans shards and reads markers; it never holds a shard's rows.
-The folder starts with "_" so that Parquet dataset readers (pyarrow, pandas, Ray Data) pointed at an
-output folder of parts skip it.
-
-One skip policy for every job (``plan_work``): a finished shard with the same fingerprint is
-skipped; a finished shard made from other input or other settings stops the run, naming the shards,
-unless ``--force`` redoes them.
-"""
+"""Shards, their completion markers (``_markers/part-NNNNN.json``, written last) and the one skip
+policy (``plan_work``), as pipeline/README.md describes them."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Paths as URIs resolved through ``pyarrow.fs``: a local path, ``file://``, ``s3://`` or ``gs://``.
-
-S3 access follows the standard AWS variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
-``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``), so any S3-compatible store works. Writes are
-atomic: locally a uniquely named temp file is fsynced and renamed into place; on an object store a
-single PUT is already all-or-nothing, so the object is written under its final key.
+"""Every file write of the project: paths local or URIs resolved through ``pyarrow.fs``, writes atomic
+(pipeline/README.md, "Storage"); tests/test_writes.py keeps other modules from writing files themselves.
 """
 
 from __future__ import annotations

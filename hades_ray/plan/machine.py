@@ -64,9 +64,7 @@ def describe_machine(facts: dict) -> str:
     gpu = facts.get("gpu") or {}
     gpus = f"{gpu.get('count', 1)} x {gpu.get('name', 'GPU')}" if gpu.get("present") else "none present"
     load = "/".join(f"{x:.1f}" for x in facts.get("load_average", []))
-    flags = ", ".join(
-        f for f in facts.get("cpu_vector_flags", []) if f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
-    )
+    flags = ", ".join(f for f in facts.get("cpu_vector_flags", []) if f in NAMED_FLAGS)
     return (
         f"{facts.get('cpu')} ({flags or 'no AVX2'}; torch kernels {facts.get('torch_cpu_kernels')}), "
         f"{facts.get('cores')} cores, load average {load} (1/5/15 min), torch {facts.get('torch')}; "

@@ -19,8 +19,6 @@ PAPER = (
     "Liu et al., A Token-level Reference-free Hallucination Detection Benchmark for Free-form Text Generation, ACL 2022"
 )
 
-METRIC_KEYS = ("accuracy", "gmean", "bss", "auc", "n_precision", "n_recall", "n_f1", "h_precision", "h_recall", "h_f1")
-
 # Table 2 (offline: the detector reads the context on both sides of the span), row -> metric -> value.
 TABLE_2_OFFLINE: dict[str, dict[str, float]] = {
     "LR": {"h_precision": 62.10, "h_recall": 51.24, "h_f1": 60.33},
