@@ -223,9 +223,8 @@ def read_parquet(path: str, columns: list[str] | None = None) -> pa.Table:
 
 def write_table(path: str, table: pa.Table) -> None:
     """A Parquet file written atomically, to a local path or an object store."""
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer)
-    write(path, buffer.getvalue())
+    with open_atomic(path, "wb") as handle:
+        pq.write_table(table, handle)
 
 
 def write_json_atomic(path: str | Path, data) -> Path:
