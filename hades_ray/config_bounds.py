@@ -125,7 +125,8 @@ BOUNDS: dict[str, str] = {
     "guard.actors": "[1, 10000]",
     "guard.num_gpus": "[0, 64]",
     "reproduce.bootstrap_resamples": "[100, 1000000]",  # scipy's percentile interval needs a few hundred
-    "reproduce.max_concurrent_trials": "[0, 10000]",  # 0: from the cluster's CPUs
+    "reproduce.max_concurrent_trials": "[0, 10000]",
+    "reproduce.epoch_slice_share": "[0.01, 0.5]",  # 0: from the cluster's CPUs
 }
 
 _INTERVAL = re.compile(r"^([\[(])\s*(-?[0-9.e+]+)\s*,\s*(-?[0-9.e+]+)\s*([\])])$")

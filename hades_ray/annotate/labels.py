@@ -17,11 +17,10 @@ def round_table(config, workdir: str | Path, round_index: int) -> pd.DataFrame:
     return item_table([str(i["id"]) for i in items], load_judgments(workdir, round_index), config.annotate)
 
 
-def agreement_over_rounds(configs: dict[int, object], workdir: str | Path) -> dict:
-    """The agreement report of every judged item of the rounds ``configs`` names (each round's items
-    under its own config), pooled as the paper reports it for the whole dataset."""
-    tables = [round_table(config, workdir, k) for k, config in sorted(configs.items())]
-    return agreement_report(pd.concat(tables, ignore_index=True))
+def items_over_rounds(configs: dict[int, object], workdir: str | Path) -> pd.DataFrame:
+    """Every item of the rounds ``configs`` names (each round's items under its own config), pooled as the
+    paper reports its figures for the whole dataset."""
+    return pd.concat([round_table(config, workdir, k) for k, config in sorted(configs.items())], ignore_index=True)
 
 
 def round_labels(config, workdir: str | Path, round_index: int) -> tuple[list[dict], dict]:

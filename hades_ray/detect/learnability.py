@@ -68,15 +68,16 @@ def pool_instances(
     return out
 
 
-def split_by_doc(instances: list[Instance], fractions=(0.7, 0.1, 0.2), seed: int = 0) -> list[list[Instance]]:
-    """Train/valid/test (or any number of parts) by a seeded hash of ``doc_id``."""
+def split_by_doc(instances: list[Instance], fractions=(0.7, 0.1, 0.2), seed: int = 0, doc=None) -> list[list[Instance]]:
+    """Train/valid/test (or any number of parts) by a seeded hash of each instance's document: ``doc(i)``,
+    by default its ``doc_id``."""
     bounds, total = [], 0.0
     for f in fractions:
         total += f
         bounds.append(total / sum(fractions))
     parts: list[list[Instance]] = [[] for _ in fractions]
     for inst in instances:
-        digest = hashlib.sha256(f"{seed}:{inst.extra['doc_id']}".encode()).digest()
+        digest = hashlib.sha256(f"{seed}:{doc(inst) if doc else inst.extra['doc_id']}".encode()).digest()
         u = int.from_bytes(digest[:8], "big") / 2**64
         parts[next(i for i, b in enumerate(bounds) if u < b or i == len(bounds) - 1)].append(inst)
     return parts

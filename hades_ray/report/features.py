@@ -12,7 +12,7 @@ from scipy import stats
 
 from hades_ray.detect.lexical import LexicalStats
 from hades_ray.io.hades_format import Instance
-from hades_ray.report import plots
+from hades_ray.report import paper_figures, plots
 from hades_ray.report.model import Figure, Section, Table, fmt
 
 log = logging.getLogger(__name__)
@@ -46,11 +46,13 @@ def lexical_features(instances: list[Instance], vocab: int, window: int) -> np.n
 
 def compare(h: np.ndarray, n: np.ndarray) -> dict:
     """Means of H and N, their difference and its 95% Welch interval and p-value."""
-    out = {"n_h": int(h.size), "n_n": int(n.size), "mean_h": None, "mean_n": None}
-    if h.size:
-        out["mean_h"] = float(h.mean())
-    if n.size:
-        out["mean_n"] = float(n.mean())
+    out = {"n_h": int(h.size), "n_n": int(n.size), "mean_h": None, "mean_n": None, "std_h": None, "std_n": None}
+    for side, values in (("h", h), ("n", n)):
+        if values.size:
+            out[f"mean_{side}"], out[f"std_{side}"] = (
+                float(values.mean()),
+                float(values.std(ddof=1 if values.size > 1 else 0)),
+            )
     if h.size < 2 or n.size < 2:
         return out | {"difference": None, "ci_low": None, "ci_high": None, "p_value": None}
     with warnings.catch_warnings():
@@ -100,5 +102,21 @@ def features_section(instances: list[Instance], source: str, mlm_source: str | N
              for name, r in results.items()],
         )
     )  # fmt: skip
+    section.tables.append(table_1(results))
     section.figures.append(_figure(values, labels))
     return section
+
+
+def _mean_std(mean: float | None, std: float | None) -> str:
+    return "-" if mean is None else f"{mean:.3g} ({std:.3g})"
+
+
+def table_1(results: dict[str, dict]) -> Table:
+    """The paper's Table 1 (mean and standard deviation of each feature per label) beside ours."""
+    rows = []
+    for name, paper in paper_figures.TABLE_1.items():
+        ours = results.get(name, {})
+        rows.append([TITLES[name], _mean_std(*paper["H"]), _mean_std(ours.get("mean_h"), ours.get("std_h")),
+                     _mean_std(*paper["N"]), _mean_std(ours.get("mean_n"), ours.get("std_n"))])  # fmt: skip
+    return Table("Table 1 beside ours: mean (standard deviation) per label",
+                 ["feature", "paper H", "ours H", "paper N", "ours N"], rows)  # fmt: skip

@@ -67,15 +67,19 @@ def detector_table(metrics: dict[str, dict], kinds: dict, dataset_labels: str) -
 
 
 def annotation_numbers(workdir: Path) -> dict:
-    """Our counterparts of the paper's annotation figures, over every judged round of ``workdir``."""
+    """Our counterparts of the paper's annotation figures, over every judged round of ``workdir``: the
+    items annotated (a first panel or more) beside its 12,719, those that reached consensus beside its
+    10,954, the judgments beside its HITs, and the shares as it defines them."""
+    from hades_ray.annotate.consensus import agreement_report
     from hades_ray.annotate.judgments import simulated_rounds
-    from hades_ray.annotate.labels import agreement_over_rounds
+    from hades_ray.annotate.labels import items_over_rounds
 
     folders = round_folders(workdir)
     rounds = [int(f.name.split("-")[1]) for f in folders]
     judged = [f for f in folders if any((f / "judgments").glob("import-*.csv"))]
     configs = {int(f.name.split("-")[1]): read_yaml_config(f / "config.resolved.yaml") for f in judged}
-    report = agreement_over_rounds(configs, workdir) if configs else {}
+    table = items_over_rounds(configs, workdir) if configs else None
+    report = agreement_report(table) if table is not None else {}
     labels = report.get("labels") or {}
     labelled = labels.get("H", 0) + labels.get("N", 0)
 
@@ -90,7 +94,9 @@ def annotation_numbers(workdir: Path) -> dict:
         "share_h": 100 * labels["H"] / labelled if labelled else None,
         "share_n": 100 * labels["N"] / labelled if labelled else None,
         "rounds": len(rounds),
-        "judged": labelled,
+        "annotated": report.get("judged", 0),
+        "consensus": labelled,
+        "hits": int(table["total"].sum()) if table is not None else 0,
         "labels": judged_by(simulated_rounds(workdir), rounds),
     }
 

@@ -48,9 +48,10 @@ def reproduce_section(folder: str | Path) -> Section:
         raise ReportInputError(f"--tables {folder}: no tables.json; run `hades-ray reproduce tables` first")
     data = json.loads(path.read_text(encoding="utf-8"))
     section = Section("reproduce", "Tables 2-3: the paper and ours", numbers=data)
-    section.notes += [*data.get("notes", []), "Each cell: the paper / ours (ours - paper), in percent; BSS lower is "
-                      "better; – where hades_ray/report/paper_figures.py holds no paper figure for the cell (it lists "
-                      "the ones this project quotes) or a trial has none."]  # fmt: skip
+    legend = ("Each cell: the paper / ours (ours - paper), in percent; BSS lower is better; – where the paper "
+              "prints none (BSS and AUC of LR and SVM), where it has no such row, or where a trial has none; † where "
+              "the paper's figure does not follow from its others.")  # fmt: skip
+    section.notes += [*data.get("notes", []), legend]
     for table in data["tables"].values():
         rows = [[r["label"], *(_cell(r["cells"][k]) for k, _ in COLUMNS), r["n"]] for r in table["rows"]]
         section.tables.append(Table(table["title"], ["Model", *(name for _, name in COLUMNS), "n"], rows))

@@ -14,7 +14,7 @@ from hades_ray.reproduce.cost import format_cost, grid_cost
 from hades_ray.reproduce.experiment import failed_cells, require_dataset, run_experiment
 from hades_ray.reproduce.grid import Grid, pin_grid, read_grid
 from hades_ray.reproduce.tables import build_tables
-from hades_ray.reproduce.trial import split_path, test_items
+from hades_ray.reproduce.trial import epoch_split, split_path, test_items
 
 log = logging.getLogger(__name__)
 TABLES_JSON, TABLES_MD = "tables.json", "tables.md"
@@ -54,6 +54,18 @@ def cost_text(config: HadesConfig, grid: Grid, cells: list, dataset: Path) -> st
     return format_cost(grid_cost(config.to_dict(), grid, cells, train))
 
 
+def epoch_note(config: HadesConfig) -> str:
+    """Which split picked each detector's best epoch, and a warning when it is the split the tables score."""
+    if epoch_split(config) == "train_slice":
+        share = config.reproduce.epoch_slice_share
+        return (f"Each detector's epoch was picked on a seeded {share:.0%} of train.txt's documents (seed "
+                f"{config.seed}), held out of its training.")  # fmt: skip
+    if config.reproduce.test_split == "valid":
+        return ("valid.txt is both the scored split and the one that picked each detector's epoch, so the figures "
+                "lean optimistic; --set reproduce.epoch_split=train_slice picks the epoch on a slice of train.txt.")
+    return "Each detector's epoch was picked on valid.txt."
+
+
 def write_tables(config: HadesConfig, grid: Grid, cells: list, dataset: Path, output: Path, extra: dict) -> str:
     """tables.json and tables.md from the cells' predictions; returns the Markdown."""
     from hades_ray.report.render import page_md
@@ -65,6 +77,7 @@ def write_tables(config: HadesConfig, grid: Grid, cells: list, dataset: Path, ou
     warning = " (SIMULATED judges, not people: the figures say nothing about the paper's data)"
     scored = f"Scored split: {config.reproduce.test_split}.txt of {dataset.resolve()}"
     notes = [f"{scored}; its labels: {labels}{warning if labels == 'simulated' else ''}."]
+    notes.append(epoch_note(config))
     if stand_ins:
         notes.append("Backbones are SMALL STAND-INS for the paper's (named in each row), run through the same code.")
     data = {"dataset": str(dataset.resolve()), "labels": labels, "grid": str(grid.path), "stand_ins": stand_ins,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from hades_ray.errors import ConfigError
 
 LABEL_KINDS = ("auto", "human", "simulated", "synthetic")
+EPOCH_SPLITS = ("valid", "train_slice", "auto")
 
 
 @dataclass
@@ -21,6 +22,11 @@ class ReproduceConfig:
     # The split the tables score. The published Wiki-Hades test.txt withholds its labels (all -1), so there
     # only "valid" can be scored; it is then also the split that picks each detector's best epoch.
     test_split: str = "test"
+    # The split that picks each detector's best epoch: valid; train_slice, a seeded share of train.txt's
+    # documents held out of training (so a scored valid split stays unseen); auto, train_slice when valid
+    # is the scored split and valid otherwise.
+    epoch_split: str = "valid"
+    epoch_slice_share: float = 0.1
     bootstrap_resamples: int = 1000  # paired bootstrap over test items for the G-Mean difference of two rows
     # Where the test labels come from, as the tables say: auto reads the dataset's work directory
     # (simulated judges leave import-NNN.simulated.csv files); human, simulated or synthetic say it outright.
@@ -30,6 +36,8 @@ class ReproduceConfig:
     def validate(self) -> None:
         if self.labels not in LABEL_KINDS:
             raise ConfigError(f"reproduce.labels: one of {', '.join(LABEL_KINDS)}")
+        if self.epoch_split not in EPOCH_SPLITS:
+            raise ConfigError(f"reproduce.epoch_split: one of {', '.join(EPOCH_SPLITS)}")
         if self.test_split not in ("test", "valid"):
             raise ConfigError("reproduce.test_split: test or valid")
         bad = [m for m in self.modes if m not in ("offline", "online")]

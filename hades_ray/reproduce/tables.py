@@ -30,18 +30,6 @@ def paper_tables() -> dict[str, dict[str, dict[str, float]]]:
     return {mode: rows for mode, (_, rows) in paper_figures.TABLES.items()}
 
 
-def _inconsistent(paper: dict[str, float], key: str) -> str | None:
-    """A note when the paper's F1 in ``key`` does not follow from its own P and R."""
-    side = key.split("_")[0]
-    p, r, given = (paper.get(f"{side}_{k}") for k in ("precision", "recall", "f1"))
-    if not key.endswith("_f1") or None in (p, r, given):
-        return None
-    derived = paper_figures.f1(p, r)
-    if abs(derived - given) <= 0.01:
-        return None
-    return f"the paper's {given:.2f} does not follow from its P {p:.2f} and R {r:.2f}, which give {derived:.2f}"
-
-
 def load_cell(output: Path, cell: Cell) -> dict | None:
     path = cell_folder(output, cell) / PREDICTIONS
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
@@ -61,7 +49,12 @@ def _row_entry(grid: Grid, cell: Cell, record: dict | None, paper: dict[str, flo
         value = None if ours is None or math.isnan(ours[key]) else 100 * ours[key]
         theirs = paper.get(key)
         diff = None if value is None or theirs is None else value - theirs
-        cells[key] = {"paper": theirs, "ours": value, "diff": diff, "note": _inconsistent(paper, key)}
+        cells[key] = {
+            "paper": theirs,
+            "ours": value,
+            "diff": diff,
+            "note": paper_figures.cell_note(TITLES[cell.mode], row.name, paper, key),
+        }
     return {
         "row": row.name,
         "label": row.label,

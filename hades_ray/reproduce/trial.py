@@ -34,6 +34,34 @@ def test_items(dataset: str | Path, split: str, skip_bad: bool) -> tuple[list[st
     return [f"line-{row + 1}" for row, _ in pairs], [i for _, i in pairs]
 
 
+def epoch_split(config) -> str:
+    """valid or train_slice: which split picks the best epoch (``reproduce.epoch_split``, auto resolved)."""
+    choice = config.reproduce.epoch_split
+    if choice == "auto":
+        return "train_slice" if config.reproduce.test_split == "valid" else "valid"
+    return choice
+
+
+def training_files(config, dataset: str | Path, folder: Path) -> tuple[Path, Path]:
+    """(what trains, what picks the epoch): train.txt and valid.txt, or with ``train_slice`` train.txt cut
+    in two by a seeded hash of each instance's document (its line where the file names none), written
+    under ``folder``. Every trial cuts the same way, so every row is picked on the same slice."""
+    from hades_ray.detect.learnability import split_by_doc
+    from hades_ray.io.hades_format import read_instances, write_instances
+
+    if epoch_split(config) == "valid":
+        return split_path(dataset, "train"), split_path(dataset, "valid")
+    instances = read_instances(split_path(dataset, "train"), skip_bad=config.detect.skip_bad)
+    lines = {id(instance): line for line, instance in enumerate(instances)}
+    share = config.reproduce.epoch_slice_share
+    kept, picked = split_by_doc(instances, (1 - share, share), config.seed,
+                                doc=lambda i: i.extra.get("doc_id", f"line-{lines[id(i)]}"))  # fmt: skip
+    paths = folder / "train-without-slice.txt", folder / "epoch-slice.txt"
+    for part, path in zip((kept, picked), paths):
+        write_instances(part, path)
+    return paths
+
+
 def cell_folder(output: str | Path, cell: Cell) -> Path:
     return Path(output) / "cells" / cell.key
 
@@ -65,8 +93,7 @@ def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, 
     detector = grid.row(cell.row).detector
     model = train_detector(
         config,
-        split_path(dataset, "train"),
-        split_path(dataset, "valid"),
+        *training_files(config, dataset, folder),
         folder / "detector",
         detector,
         cell.mode,

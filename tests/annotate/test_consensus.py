@@ -70,3 +70,34 @@ def test_alpha_matches_the_package_readme_example():
     assert round(krippendorff_alpha(counts), 6) == 0.691358
     assert round(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"), 6) == 0.691358
     assert krippendorff_alpha(np.array([[4, 0], [4, 0]])) is None  # one category only: undefined
+
+
+def _panels(counts: dict[tuple[int, int], int]) -> tuple[list[str], pd.DataFrame]:
+    """Items with the given final (majority, minority) vote counts, alternating which label is the majority."""
+    items, rows = [], []
+    for (top, low), n in counts.items():
+        for k in range(n):
+            item = f"{top}-{low}-{k}"
+            major, minor = ("H", "N") if k % 2 else ("N", "H")
+            items.append(item)
+            rows += [(item, f"j{j}", major) for j in range(top)] + [(item, f"j{top + j}", minor) for j in range(low)]
+    return items, pd.DataFrame(rows, columns=["item_id", "judge_id", "label"])
+
+
+def test_the_paper_preset_rule_gives_the_papers_three_shares():
+    """A first panel of 4 that is not unanimous gets 2 more judges, and consensus needs at least 4 of 6:
+    71.24% unanimous, 78.47% with at least 80% agreement (5/6), 86.12% with consensus (4/6 or better)."""
+    items, judgments = _panels({(4, 0): 7124, (5, 1): 723, (4, 2): 765, (3, 3): 1388})
+    paper = agreement_report(item_table(items, judgments, load_config(preset="paper").annotate))
+    assert (paper["share_agreement_100"], paper["share_agreement_80"], paper["share_consensus"]) == (
+        0.7124,
+        0.7847,
+        0.8612,
+    )
+    assert paper["needs_more"] == 0 and paper["pending"] == 0
+    # Where 3-1 of 4 is already consensus, a first panel of 3-1 stops at 75%: nothing lands between 80% and
+    # 100% but what a tie sends on, so the paper's 78.47% cannot come from it.
+    first_panels, judgments = _panels({(4, 0): 7124, (3, 1): 1488, (2, 2): 1388})
+    local = agreement_report(item_table(first_panels, judgments, load_config(preset="local").annotate))
+    assert local["share_agreement_80"] == local["share_agreement_100"] == 0.7124
+    assert load_config(preset="paper").annotate.min_agree_first == 4
