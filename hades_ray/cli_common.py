@@ -50,8 +50,9 @@ class _Override(argparse.Action):
 
 def add_key_flag(parser: argparse.ArgumentParser, key: str, flag: str = "", read: bool = False) -> None:
     """The flag of config ``key`` (``--`` and its last part, or ``flag``), made from the key's declaration:
-    its type, choices and help line. It is ``--set KEY=VALUE`` in short, an on/off flag for a boolean key;
-    with ``read``, a plain flag (default None) that the command reads itself."""
+    its type, choices and help line. It is ``--set KEY=VALUE`` in short (an on/off flag for a boolean key),
+    joining ``--set``'s list in command-line order; with ``read``, a plain flag (default None, or off)
+    that the command reads itself."""
     hint, declared = key_field(key)
     meta = declared.metadata
     flag = flag or "--" + key.rsplit(".", 1)[-1].replace("_", "-")
@@ -61,15 +62,15 @@ def add_key_flag(parser: argparse.ArgumentParser, key: str, flag: str = "", read
     help = meta["help"] + (f" (default: {meta['null']})" if meta["null"] else "")
     scalar = meta.get("choices") and not meta["interval"] and typing.get_origin(hint) is not list
     options = {"choices": meta["choices"]} if scalar else {}  # a list is given as YAML: its items are checked later
-    if read and kind is bool:
-        parser.add_argument(flag, action="store_true", help=help)
-    elif read:
-        parser.add_argument(flag, type=kind, default=None, help=f"{help} (default: the config's {key})", **options)
-    elif kind is bool:
-        parser.add_argument(flag, action=_Override, key=key, nargs=0, const=True, help=f"{help} (= --set {key}=true)")
+    if read:
+        options |= {"action": "store_true"} if kind is bool else {"type": kind, "default": None}
+        help += "" if kind is bool else f" (default: the config's {key})"
     else:
-        options = options or {"metavar": key.rsplit(".", 1)[-1].upper()}
-        parser.add_argument(flag, action=_Override, key=key, type=kind, help=f"{help} (= --set {key}=...)", **options)
+        options |= {"action": _Override, "key": key}
+        options |= {"nargs": 0, "const": True} if kind is bool else {"type": kind}
+        options |= {} if kind is bool or "choices" in options else {"metavar": key.rsplit(".", 1)[-1].upper()}
+        help += f" (= --set {key}={'true' if kind is bool else '...'})"
+    parser.add_argument(flag, help=help, **options).key = key  # the declaration it was made from
 
 
 def add_key_flags(parser: argparse.ArgumentParser, section: str, *names: str, read: bool = False) -> None:

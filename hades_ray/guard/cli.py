@@ -7,7 +7,14 @@ import argparse
 import json
 from pathlib import Path
 
-from hades_ray.cli_common import add_config_args, add_job_args, add_key_flags, config_from_args, executor_from_args
+from hades_ray.cli_common import (
+    add_config_args,
+    add_job_args,
+    add_key_flag,
+    add_key_flags,
+    config_from_args,
+    executor_from_args,
+)
 from hades_ray.errors import UserError
 from hades_ray.guard.settings import GuardConfig
 
@@ -17,9 +24,7 @@ def add_generate_args(parser: argparse.ArgumentParser) -> None:
     add_job_args(
         parser, "output folder or URI (generations.jsonl, interventions.jsonl, quarantine.jsonl, summary.json)"
     )
-    parser.add_argument(
-        "--model", default=None, help="causal LM: hub id, folder or local:NAME (default: the config's models.causal_lm)"
-    )
+    add_key_flag(parser, "models.causal_lm", "--model", read=True)
     parser.add_argument(
         "--guard",
         default=None,
