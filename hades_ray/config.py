@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import types
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
@@ -18,7 +17,7 @@ from typing import Any
 import yaml
 
 from hades_ray.annotate.settings import AnnotateConfig
-from hades_ray.config_keys import check, key
+from hades_ray.config_keys import check, coerce, key
 from hades_ray.detect.settings import DetectConfig
 from hades_ray.errors import ConfigError
 from hades_ray.guard.settings import GuardConfig
@@ -86,60 +85,6 @@ def key_field(dotted: str) -> tuple[Any, dataclasses.Field]:
     return typing.get_type_hints(section)[name], fields[name]
 
 
-def _coerce(value: Any, hint: Any, key: str) -> Any:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):  # ``X | None``: null (or none, ~, empty) means "not set"
-        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none", "~")):
-            return None
-        inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        for option in inner[:-1]:  # ``int | str``: the first type the value reads as
-            try:
-                return _coerce(value, option, key)
-            except ConfigError:
-                pass
-        return _coerce(value, inner[-1], key)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
-        raise ConfigError(f"{key}: expected true or false, got {value!r}")
-    if hint is int:
-        if isinstance(value, bool):
-            raise ConfigError(f"{key}: expected an integer, got {value!r}")
-        try:
-            as_float = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
-        if not as_float.is_integer():
-            raise ConfigError(f"{key}: expected an integer, got {value!r}")
-        return int(as_float)
-    if hint is float:
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{key}: expected a number, got {value!r}") from None
-    if hint is str:
-        if isinstance(value, (dict, list)):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
-        return str(value)
-    if origin in (list, tuple):
-        if isinstance(value, str):
-            value = yaml.safe_load(value)
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{key}: expected a list, got {value!r}")
-        (item_hint, *_) = typing.get_args(hint) or (Any,)
-        return [_coerce(item, item_hint, f"{key}[{i}]") for i, item in enumerate(value)]
-    if origin is dict or hint is dict:
-        if isinstance(value, str):
-            value = yaml.safe_load(value)
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
-        key_hint, item_hint = typing.get_args(hint) or (Any, Any)
-        return {_coerce(k, key_hint, key): _coerce(v, item_hint, f"{key}.{k}") for k, v in value.items()}
-    return value
-
-
 def _merge(target: Any, overrides: dict[str, Any], prefix: str) -> None:
     if not isinstance(overrides, dict):
         raise ConfigError(f"{prefix or 'config'}: expected a mapping, got {overrides!r}")
@@ -154,9 +99,9 @@ def _merge(target: Any, overrides: dict[str, Any], prefix: str) -> None:
         if dataclasses.is_dataclass(current):
             _merge(current, value, f"{path}.")
         elif isinstance(current, dict):  # mappings merge key by key, so --set adds one entry
-            setattr(target, name, {**current, **_coerce(value, hints[name], path)})
+            setattr(target, name, {**current, **coerce(value, hints[name], path)})
         else:
-            setattr(target, name, _coerce(value, hints[name], path))
+            setattr(target, name, coerce(value, hints[name], path))
 
 
 def set_dotted(config: HadesConfig, assignment: str) -> None:

@@ -1,7 +1,7 @@
 """A config key is declared once: the dataclass field of its section (``X/settings.py``) made by ``key``,
-which holds its default, the interval or the values it allows, and its help line. ``check`` holds every
-value of a config to its declaration, on every path that builds one; ``hades_ray/cli_common.py`` makes
-a command's flags from the same fields.
+which holds its type (the field's), default, the interval or the values it allows, and its help line.
+``coerce`` reads a value as that type and ``check`` holds every value of a config to its declaration, on
+every path that builds one; ``hades_ray/cli_common.py`` makes a command's flags from the same fields.
 
 Intervals use the usual notation: ``[`` and ``]`` include the end, ``(`` and ``)`` exclude it. A
 list-valued key holds each item to it, and every float must be finite (YAML reads ``.inf`` and ``.nan``
@@ -14,7 +14,11 @@ import copy
 import dataclasses
 import math
 import re
+import types
+import typing
 from typing import Any
+
+import yaml
 
 from hades_ray.errors import ConfigError
 
@@ -33,6 +37,61 @@ def key(default: Any, interval: str = "", *, choices: tuple = (), null: str = ""
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def coerce(value: Any, hint: Any, key: str) -> Any:
+    """``value`` (from YAML or ``--set``) as the type ``hint`` declares, or a ConfigError naming ``key``."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):  # ``X | None``: null (or none, ~, empty) means "not set"
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none", "~")):
+            return None
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        for option in inner[:-1]:  # ``int | str``: the first type the value reads as
+            try:
+                return coerce(value, option, key)
+            except ConfigError:
+                pass
+        return coerce(value, inner[-1], key)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    if hint is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        try:
+            as_float = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
+        if not as_float.is_integer():
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        return int(as_float)
+    if hint is float:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key}: expected a number, got {value!r}") from None
+    if hint is str:
+        if isinstance(value, (dict, list)):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return str(value)
+    if origin in (list, tuple):
+        if isinstance(value, str):
+            value = yaml.safe_load(value)
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        (item_hint, *_) = typing.get_args(hint) or (Any,)
+        return [coerce(item, item_hint, f"{key}[{i}]") for i, item in enumerate(value)]
+    if origin is dict or hint is dict:
+        if isinstance(value, str):
+            value = yaml.safe_load(value)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+        key_hint, item_hint = typing.get_args(hint) or (Any, Any)
+        return {coerce(k, key_hint, key): coerce(v, item_hint, f"{key}.{k}") for k, v in value.items()}
+    return value
 
 
 def in_interval(value: float, interval: str) -> bool:
