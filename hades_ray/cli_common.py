@@ -65,11 +65,13 @@ def add_key_flag(parser: argparse.ArgumentParser, key: str, flag: str = "", read
     if read:
         options |= {"action": "store_true"} if kind is bool else {"type": kind, "default": None}
         help += "" if kind is bool else f" (default: the config's {key})"
+    elif kind is bool:
+        options |= {"action": _Override, "key": key, "nargs": 0, "const": True}
+        help += f" (= --set {key}=true)"
     else:
-        options |= {"action": _Override, "key": key}
-        options |= {"nargs": 0, "const": True} if kind is bool else {"type": kind}
-        options |= {} if kind is bool or "choices" in options else {"metavar": key.rsplit(".", 1)[-1].upper()}
-        help += f" (= --set {key}={'true' if kind is bool else '...'})"
+        metavar = {} if "choices" in options else {"metavar": key.rsplit(".", 1)[-1].upper()}
+        options |= {"action": _Override, "key": key, "type": kind, **metavar}
+        help += f" (= --set {key}=...)"
     parser.add_argument(flag, help=help, **options).key = key  # the declaration it was made from
 
 
