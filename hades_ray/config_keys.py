@@ -24,7 +24,7 @@ from hades_ray.errors import ConfigError
 
 _INTERVAL = re.compile(r"^([\[(])\s*(-?[0-9.e+]+)\s*,\s*(-?[0-9.e+]+)\s*([\])])$")
 BIG = "1000000000"  # the upper end of counts with no natural limit
-INT32 = "2147483648"  # what the CLI's integer flags took before they were made from these declarations
+INT32 = "2147483648"  # 2**31
 
 
 def key(default: Any, interval: str = "", *, choices: tuple = (), null: str = "", help: str = "") -> Any:
