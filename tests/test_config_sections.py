@@ -140,9 +140,16 @@ def test_flag_defaults_are_the_sections_and_the_last_one_given_wins():
         ("guard.top_p=0", "guard.top_p must be in (0, 1], got 0.0"),
         ("guard.words=some", "guard.words: content or all"),
         ("guard.temperature=hot", "guard.temperature: expected a number, got 'hot'"),
+        # Any key, against its declaration (config_keys.key): one line naming the key and what it allows.
+        ("detect.pooling=sum", "detect.pooling: max or mean"),
+        ("perturb.replace.packing=tight", "perturb.replace.packing: auto, exact or binned"),
+        ("perturb.read.shard_size=0", "perturb.read.shard_size must be in [1, 1000000], got 0 (or auto)"),
+        ("select.schedule.rounds=1", "select.schedule.rounds must be in [2, 10000], got 1 (or 0)"),
+        ("reproduce.modes=[offline, both]", "reproduce.modes[1]: offline or online"),
+        ("serve.port=70000", "serve.port must be in [1, 65535], got 70000"),
     ],
 )
-def test_score_and_guard_values_are_checked_like_any_other(assignment, expected):
+def test_values_are_checked_against_their_declaration(assignment, expected):
     with pytest.raises(ConfigError) as error:
         load_config(overrides=[assignment])
     assert str(error.value) == expected

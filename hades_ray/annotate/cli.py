@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hades_ray.cli_common import add_config_args, config_from_args
-
-WORKDIR_HELP = "the annotation work directory (pool, rounds, judgments)"
-ROUND_HELP = "round number (0, 1, ...)"
+from hades_ray.cli_common import WORKDIR_HELP, add_config_args, add_key_flag, add_round_args, config_from_args
 
 
 def _agreement_line(config, workdir, round_index: int) -> str:
@@ -72,8 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = annotations.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     parser = sub.add_parser("export", help="items still needing judgments: crowd-sourcing CSV or Label Studio")
-    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
-    parser.add_argument("--round", type=int, required=True, help=ROUND_HELP)
+    add_round_args(parser)
     parser.add_argument(
         "--format", choices=("csv", "label-studio"), default="csv", help="csv (default) or label-studio tasks"
     )
@@ -81,18 +77,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_export)
 
     parser = sub.add_parser("import", help="add judgments (CSV item_id,judge_id,label or a Label Studio export)")
-    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
-    parser.add_argument("--round", type=int, required=True, help=ROUND_HELP)
+    add_round_args(parser)
     parser.add_argument("file", help="a judgments CSV (item_id, judge_id, label) or a Label Studio export (.json)")
     parser.add_argument("--skip-bad", action="store_true", help="quarantine bad rows with reasons instead of failing")
     add_config_args(parser)
     parser.set_defaults(func=_import)
 
     parser = sub.add_parser("simulate", help="SIMULATED judges for offline demos and tests")
-    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
-    parser.add_argument("--round", type=int, required=True, help=ROUND_HELP)
-    parser.add_argument("--judges", type=int, default=None, help="first panel size (default: annotate.judges)")
-    parser.add_argument("--noise", type=float, default=None, help="flip rate (default: annotate.simulate_noise)")
+    add_round_args(parser)
+    add_key_flag(parser, "annotate.judges", read=True)
+    add_key_flag(parser, "annotate.simulate_noise", "--noise", read=True)
     add_config_args(parser)
     parser.set_defaults(func=_simulate)
 

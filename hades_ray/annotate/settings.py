@@ -2,38 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from hades_ray.errors import ConfigError
+from hades_ray.config_keys import BIG, key, require
 
 
 @dataclass
 class AnnotateConfig:
     # Paper: 4 judges per item; an item without consensus gets 2 more; still none: left out.
-    judges: int = 4
-    max_judges: int = 6
+    judges: int = key(4, "[1, 100]", help="first panel size")
+    max_judges: int = key(6, "[1, 100]")
     # Consensus (see annotate/consensus.py): with a first panel (judges <= n < max_judges) the minority
     # may hold at most ``judges - min_agree_first`` votes (3 of 4); with a full panel (n >= max_judges)
     # the majority needs ``min_agree_final`` votes (4 of 6). Both are strict majorities.
-    min_agree_first: int = 3
-    min_agree_final: int = 4
+    min_agree_first: int = key(3, "[1, 100]")
+    min_agree_final: int = key(4, "[1, 100]")
     question: str = (
         "Is the highlighted span in the perturbed text a hallucination (H: not supported by, or "
         "contradicting, the original text's facts) or not (N)?"
     )
     # Dataset split as proportions (paper: 8,754 / 1,000 / 1,200 instances).
-    split: list[float] = field(default_factory=lambda: [8754.0, 1000.0, 1200.0])
+    split: list[float] = key([8754.0, 1000.0, 1200.0], f"[0, {BIG}]")
     # Simulated judges (offline demos and tests only).
-    simulate_noise: float = 0.1
-    simulate_similarity: float = 0.6  # a replacement at least this similar to the original reads as N
+    simulate_noise: float = key(0.1, "[0, 0.5]", help="share of simulated judgments flipped")
+    simulate_similarity: float = key(0.6, "[-1, 1]")  # a replacement at least this similar to the original reads as N
 
     def split_shares(self) -> list[float]:
         total = sum(self.split)
         return [s / total for s in self.split]
 
     def validate(self) -> None:
-        checks = [
-            (self.judges >= 1, "annotate.judges must be >= 1"),
+        require(
             (self.max_judges >= self.judges, "annotate.max_judges must be >= annotate.judges"),
             (
                 self.judges // 2 < self.min_agree_first <= self.judges,
@@ -44,11 +43,7 @@ class AnnotateConfig:
                 "annotate.min_agree_final: a strict majority of max_judges",
             ),
             (
-                len(self.split) == 3 and all(s >= 0 for s in self.split) and sum(self.split) > 0,
+                len(self.split) == 3 and sum(self.split) > 0,
                 "annotate.split: three non-negative proportions (train, valid, test)",
             ),
-            (0.0 <= self.simulate_noise <= 0.5, "annotate.simulate_noise must be in [0, 0.5]"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(message)
+        )

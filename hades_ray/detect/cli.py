@@ -7,7 +7,17 @@ import json
 import math
 from pathlib import Path
 
-from hades_ray.cli_common import add_config_args, add_job_args, config_from_args, executor_from_args
+from hades_ray.cli_common import (
+    add_config_args,
+    add_detector_arg,
+    add_job_args,
+    add_key_flags,
+    config_from_args,
+    executor_from_args,
+)
+from hades_ray.detect.settings import DETECTORS
+
+TRAIN_HELP = "HaDes JSONL to train on (published files or instances.jsonl)"
 
 
 def _config(args: argparse.Namespace):
@@ -84,39 +94,44 @@ def _tune(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     train = subparsers.add_parser("train", help="train a hallucination detector (transformer, lr or svm)")
-    train.add_argument("--train", required=True, help="HaDes JSONL (published files or instances.jsonl)")
+    train.add_argument("--train", required=True, help=TRAIN_HELP)
     train.add_argument("--valid", required=True, help="validation file; picks the best epoch")
     train.add_argument("--test", default=None, help="optional test file evaluated with the best model")
     train.add_argument("--output", required=True, help="detector folder to write")
-    train.add_argument("--detector", choices=("transformer", "lr", "svm"), default="transformer")
-    train.add_argument("--mode", choices=("offline", "online"), default=None, help="default: detect.mode")
-    train.add_argument("--workers", type=int, default=None, help="Ray Train workers (default: detect.workers)")
-    train.add_argument("--skip-bad", action="store_true", help="quarantine bad lines instead of failing")
+    train.add_argument(
+        "--detector",
+        choices=DETECTORS,
+        default="transformer",
+        help="transformer (an encoder and an MLP head, the default), or the paper's feature detectors lr and svm",
+    )
+    add_key_flags(train, "detect", "mode", "workers", "skip_bad", read=True)
     add_config_args(train)
     train.set_defaults(func=_train)
 
     evaluate = subparsers.add_parser("evaluate", help="the paper's metrics of a detector on a labelled file")
-    evaluate.add_argument("--model", required=True)
-    evaluate.add_argument("--data", required=True)
+    add_detector_arg(evaluate)
+    evaluate.add_argument("--data", required=True, help="labelled HaDes JSONL to score")
     evaluate.add_argument("--output", default=None, help="folder for metrics.json/.md (default: MODEL/eval/NAME)")
-    evaluate.add_argument("--skip-bad", action="store_true")
+    add_key_flags(evaluate, "detect", "skip_bad", read=True)
     add_job_args(evaluate, None)  # its shard parts live in OUTPUT/parts/ while it runs
     add_config_args(evaluate)
     evaluate.set_defaults(func=_evaluate)
 
     predict = subparsers.add_parser("predict", help="add p_hallucination and pred to every instance")
-    predict.add_argument("--model", required=True)
-    predict.add_argument("--data", required=True)
+    add_detector_arg(predict)
+    predict.add_argument("--data", required=True, help="HaDes JSONL whose instances to score")
     add_job_args(predict, "JSONL to write (its shard parts live in OUTPUT.parts/ until it is written)")
-    predict.add_argument("--skip-bad", action="store_true")
+    add_key_flags(predict, "detect", "skip_bad", read=True)
     add_config_args(predict)
     predict.set_defaults(func=_predict)
 
     parser = subparsers.add_parser("tune", help="sweep the detector's configuration with Ray Tune (ASHA)")
-    parser.add_argument("--train", required=True)
-    parser.add_argument("--valid", required=True)
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--num-samples", type=int, default=4)
+    parser.add_argument("--train", required=True, help=TRAIN_HELP)
+    parser.add_argument("--valid", required=True, help="validation file; every trial is scored on it")
+    parser.add_argument("--output", required=True, help="folder for the sweep (its trials, train_runs/, best.json)")
+    parser.add_argument(
+        "--num-samples", type=int, default=4, help="configurations sampled from the search space (default 4)"
+    )
     parser.add_argument(
         "--resume",
         action="store_true",

@@ -115,7 +115,7 @@ class Detector:
         if self.kind == "transformer":
             from hades_ray.detect.scoring import SpanScoreStage
 
-            resources = Resources.of_detect(detect, num_gpus, batch_size=detect.score_batch_size * 8)
+            resources = Resources(**detect.actor_resources(num_gpus, batch_size=detect.score_batch_size * 8))
             return [SpanScoreStage(resources, folder, detect.score_batch_size)]
         from hades_ray.detect.feature_pipeline import LinearScoreStage, model_feature_stages
 

@@ -4,75 +4,70 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hades_ray.errors import ConfigError
+from hades_ray.config_keys import key, require
 
 DETECTORS = ("transformer", "lr", "svm")
 MODES = ("offline", "online")
 TOKENS, WORDS = "tokens", "words"
 WINDOW_UNITS = (TOKENS, WORDS)  # how detect.window counts (hades_ray/detect/spans.py)
+SELECTION_METRICS = ("gmean", "auc", "accuracy", "h_f1", "n_f1", "epoch")
 
 
 @dataclass
 class DetectConfig:
     backbone: str = ""  # empty: models.encoder (MiniLM locally, RoBERTa-large in the paper preset)
-    mode: str = "offline"  # offline: context on both sides; online: only the span and what precedes it
-    window: int = 160  # subword tokens the backbone sees around the span (specials included)
+    mode: str = key(
+        "offline", choices=MODES, help="offline: context on both sides; online: only the span and what precedes it"
+    )
+    window: int = key(160, "[1, 1000000]")  # subword tokens the backbone sees around the span (specials included)
     # tokens: as above | words: ``window`` context words besides the span (the paper's Fig. 6 counts words)
-    window_unit: str = TOKENS
-    pooling: str = "max"  # over the span's subword states: max | mean
-    mlp_layers: int = 2  # head depth; hidden size h/2 with tanh between layers
+    window_unit: str = key(TOKENS, choices=WINDOW_UNITS)
+    pooling: str = key("max", choices=("max", "mean"))  # over the span's subword states
+    mlp_layers: int = key(2, "[1, 16]")  # head depth; hidden size h/2 with tanh between layers
     # all: the backbone is frozen and only the MLP head trains (the paper) | last_layer: the last block
     # trains too | none: everything trains. The presets set it (paper: all; local: see local.yaml).
-    freeze: str = "all"
-    lr: float = 0.0  # 0: by backbone family, as the paper (detect/learning_rate.py); any other value is used as is
-    epochs: int = 3
-    batch_size: int = 16
-    class_weighting: str = "balanced"  # balanced (inverse class frequency) | none
+    freeze: str = key("all", choices=("last_layer", "all", "none"))
+    lr: float = key(0.0, "[0, 1]")  # 0: by backbone family, as the paper (detect/learning_rate.py); else used as is
+    epochs: int = key(3, "[1, 10000]", help="training epochs (transformer detectors)")
+    batch_size: int = key(16, "[1, 100000]")
+    class_weighting: str = key("balanced", choices=("balanced", "none"))  # balanced: inverse class frequency
     # validation metric that picks the best epoch (higher is better); epoch: the last one (a fixed count)
-    selection_metric: str = "gmean"
-    workers: int = 1  # Ray Train workers
-    worker_cpus: float = 0.5  # fractional so Ray Data's read tasks always find a CPU (hades_ray/pipeline/README.md)
+    selection_metric: str = key("gmean", choices=SELECTION_METRICS)
+    workers: int = key(1, "[1, 10000]", help="Ray Train workers")
+    # fractional so Ray Data's read tasks always find a CPU (hades_ray/pipeline/README.md)
+    worker_cpus: float = key(0.5, "(0, 1024]")
     use_gpu: bool = False
-    torch_threads: int = 1
-    max_failures: int = 1  # FailureConfig: worker restarts resumed from the last checkpoint
+    torch_threads: int = key(1, "[1, 1024]")
+    max_failures: int = key(1, "[0, 100]")  # FailureConfig: worker restarts resumed from the last checkpoint
     # Feature detectors (LR/SVM) and their Ray Data stages
-    linear_max_iter: int = 100  # the paper's limit; training stops earlier when the loss stalls
-    linear_n_iter_no_change: int = 5
-    linear_tol: float = 1e-4
-    svm_calibration_folds: int = 3
-    ppmi_vocab: int = 5000  # most frequent training words with a co-occurrence row
-    ppmi_window: int = 5  # co-occurrence window in words
-    feature_window: int = 256  # MLM tokens around the masked span
-    feature_batch_size: int = 16
-    score_batch_size: int = 32
-    actors: int = 1  # actor-pool size of the model stages (feature extraction and prediction)
-    actor_cpus: float = 0.5
-    skip_bad: bool = False  # quarantine bad lines instead of failing on the first one
+    linear_max_iter: int = key(100, "[1, 100]")  # the paper's limit; training stops earlier when the loss stalls
+    linear_n_iter_no_change: int = key(5, "[1, 1000]")
+    linear_tol: float = key(1e-4, "(0, 1]")
+    svm_calibration_folds: int = key(3, "[2, 100]")
+    ppmi_vocab: int = key(5000, "[1, 10000000]")  # most frequent training words with a co-occurrence row
+    ppmi_window: int = key(5, "[1, 1000]")  # co-occurrence window in words
+    feature_window: int = key(256, "[8, 1000000]")  # MLM tokens around the masked span
+    feature_batch_size: int = key(16, "[1, 100000]")
+    score_batch_size: int = key(32, "[1, 100000]")
+    actors: int = key(1, "[1, 10000]")  # actor-pool size of the model stages (feature extraction and prediction)
+    actor_cpus: float = key(0.5, "(0, 1024]")
+    skip_bad: bool = key(False, help="quarantine bad lines instead of failing on the first one")
 
     def validate(self) -> None:
-        checks = [
-            (self.mode in MODES, "detect.mode: offline or online"),
-            (self.pooling in ("max", "mean"), "detect.pooling: max or mean"),
-            (self.freeze in ("last_layer", "all", "none"), "detect.freeze: last_layer, all or none"),
-            (self.mlp_layers >= 1, "detect.mlp_layers must be >= 1"),
-            (self.window_unit in WINDOW_UNITS, "detect.window_unit: tokens or words"),
+        require(
             (
                 self.window >= (8 if self.window_unit == TOKENS else 1),
                 "detect.window must be >= 8 tokens (window_unit tokens) or >= 1 word (window_unit words)",
             ),
-            (self.feature_window >= 8, "detect.feature_window must be >= 8 tokens"),
-            (self.lr >= 0, "detect.lr must be > 0, or 0 for the paper's value by backbone family"),
-            (self.epochs >= 1 and self.batch_size >= 1, "detect.epochs and detect.batch_size must be >= 1"),
-            (self.class_weighting in ("balanced", "none"), "detect.class_weighting: balanced or none"),
-            (
-                self.selection_metric in ("gmean", "auc", "accuracy", "h_f1", "n_f1", "epoch"),
-                "detect.selection_metric: gmean, auc, accuracy, h_f1, n_f1 or epoch (the last)",
-            ),
-            (self.workers >= 1 and self.actors >= 1, "detect.workers and detect.actors must be >= 1"),
-            (self.worker_cpus > 0 and self.actor_cpus > 0, "detect.worker_cpus and detect.actor_cpus must be > 0"),
-            (1 <= self.linear_max_iter <= 100, "detect.linear_max_iter must be in [1, 100] (the paper's limit)"),
-            (self.svm_calibration_folds >= 2, "detect.svm_calibration_folds must be >= 2"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(message)
+        )
+
+    def actor_resources(self, num_gpus: float = 0.0, batch_size: int = 64, max_actors: int = 0) -> dict:
+        """The ``pipeline.stage.Resources`` of one detector actor: ``actor_cpus``, ``actors`` (unless
+        ``max_actors``) and ``torch_threads``."""
+        return {
+            "num_cpus": self.actor_cpus,
+            "num_gpus": num_gpus,
+            "max_actors": max_actors or self.actors,
+            "batch_size": batch_size,
+            "torch_threads": self.torch_threads,
+        }

@@ -4,15 +4,19 @@ online detector that resamples each word it flags (up to ``--max-retries`` times
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 from pathlib import Path
 
-from hades_ray.cli_common import add_config_args, add_job_args, add_override, config_from_args, executor_from_args
+from hades_ray.cli_common import (
+    add_config_args,
+    add_job_args,
+    add_key_flag,
+    add_key_flags,
+    config_from_args,
+    executor_from_args,
+)
 from hades_ray.errors import UserError
 from hades_ray.guard.settings import GuardConfig
-from hades_ray.models.settings import DTYPES
-from hades_ray.score.settings import WORD_CHOICES
 
 
 def add_generate_args(parser: argparse.ArgumentParser) -> None:
@@ -20,9 +24,7 @@ def add_generate_args(parser: argparse.ArgumentParser) -> None:
     add_job_args(
         parser, "output folder or URI (generations.jsonl, interventions.jsonl, quarantine.jsonl, summary.json)"
     )
-    parser.add_argument(
-        "--model", default=None, help="causal LM: hub id, folder or local:NAME (default: the config's models.causal_lm)"
-    )
+    add_key_flag(parser, "models.causal_lm", "--model", read=True)
     parser.add_argument(
         "--guard",
         default=None,
@@ -30,37 +32,12 @@ def add_generate_args(parser: argparse.ArgumentParser) -> None:
         help="online detector folder, or http://HOST:PORT of `hades-ray serve` (bearer token: $HADES_SERVE_TOKEN): "
         "turns the guard on",
     )
-    _add_settings(parser)
+    add_key_flags(parser, "guard")  # a flag for every key of the section
     add_config_args(parser)
 
 
-def _add_settings(parser: argparse.ArgumentParser) -> None:
-    """The flags that set the ``guard`` section (guard/settings.py holds the defaults and the ranges)."""
-    flag = functools.partial(add_override, parser)
-    flag("--threshold", "guard.threshold", type=float, help="flag words with p(H) >= T (default: the detector's)")
-    flag("--max-retries", "guard.max_retries", type=int, help="resamples per flagged word (0: score, change none)")
-    flag("--words", "guard.words", choices=WORD_CHOICES, help="judge content words only (default) or every word")
-    flag("--max-new-tokens", "guard.max_new_tokens", type=int, help="tokens generated per prompt")
-    flag("--no-end", "guard.no_end", switch=True, help="never sample the end token: all --max-new-tokens long")
-    flag("--temperature", "guard.temperature", type=float, help="sampling temperature (default: the model's)")
-    flag("--top-k", "guard.top_k", type=int, help="top-k sampling (default: the model's)")
-    flag("--top-p", "guard.top_p", type=float, help="nucleus sampling (default: the model's)")
-    flag("--dtype", "guard.dtype", choices=DTYPES, help="generator dtype (auto: bfloat16 on a GPU, float32 on a CPU)")
-    flag("--batch-size", "guard.batch_size", type=int, help="prompts generated together (one seed per batch)")
-    flag(
-        "--slots",
-        "guard.slots",
-        type=int,
-        help="rows in flight within a batch: a done row's slot takes the batch's next prompt (0: all at once)",
-    )
-    flag("--shard-size", "guard.shard_size", type=int, help="prompt lines per output part file")
-    flag("--actors", "guard.actors", type=int, help="generation actors (Ray executor)")
-    flag("--num-gpus", "guard.num_gpus", type=float, help="GPUs per generation actor (0: CPU)")
-    flag("--html", "guard.html", switch=True, help="also write report.html (needs --guard)")
-
-
 def _check(args: argparse.Namespace, settings: GuardConfig) -> None:
-    """What needs a detector; every value's own range is the config's (config_bounds.py)."""
+    """What needs a detector; every value's own range is its key's (guard/settings.py)."""
     if not args.guard and settings.threshold is not None:
         raise UserError("--threshold needs --guard DETECTOR")
     if not args.guard and settings.html:

@@ -38,7 +38,7 @@ def generate_job(job: GenerateJob, prompts: str, output: str, config: HadesConfi
     """Generation for every prompt of ``prompts`` into ``output`` (actors and shards from the ``guard``
     section)."""
     g = config.guard
-    resources = Resources.of_detect(config.detect, g.num_gpus, g.batch_size, max_actors=g.actors)
+    resources = Resources(**config.detect.actor_resources(g.num_gpus, g.batch_size, max_actors=g.actors))
     settings = {"job": job.to_dict(), "resources": resources.__dict__, "prompts": prompts}
     return ShardJob(
         name="generate",

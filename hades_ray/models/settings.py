@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hades_ray.config_keys import key
 from hades_ray.errors import ConfigError
 
 LOCAL_PREFIX = "local:"
@@ -28,7 +29,7 @@ class ModelsConfig:
     """Models by hub id or local path; ``local:NAME`` means ``$HADES_RAY_HOME/models/NAME``."""
 
     mlm: str = "local:mlm"  # REPLACE and the feature detectors' word probabilities
-    causal_lm: str = "local:gpt2"  # RANK by perplexity
+    causal_lm: str = key("local:gpt2", help="causal LM: hub id, folder or local:NAME")  # RANK by perplexity
     encoder: str = "local:minilm"  # detector backbone and paraphrase similarity
     # Hub id -> the commit it loads (40 hex digits), so a preset means the same weights next year.
     revisions: dict[str, str] = field(default_factory=dict)

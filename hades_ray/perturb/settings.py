@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from hades_ray.errors import ConfigError
+from hades_ray.config_keys import key, require
 from hades_ray.models.settings import DTYPES
 
 PACKINGS = ("auto", "exact", "binned")  # hades_ray/perturb/packing.py
@@ -21,65 +21,70 @@ SHARD_BLOCKS_PER_ACTOR = 4
 
 @dataclass
 class ReadConfig:
-    min_sentences: int = 5
-    max_chars: int = 20_000  # a longer first paragraph is quarantined, never truncated silently
-    min_alpha_ratio: float = 0.5  # share of letters among non-space characters
-    min_english_stopword_ratio: float = 0.08  # cheap language check: English function words per word
+    min_sentences: int = key(5, "[1, 1000]")
+    max_chars: int = key(20_000, "[1, 10000000]")  # a longer first paragraph is quarantined, never truncated silently
+    min_alpha_ratio: float = key(0.5, "[0, 1]")  # share of letters among non-space characters
+    min_english_stopword_ratio: float = key(0.08, "[0, 1]")  # cheap language check: English function words per word
     # Input rows per output part file; auto: enough shards that the widest model pool gets
     # SHARD_BLOCKS_PER_ACTOR (4) blocks per actor, within SHARD_ROWS (the output bytes never depend on it).
-    shard_size: int | str = "auto"
+    shard_size: int | str = key(AUTO, "[1, 1000000]", choices=(AUTO,))
 
 
 @dataclass
 class MaskConfig:
-    ratio: float = 0.15  # share of eligible words (from the third sentence on) masked per candidate
-    context_sentences: int = 2  # leading sentences never touched
-    min_spans: int = 1
-    max_span_tokens: int = 8  # subword tokens of one masked span; longer entities are skipped
+    ratio: float = key(0.15, "(0, 1]")  # share of eligible words (from the third sentence on) masked per candidate
+    context_sentences: int = key(2, "[0, 100]")  # leading sentences never touched
+    min_spans: int = key(1, "[1, 1000]")
+    max_span_tokens: int = key(8, "[1, 512]")  # subword tokens of one masked span; longer entities are skipped
     entity_whole: bool = True
-    stopwords: str = "auto"  # auto/nltk: NLTK's 179 words (hades_ray/text/stopwords.py); spacy: spaCy's 326
+    # auto/nltk: NLTK's 179 words (hades_ray/text/stopwords.py); spacy: spaCy's 326
+    stopwords: str = key("auto", choices=("auto", "nltk", "spacy"))
 
 
 @dataclass
 class ReplaceConfig:
-    decoding: str = "top_k"  # greedy | top_k | top_p
-    top_k: int = 10
-    top_p: float = 0.9
-    temperature: float = 1.0
-    max_length: int = 512  # MLM input tokens; units past the cut are not maskable
+    decoding: str = key("top_k", choices=("greedy", "top_k", "top_p"))
+    top_k: int = key(10, "[1, 1000]")
+    top_p: float = key(0.9, "(0, 1]")
+    temperature: float = key(1.0, "(0, 100]")
+    max_length: int = key(512, "[8, 1000000]")  # MLM input tokens; units past the cut are not maskable
     # A content word replaced by "the" or "it" only makes noise for judges: span starts skip stop words.
     allow_stopwords: bool = False
     # A replacement keeps the original's shape (no punctuation, word pieces only where a word goes on);
     # false is the paper's unconstrained fill (README: Deviations from the paper).
     whole_words: bool = True
-    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto (bf16 on a GPU, float32 on a CPU)
+    dtype: str = key("float32", choices=DTYPES)  # auto: bf16 on a GPU, float32 on a CPU
     # Token-budget packing (perturb/packing.py): rows x width of one forward, filled across a block's documents.
-    max_batch_tokens: int = 32_768
-    packing: str = "auto"  # exact (CPU default) | binned (fixed shapes, for GPUs) | auto: binned on CUDA
-    bin_tokens: int = 64  # binned: widths are multiples of this
+    max_batch_tokens: int = key(32_768, "[1, 1000000000]")
+    # exact (CPU default) | binned (fixed shapes, for GPUs) | auto: binned on CUDA
+    packing: str = key("auto", choices=PACKINGS)
+    bin_tokens: int = key(64, "[1, 1000000]")  # binned: widths are multiples of this
 
 
 @dataclass
 class RankConfig:
-    num_candidates: int = 20
-    max_length: int = 1024  # capped by the model's own context (n_positions)
-    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto
-    max_batch_tokens: int = 32_768  # as perturb.replace
-    packing: str = "auto"
-    bin_tokens: int = 64
-    logits_mb: int = 256  # log-softmax over the vocabulary runs in chunks of at most this many MB of logits
+    num_candidates: int = key(20, "[1, 1000]")
+    max_length: int = key(1024, "[8, 1000000]")  # capped by the model's own context (n_positions)
+    dtype: str = key("float32", choices=DTYPES)
+    max_batch_tokens: int = key(32_768, "[1, 1000000000]")  # as perturb.replace
+    packing: str = key("auto", choices=PACKINGS)
+    bin_tokens: int = key(64, "[1, 1000000]")
+    # log-softmax over the vocabulary runs in chunks of at most this many MB of logits
+    logits_mb: int = key(256, "[1, 1000000]")
 
 
 @dataclass
 class StageResources:
     """Resources of one Ray Data stage (an actor pool for model stages)."""
 
-    concurrency: int = 1  # the most actors of this stage; the pool autoscales down to min_concurrency
-    min_concurrency: int = 1  # a smaller cluster still runs the job with this many actors
-    num_cpus: float = 0.5  # fractional so read/write tasks always find a CPU (hades_ray/docs/ray.md: else jobs hang)
-    num_gpus: float = 0.0
-    batch_size: int = 8  # documents per batch
-    torch_threads: int = 1
+    # the most actors of this stage; the pool autoscales down to min_concurrency
+    concurrency: int = key(1, "[1, 10000]")
+    min_concurrency: int = key(1, "[1, 10000]")  # a smaller cluster still runs the job with this many actors
+    # fractional so read/write tasks always find a CPU (hades_ray/docs/ray.md: else jobs hang)
+    num_cpus: float = key(0.5, "[0, 1024]")
+    num_gpus: float = key(0.0, "[0, 64]")
+    batch_size: int = key(8, "[1, 100000]")  # documents per batch
+    torch_threads: int = key(1, "[1, 1024]")
 
 
 @dataclass
@@ -111,32 +116,14 @@ class PerturbConfig:
         return min(ceiling, max(floor, math.ceil(rows / (SHARD_BLOCKS_PER_ACTOR * widest))))
 
     def validate(self) -> None:
-        from hades_ray.config_bounds import bound_problems
-
-        size = self.read.shard_size
-        problems = [] if size == AUTO else bound_problems("perturb.read.shard_size", size)
-        if problems:
-            raise ConfigError(f"{problems[0]} (or auto)")
         checks = [
             (
                 self.read.min_sentences >= self.mask.context_sentences + 1,
                 "perturb.read.min_sentences must exceed context",
             ),
-            (self.replace.decoding in ("greedy", "top_k", "top_p"), "perturb.replace.decoding: greedy, top_k or top_p"),
-            (self.mask.stopwords in ("auto", "nltk", "spacy"), "perturb.mask.stopwords: auto, nltk or spacy"),
-            (self.replace.dtype in DTYPES, f"perturb.replace.dtype: one of {', '.join(DTYPES)}"),
-            (self.rank.dtype in DTYPES, f"perturb.rank.dtype: one of {', '.join(DTYPES)}"),
-            (self.rank.logits_mb >= 1, "perturb.rank.logits_mb must be at least 1"),
         ]
-        for name in ("replace", "rank"):
-            section = getattr(self, name)
-            checks.append((section.packing in PACKINGS, f"perturb.{name}.packing: one of {', '.join(PACKINGS)}"))
-            checks.append((section.max_batch_tokens >= 1, f"perturb.{name}.max_batch_tokens must be at least 1"))
-            checks.append((section.bin_tokens >= 1, f"perturb.{name}.bin_tokens must be at least 1"))
         for stage in ("prepare", "replace", "rank"):
             res: StageResources = getattr(self.resources, stage)
             message = f"perturb.resources.{stage}.min_concurrency must be in [1, concurrency]"
             checks.append((res.min_concurrency <= res.concurrency, message))
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(message)
+        require(*checks)

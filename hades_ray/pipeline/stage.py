@@ -54,17 +54,6 @@ class Resources:
             uses_actors=uses_actors,
         )
 
-    @classmethod
-    def of_detect(cls, detect, num_gpus: float = 0.0, batch_size: int = 64, max_actors: int = 0) -> Resources:
-        """A detector actor from the ``detect`` section (``actor_cpus``, ``actors``, ``torch_threads``)."""
-        return cls(
-            num_cpus=detect.actor_cpus,
-            num_gpus=num_gpus,
-            max_actors=max_actors or detect.actors,
-            batch_size=batch_size,
-            torch_threads=detect.torch_threads,
-        )
-
     def describe(self) -> str:
         parts = [f"{self.num_cpus:g} CPU"] + ([f"{self.num_gpus:g} GPU"] if self.num_gpus else [])
         return " + ".join(parts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hades_ray.cli_common import POSITIVE_INT, add_config_args, add_override, config_from_args
+from hades_ray.cli_common import add_config_args, add_key_flags, config_from_args
 from hades_ray.errors import UserError
 
 
@@ -54,11 +54,8 @@ def register(subparsers) -> None:
         help="continue the grid in --output (finished trials are kept; only one this tool created, same config)",
     )
     tables.add_argument("--cost-only", action="store_true", help="print the grid's cost and stop (no training)")
-    add_override(tables, "--grid", "reproduce.grid", "grid file: a name (local, paper) or a YAML path")
-    add_override(tables, "--rows", "reproduce.rows", "rows to run, a YAML list such as [LR,BERT]", type=str)
-    add_override(tables, "--modes", "reproduce.modes", "modes to run, a YAML list such as [offline]", type=str)
-    add_override(tables, "--epochs", "detect.epochs", "training epochs of every transformer trial", type=POSITIVE_INT)
-    add_override(tables, "--labels", "reproduce.labels", "where the test labels come from",
-                 choices=("auto", "human", "simulated", "synthetic"))  # fmt: skip
+    add_key_flags(tables, "reproduce", "grid", "rows", "modes")
+    add_key_flags(tables, "detect", "epochs")
+    add_key_flags(tables, "reproduce", "labels")
     add_config_args(tables)
     tables.set_defaults(func=_tables)

@@ -3,8 +3,10 @@ its tables compare rows (every trial's own training settings are the ``detect`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from hades_ray.config_keys import key
+from hades_ray.detect.settings import MODES
 from hades_ray.errors import ConfigError
 
 LABEL_KINDS = ("auto", "human", "simulated", "synthetic")
@@ -16,30 +18,27 @@ class ReproduceConfig:
     # The grid file: "" is the preset's (hades_ray/presets/tables_<preset>.yaml: the paper's backbones,
     # pinned, or the offline kit's stand-ins), a bare name is hades_ray/presets/tables_<name>.yaml, anything
     # else a path to a YAML file of the same layout.
-    grid: str = ""
-    rows: list[str] = field(default_factory=list)  # the grid's rows to run, by name; empty: every row
-    modes: list[str] = field(default_factory=lambda: ["offline", "online"])  # Table 2, Table 3
+    grid: str = key("", help="grid file: a name (local, paper) or a YAML path")
+    rows: list[str] = key([], help="the grid's rows to run, a YAML list such as [LR,BERT] (empty: every row)")
+    # Table 2, Table 3
+    modes: list[str] = key(list(MODES), choices=MODES, help="modes to run, a YAML list such as [offline]")
     # The split the tables score. The published Wiki-Hades test.txt withholds its labels (all -1), so there
     # only "valid" can be scored; it is then also the split that picks each detector's best epoch.
-    test_split: str = "test"
+    test_split: str = key("test", choices=("test", "valid"))
     # The split that picks each detector's best epoch: valid; train_slice, a seeded share of train.txt's
     # documents held out of training (so a scored valid split stays unseen); auto, train_slice when valid
     # is the scored split and valid otherwise.
-    epoch_split: str = "valid"
-    epoch_slice_share: float = 0.1
-    bootstrap_resamples: int = 1000  # paired bootstrap over test items for the G-Mean difference of two rows
+    epoch_split: str = key("valid", choices=EPOCH_SPLITS, help="the split that picks each detector's best epoch")
+    epoch_slice_share: float = key(0.1, "[0.01, 0.5]", help="share of train.txt's documents that picks the epoch")
+    # Paired bootstrap over test items for the G-Mean difference of two rows (scipy's percentile interval
+    # needs a few hundred resamples).
+    bootstrap_resamples: int = key(1000, "[100, 1000000]")
     # Where the test labels come from, as the tables say: auto reads the dataset's work directory
     # (simulated judges leave import-NNN.simulated.csv files); human, simulated or synthetic say it outright.
-    labels: str = "auto"
-    max_concurrent_trials: int = 0  # 0: as many as the cluster's CPUs allow (detect/tune.py concurrent_trials)
+    labels: str = key("auto", choices=LABEL_KINDS, help="where the test labels come from")
+    # 0: as many as the cluster's CPUs allow (detect/tune.py concurrent_trials)
+    max_concurrent_trials: int = key(0, "[0, 10000]")
 
     def validate(self) -> None:
-        if self.labels not in LABEL_KINDS:
-            raise ConfigError(f"reproduce.labels: one of {', '.join(LABEL_KINDS)}")
-        if self.epoch_split not in EPOCH_SPLITS:
-            raise ConfigError(f"reproduce.epoch_split: one of {', '.join(EPOCH_SPLITS)}")
-        if self.test_split not in ("test", "valid"):
-            raise ConfigError("reproduce.test_split: test or valid")
-        bad = [m for m in self.modes if m not in ("offline", "online")]
-        if bad or not self.modes:
+        if not self.modes:
             raise ConfigError("reproduce.modes: a non-empty list of offline and online")

@@ -6,16 +6,13 @@ import argparse
 import json
 
 from hades_ray.cli_common import (
-    GPU_SHARE,
-    POSITIVE_INT,
-    PROBABILITY,
     add_config_args,
+    add_detector_arg,
     add_job_args,
-    add_override,
+    add_key_flags,
     config_from_args,
     executor_from_args,
 )
-from hades_ray.score.settings import WORD_CHOICES
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -34,7 +31,7 @@ def _score(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     score = subparsers.add_parser("score", help="p(H) for every content word of free text (a trained detector)")
-    score.add_argument("--model", required=True, help="detector folder written by `hades-ray train`")
+    add_detector_arg(score)
     score.add_argument(
         "--input",
         default=None,
@@ -44,57 +41,6 @@ def register(subparsers) -> None:
     add_job_args(
         score, "folder for scores.jsonl, quarantine.jsonl, summary.json (and report.html)", ("auto", "ray", "local")
     )
-    _add_settings(score)
+    add_key_flags(score, "score")  # a flag for every key of the section
     add_config_args(score)
     score.set_defaults(func=_score)
-
-
-def _add_settings(score: argparse.ArgumentParser) -> None:
-    """The flags that set the ``score`` section (score/settings.py holds the defaults)."""
-    add_override(
-        score,
-        "--mode",
-        "score.mode",
-        choices=("online", "offline"),
-        help="online: a word sees only the text before it; offline: both sides (default: the detector's own mode)",
-    )
-    add_override(
-        score,
-        "--words",
-        "score.words",
-        choices=WORD_CHOICES,
-        help="content: every word but stop words and punctuation, entities whole (default); all: every word",
-    )
-    add_override(
-        score,
-        "--threshold",
-        "score.threshold",
-        type=PROBABILITY,
-        help="flag words with p(H) at or above this (default: the detector's threshold, chosen on validation data)",
-    )
-    add_override(score, "--html", "score.html", switch=True, help="also write report.html: the texts shaded by p(H)")
-    add_override(
-        score, "--max-chars", "score.max_chars", type=POSITIVE_INT, help="longer texts are quarantined as text_too_long"
-    )
-    add_override(
-        score,
-        "--shard-size",
-        "score.shard_size",
-        type=POSITIVE_INT,
-        help="texts per shard (the unit a worker reads, scores and writes)",
-    )
-    add_override(
-        score,
-        "--num-gpus",
-        "score.num_gpus",
-        type=GPU_SHARE,
-        help="GPUs per scoring actor on a cluster (0: CPU; 0.5 packs two)",
-    )
-    add_override(
-        score,
-        "--stride",
-        "score.stride",
-        type=POSITIVE_INT,
-        help="causal online detectors, texts longer than the window: tokens between window starts (default: a "
-        "quarter window; 1 gives every word exactly its training left context, at one forward per word)",
-    )

@@ -84,7 +84,7 @@ def score_stages(
     ``num_gpus`` per scoring actor (0: CPU)."""
     d = config.detect
     cpu = Resources(num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=256)
-    model = Resources.of_detect(d, num_gpus, batch_size=d.score_batch_size * 4)
+    model = Resources(**d.actor_resources(num_gpus, batch_size=d.score_batch_size * 4))
     return [
         TargetsStage(cpu, words, config.spacy_model),
         WordScoreStage(model, model_dir, mode, d.score_batch_size, stride),

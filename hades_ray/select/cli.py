@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hades_ray.cli_common import add_config_args, add_job_args, config_from_args, executor_from_args
+from hades_ray.cli_common import add_config_args, add_job_args, add_round_args, config_from_args, executor_from_args
 
 
 def print_round(summary: dict) -> None:
@@ -38,8 +38,7 @@ def _tune_selection(args) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("round", help="select one round's batch for judges (model in the loop)")
-    parser.add_argument("--workdir", required=True, help="the work directory (a local folder) holding the rounds")
-    parser.add_argument("--round", type=int, required=True, help="round number: 0 is random, >= 1 uses a detector")
+    add_round_args(parser, "round number: 0 is random, >= 1 uses a detector")
     parser.add_argument(
         "--pool", default=None, help="the perturbation job's output folder or URI, e.g. s3://... (default WORKDIR/pool)"
     )
@@ -48,7 +47,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_round)
 
     parser = subparsers.add_parser("tune-selection", help="sweep a round's p(H) and similarity cuts over stored scores")
-    parser.add_argument("--workdir", required=True)
-    parser.add_argument("--round", type=int, required=True)
+    add_round_args(parser, "round whose stored scores are swept")
     add_config_args(parser)
     parser.set_defaults(func=_tune_selection)

@@ -10,7 +10,7 @@ import socket
 import sys
 import threading
 
-from hades_ray.cli_common import GPU_SHARE, POSITIVE_INT, add_config_args, add_override, config_from_args
+from hades_ray.cli_common import add_config_args, add_detector_arg, add_key_flags, config_from_args
 
 APP_NAME = "hades"
 
@@ -72,18 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("serve", help="serve a trained detector over HTTP (Ray Serve) until stopped")
-    parser.add_argument("--model", required=True, help="detector folder written by `hades-ray train`")
-    add_override(parser, "--host", "serve.host", help="interface to listen on (default 127.0.0.1: this machine only)")
-    add_override(parser, "--port", "serve.port", type=POSITIVE_INT, help="HTTP port (default 8000)")
-    add_override(
-        parser,
-        "--max-replicas",
-        "serve.max_replicas",
-        type=POSITIVE_INT,
-        help="replicas autoscale up to this many (each loads the detector once)",
-    )
-    add_override(
-        parser, "--num-gpus", "serve.num_gpus", type=GPU_SHARE, help="GPUs per replica (0: CPU; 0.5 packs two)"
-    )
+    add_detector_arg(parser)
+    add_key_flags(parser, "serve", "host", "port", "max_replicas", "num_gpus")
     add_config_args(parser)
     parser.set_defaults(func=_serve)

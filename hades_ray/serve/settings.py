@@ -11,36 +11,34 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from hades_ray.errors import ConfigError
+from hades_ray.config_keys import INT32, key, require
 
 TOKEN_ENV = "HADES_SERVE_TOKEN"  # the bearer token, kept off command lines and out of config files
 
 
 @dataclass
 class ServeConfig:
-    host: str = "127.0.0.1"  # loopback unless told otherwise (0.0.0.0: every interface)
-    port: int = 8000
+    host: str = key("127.0.0.1", help="interface to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)")
+    port: int = key(8000, "[1, 65535]", help="HTTP port (default 8000)")
     token: str = ""  # bearer token callers must send; empty: HADES_SERVE_TOKEN, else no authentication
-    max_request_bytes: int = 1_000_000  # larger bodies get 413 before they are parsed
-    max_texts_per_request: int = 64  # a longer "texts" list gets 422
-    max_batch_size: int = 16  # requests scored together by one replica (@serve.batch)
-    batch_wait_timeout_s: float = 0.005  # how long a replica waits to fill a batch
-    min_replicas: int = 1
-    max_replicas: int = 1
-    target_ongoing_requests: float = 4.0  # autoscaling aims at this many requests in flight per replica
-    max_ongoing_requests: int = 32  # a replica queues at most this many (beyond: Serve backs off)
-    num_cpus: float = 1.0  # per replica
-    num_gpus: float = 0.0  # per replica (0: CPU)
+    max_request_bytes: int = key(1_000_000, f"[1, {INT32}]")  # larger bodies get 413 before they are parsed
+    max_texts_per_request: int = key(64, "[1, 100000]")  # a longer "texts" list gets 422
+    max_batch_size: int = key(16, "[1, 10000]")  # requests scored together by one replica (@serve.batch)
+    batch_wait_timeout_s: float = key(0.005, "[0, 60]")  # how long a replica waits to fill a batch
+    min_replicas: int = key(1, "[0, 10000]")
+    max_replicas: int = key(1, "[1, 10000]", help="replicas autoscale up to this many (each loads the detector once)")
+    # autoscaling aims at this many requests in flight per replica
+    target_ongoing_requests: float = key(4.0, "(0, 100000]")
+    max_ongoing_requests: int = key(32, "[1, 100000]")  # a replica queues at most this many (beyond: Serve backs off)
+    num_cpus: float = key(1.0, "[0, 1024]")  # per replica
+    num_gpus: float = key(0.0, "[0, 64]", help="GPUs per replica (0: CPU; 0.5 packs two)")
 
     def bearer_token(self) -> str:
         """The token callers must present: the config's, else ``HADES_SERVE_TOKEN``; empty: none needed."""
         return self.token or os.environ.get(TOKEN_ENV, "")
 
     def validate(self) -> None:
-        checks = [
+        require(
             (bool(self.host.strip()), "serve.host: an interface address such as 127.0.0.1"),
             (self.min_replicas <= self.max_replicas, "serve.min_replicas must not exceed serve.max_replicas"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(message)
+        )
