@@ -71,15 +71,15 @@ def tree_rss_mib(root: int) -> float:
     return sum(rss_mib(pid) for pid in family)
 
 
-class PeakSampler:
-    """The highest ``measure()`` while a block runs, sampled every ``every`` seconds: a process-wide
-    peak would hide a block's own peak behind whatever ran before it."""
+class Sampler:
+    """``measure()`` every ``every`` seconds while a block runs, and at its start and end: its ``samples``,
+    their ``start`` and ``peak`` (a process-wide peak would hide a block's own behind what ran before it)."""
 
     def __init__(self, measure=rss_mib, every: float = 0.02):
         self.measure, self.every = measure, every
 
-    def __enter__(self) -> PeakSampler:
-        self.start = self.peak = self.measure()
+    def __enter__(self) -> Sampler:
+        self.samples = [self.measure()]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -87,41 +87,68 @@ class PeakSampler:
 
     def _sample(self) -> None:
         while not self._stop.wait(self.every):
-            self.peak = max(self.peak, self.measure())
+            self.samples.append(self.measure())
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, self.measure())
+        self.samples.append(self.measure())
+
+    @property
+    def start(self) -> float:
+        return self.samples[0]
+
+    @property
+    def peak(self) -> float:
+        return max(self.samples)
 
 
 class ForwardClock:
-    """Seconds spent inside a module's forwards, and how many ran: hooks, so the code timed is unchanged."""
+    """Seconds spent inside a module's forwards, and how many ran: hooks, so the code timed is unchanged.
+    With ``cuda``, CUDA events around each forward (the device's own clock) instead of the wall clock; the
+    first ``skip`` forwards (warm-up) are not counted."""
 
-    def __init__(self, module):
-        self.seconds, self.calls, self._began = 0.0, 0, 0.0
-        self._hooks = [module.register_forward_pre_hook(self._start), module.register_forward_hook(self._stop)]
+    def __init__(self, module, cuda: bool = False, skip: int = 0):
+        self.cuda, self.skip, self.spans, self._open = cuda, skip, [], None
+        module.register_forward_pre_hook(self._start)
+        module.register_forward_hook(self._stop)
+
+    def _mark(self):
+        if not self.cuda:
+            return time.perf_counter()
+        import torch
+
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
 
     def _start(self, *_) -> None:
-        self._began = time.perf_counter()
+        self._open = self._mark()
 
     def _stop(self, *_) -> None:
-        self.seconds += time.perf_counter() - self._began
-        self.calls += 1
+        if self.skip:
+            self.skip -= 1
+        else:
+            self.spans.append((self._open, self._mark()))
 
     def take(self) -> tuple[float, int]:
-        """The time and count since the last take."""
-        out = (self.seconds, self.calls)
-        self.seconds, self.calls = 0.0, 0
-        return out
+        """The seconds and count of the forwards since the last take."""
+        spans, self.spans = self.spans, []
+        if not self.cuda:
+            return sum(end - start for start, end in spans), len(spans)
+        import torch
+
+        torch.cuda.synchronize()
+        return sum(start.elapsed_time(end) for start, end in spans) / 1000, len(spans)
 
 
 class Laps:
     """Wall seconds between marks: ``lap(name)`` keeps the seconds since the last mark under ``name``
-    (to 0.1 s) and returns them unrounded."""
+    (to 0.1 s) and returns them unrounded; ``total()``: the seconds since the start."""
 
     def __init__(self):
-        self.last, self.laps = time.perf_counter(), {}
+        self.began = self.last = time.perf_counter()
+        self.laps: dict[str, float] = {}
 
     def lap(self, name: str | None = None) -> float:
         now = time.perf_counter()
@@ -129,6 +156,9 @@ class Laps:
         if name:
             self.laps[name] = round(seconds, 1)
         return seconds
+
+    def total(self) -> float:
+        return time.perf_counter() - self.began
 
 
 def print_result(result: dict) -> None:

@@ -41,7 +41,7 @@ from jobs.bench_common import (
     RESULTS,
     ForwardClock,
     Laps,
-    PeakSampler,
+    Sampler,
     command_line,
     kit_or_micro,
     learnability_files,
@@ -159,7 +159,7 @@ def _run_arm(arm: str, model, tokenizer, judges: dict, prompts, sampling, args, 
     # and again during this arm, so they are set aside from its scans.
     gc.collect()
     gc.freeze()
-    with PeakSampler() as memory:
+    with Sampler() as memory:
         began, cpu = time.perf_counter(), time.process_time()
         if args.slots and arm.endswith("guarded"):
             guard = GuardSettings(judge.threshold, args.max_retries, args.slots)

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.loopback, 
 from hades_ray.report.markdown import pipe_table
 from jobs.bench_common import (
     ROOT,
-    PeakSampler,
+    Sampler,
     command_line,
     machine_words,
     make_detector,
@@ -95,7 +95,7 @@ def run_serve(detector: str, texts: list[str], levels: list[int], expected: list
     url = f"http://127.0.0.1:{port}"
     server = start_serve(detector, port)
     # Its whole process tree (driver, GCS, raylet, Serve's controller and proxy, the replica), every 100 ms.
-    with PeakSampler(lambda: tree_rss_mib(server.pid), every=0.1) as peak:
+    with Sampler(lambda: tree_rss_mib(server.pid), every=0.1) as peak:
         try:
             with httpx.Client(base_url=url, timeout=30) as client:
                 ready = wait_ready(client, server)
