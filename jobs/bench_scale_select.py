@@ -237,16 +237,16 @@ def markdown(results: dict) -> str:
 def ratios(results: dict) -> dict:
     new = results["new"]
     sizes = sorted(new, key=int)
+    if len(sizes) < 2:
+        return {}
+    small, large, span = new[sizes[0]], new[sizes[-1]], f"{int(sizes[-1]):,} / {int(sizes[0]):,}"
     out = {}
-    if len(sizes) >= 2:
-        small, large = new[sizes[0]], new[sizes[-1]]
-        for r in ("round_0", "round_1"):
-            out[f"new {r} driver RSS, {int(sizes[-1]):,} / {int(sizes[0]):,}"] = round(
-                large[r]["driver_peak_rss_mib"] / small[r]["driver_peak_rss_mib"], 2
-            )
-            out[f"new {r} wall, {int(sizes[-1]):,} / {int(sizes[0]):,}"] = round(
-                large[r]["wall_s"] / small[r]["wall_s"], 2
-            )
+    for r in ("round_0", "round_1"):
+        rss = large[r]["driver_peak_rss_mib"] / small[r]["driver_peak_rss_mib"]
+        out |= {
+            f"new {r} driver RSS, {span}": round(rss, 2),
+            f"new {r} wall, {span}": round(large[r]["wall_s"] / small[r]["wall_s"], 2),
+        }
     return out
 
 
