@@ -150,20 +150,10 @@ def main() -> None:
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
-    write(rows, source, args)
-
-
-def write(rows: list[dict], source: str, args) -> None:
     from hades_ray.plan.machine import machine_facts
 
-    meta = {
-        "texts": args.texts,
-        "naive_texts": args.naive_texts,
-        "threads": args.threads,
-        "source": source,
-        "window": WINDOW,
-        "machine": machine_facts(),  # read as the run ends: the 5- and 15-minute load averages cover it
-    }
+    meta = {"texts": args.texts, "naive_texts": args.naive_texts, "threads": args.threads, "source": source}
+    meta |= {"window": WINDOW, "machine": machine_facts()}  # read as the run ends: the load averages cover it
     write_results("bench_score", {"meta": meta, "rows": rows}, markdown({"meta": meta, "rows": rows}))
 
 
