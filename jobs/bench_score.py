@@ -153,7 +153,8 @@ def main() -> None:
     from hades_ray.plan.machine import machine_facts
 
     meta = {"texts": args.texts, "naive_texts": args.naive_texts, "threads": args.threads, "source": source}
-    meta |= {"window": WINDOW, "machine": machine_facts()}  # read as the run ends: the load averages cover it
+    # The machine read as the run ends: the 5- and 15-minute load averages cover it.
+    meta |= {"window": WINDOW, "machine": machine_facts()}
     write_results("bench_score", {"meta": meta, "rows": rows}, markdown({"meta": meta, "rows": rows}))
 
 
