@@ -18,12 +18,13 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-for key, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1")):
+from jobs.bench_common import OFFLINE, RESULTS, Laps, write_results
+
+for key, value in OFFLINE.items():
     os.environ.setdefault(key, value)
 
 
@@ -69,9 +70,9 @@ def part(name: str, path: Path, force: bool, make) -> dict:
         print(f"{name}: reusing {path} (--force reruns it)", flush=True)
         return json.loads(path.read_text(encoding="utf-8"))
     print(f"{name}: running", flush=True)
-    began = time.perf_counter()
+    laps = Laps()
     results = make()
-    results["seconds"] = round(time.perf_counter() - began, 1)
+    results["seconds"] = round(laps.lap(), 1)
     save(results, path)
     print(f"{name}: done in {results['seconds']:.0f} s -> {path}", flush=True)
     return results
@@ -115,22 +116,22 @@ def record_figures(results: dict, folder: Path) -> None:
 
 def decoding_markdown(d: dict) -> list[str]:
     """The decoding study's table (jobs/results/analyses.md)."""
+    from hades_ray.report.markdown import pipe_table
     from hades_ray.report.model import fmt
 
     reused = ", pools of an earlier run reused" if any(s.get("pool_reused") for s in d["strategies"]) else ""
+    columns = ["setting", "kept ppl (median)", "distinct / replacements", "artifact rate", "incoherent", "share"]
+    columns += ["share > ln 10", "share > ln 1000", "median jump (nats)", "texts with one"]
+    rows = [
+        [s["label"], f"{s['kept_ppl_median']:.1f}", f"{s['distinct_replacements']} / {s['replacements']}"]
+        + [fmt(s["artifact_rate"]), s["incoherent"], fmt(s["incoherence_rate"]), fmt(s["incoherence_rate_ln10"])]
+        + [fmt(s["incoherence_rate_ln1000"]), fmt(s["surprisal_jump_median"]), s["texts_with_incoherent"]]
+        for s in d["strategies"]
+    ]
     lines = [f"## Decoding study ({d['documents']} texts, the same for every setting, {d['candidates']} candidates, "
              f"seed {d['seed']}, {d['seconds']:.0f} s{reused})", "",
              f"Incoherent: {d['proxy']['definition']} (LM `{d['proxy']['lm']}`; jobs/incoherence.py says why).", "",
-             "| setting | kept ppl (median) | distinct / replacements | artifact rate | incoherent | share | "
-             "share > ln 10 | share > ln 1000 | median jump (nats) | texts with one |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for s in d["strategies"]:
-        lines.append(
-            f"| {s['label']} | {s['kept_ppl_median']:.1f} | {s['distinct_replacements']} / {s['replacements']} | "
-            f"{fmt(s['artifact_rate'])} | {s['incoherent']} | {fmt(s['incoherence_rate'])} | "
-            f"{fmt(s['incoherence_rate_ln10'])} | {fmt(s['incoherence_rate_ln1000'])} | "
-            f"{fmt(s['surprisal_jump_median'])} | {s['texts_with_incoherent']} |"
-        )
+             *pipe_table(columns, rows)]  # fmt: skip
     j = d["judging"]
     return lines + ["", f"For judges: {j['items']} items ({j['export']}, `{Path(j['files'][0]).name}`), "
                     f"imported with `{j['import']}`; `key.jsonl` maps items to settings."]  # fmt: skip
@@ -145,7 +146,7 @@ def main(argv=None) -> int:
     from jobs.decoding_sweep import run_decoding_sweep
 
     setup_logging()  # the jobs' own progress lines (shards written, detectors saved) between this job's
-    began = time.perf_counter()
+    laps = Laps()
     output = Path(args.output)
     config = load_config("local", None, overrides(args))
     init_ray(config.ray.address, config.ray.num_cpus)
@@ -171,13 +172,11 @@ def main(argv=None) -> int:
         )
         print_trials(results["context_length"])
         write_outputs(results["context_length"], output)
-    results["seconds_total"] = round(time.perf_counter() - began, 1)
+    results["seconds_total"] = round(laps.total(), 1)
     save(results, output / "analyses.json")
     if args.record:
-        folder = Path(__file__).resolve().parent / "results"
-        save(results | {"command": " ".join(["python", *sys.argv])}, folder / "analyses.json")
-        (folder / "analyses.md").write_text(results_markdown(results), encoding="utf-8")
-        record_figures(results, folder)
+        write_results("analyses", results | {"command": " ".join(["python", *sys.argv])}, results_markdown(results))
+        record_figures(results, RESULTS)
     print(f"analyses written to {output / 'analyses.json'} in {results['seconds_total']:.0f} s", flush=True)
     return 0
 

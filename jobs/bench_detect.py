@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "jobs" / "results"
-ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hades_ray.report.markdown import pipe_table
+from jobs.bench_common import RESULTS, Laps, kit_or_micro, learnability_files, machine_words, write_results
 
 
 def plain_loop(config, rows: list[dict], threads: int) -> float:
@@ -81,21 +81,10 @@ def throughput(config, n: int) -> dict:
 
 def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
     from hades_ray.detect.api import evaluate_file, train_detector
-    from hades_ray.detect.learnability import pool_instances, split_by_doc
-    from hades_ray.io.hades_format import write_instances
 
-    if pool_dir is None:
-        from hades_ray.perturb.runner import run_perturb
-        from hades_ray.pipeline.executor import Executor
-
-        redo = Executor.of(config.ray, force=True)
-        summary = run_perturb(config, ENWIKI, work / "perturb", limit=docs, executor=redo)
-        pool_dir = work / "perturb" / "pool"
-        (work / "perturb_summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    instances = pool_instances(pool_dir, seed=config.seed)
-    parts = split_by_doc(instances, (0.7, 0.1, 0.2), seed=config.seed)
-    paths = [write_instances(p, work / f"{name}.jsonl") for p, name in zip(parts, ("train", "valid", "test"))]
-    out = {"instances": {n: len(p) for n, p in zip(("train", "valid", "test"), parts)}, "metrics": {}, "seconds": {}}
+    data = learnability_files(config, work, docs, {"train": 0.7, "valid": 0.1, "test": 0.2}, pool_dir)
+    train, valid, test = data["paths"]
+    out = {"instances": data["instances"], "metrics": {}, "seconds": {}}
     for detector, mode in (
         ("transformer", "offline"),
         ("transformer", "online"),
@@ -103,30 +92,27 @@ def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
         ("svm", "offline"),
     ):
         name = f"{detector} ({mode})" if detector == "transformer" else detector.upper()
-        began = time.perf_counter()
-        model = train_detector(config, paths[0], paths[1], work / f"{detector}_{mode}", detector, mode, 1)
-        out["metrics"][name] = evaluate_file(model, paths[2])
-        out["seconds"][name] = time.perf_counter() - began
+        laps = Laps()
+        model = train_detector(config, train, valid, work / f"{detector}_{mode}", detector, mode, 1)
+        out["metrics"][name] = evaluate_file(model, test)
+        out["seconds"][name] = laps.lap()
     return out
 
 
 def _markdown(report: dict) -> str:
     from hades_ray.metrics import markdown_table
-    from hades_ray.plan.machine import describe_machine
 
-    machine = describe_machine(report["machine"]) if "machine" in report else f"{os.cpu_count()} cores, CPU only"
-    lines = ["# Detector benchmarks", "", f"Machine: {machine}. {report['note']}", ""]
+    lines = ["# Detector benchmarks", "", f"Machine: {machine_words(report)}. {report['note']}", ""]
     t = report.get("throughput")
     if t:
+        rows = [["plain PyTorch, 1 thread", f"{t['plain_1_thread']:.1f}", ""]]
+        rows.append(["plain PyTorch, 2 threads", f"{t['plain_2_threads']:.1f}", ""])
+        rows.append(["Ray Train, 1 worker", f"{t['ray_1_worker']:.1f}", f"{t['ray_1_worker_wall_s']:.1f}"])
+        rows.append(["Ray Train, 2 workers", f"{t['ray_2_worker']:.1f}", f"{t['ray_2_worker_wall_s']:.1f}"])
         lines += [
             "## Training throughput (examples/s, in-loop, MiniLM span classifier)",
             "",
-            "| run | examples/s | wall s |",
-            "|---|---|---|",
-            f"| plain PyTorch, 1 thread | {t['plain_1_thread']:.1f} | |",
-            f"| plain PyTorch, 2 threads | {t['plain_2_threads']:.1f} | |",
-            f"| Ray Train, 1 worker | {t['ray_1_worker']:.1f} | {t['ray_1_worker_wall_s']:.1f} |",
-            f"| Ray Train, 2 workers | {t['ray_2_worker']:.1f} | {t['ray_2_worker_wall_s']:.1f} |",
+            *pipe_table(["run", "examples/s", "wall s"], rows),
             "",
             (
                 f"Ray overhead, 1 worker vs plain 1 thread: {100 * t['ray_overhead_1_worker']:.1f} % (aim < 10 %). "
@@ -154,23 +140,21 @@ def main(argv=None) -> int:
     parser.add_argument("--examples", type=int, default=512, help="training examples for the throughput runs")
     parser.add_argument("--docs", type=int, default=150, help="enwiki documents perturbed for learnability")
     parser.add_argument("--pool", default=None, help="an existing perturbation output's pool/ folder")
-    parser.add_argument("--skip", choices=("throughput", "learnability"), action="append", default=[])
-    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument(
+        "--skip",
+        choices=("throughput", "learnability"),
+        action="append",
+        default=[],
+        help="leave a part out (repeatable); its figures of the last run are kept",
+    )
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
     args = parser.parse_args(argv)
 
     from hades_ray.config import load_config
-    from hades_ray.models.registry import ModelNotFoundError, resolve_model
     from hades_ray.ray_runtime import init_ray
 
     note = "Project models: built."
-    try:
-        resolve_model("local:mlm"), resolve_model("local:gpt2")
-    except ModelNotFoundError:
-        from hades_ray.models.micro import build_micro_kit
-
-        home = Path(tempfile.mkdtemp(prefix="hades_bench_home_"))
-        build_micro_kit(home)
-        os.environ["HADES_RAY_HOME"] = str(home)
+    if not kit_or_micro():
         note = (
             "Project MLM/GPT-2 not built: micro random-weight models stand in for REPLACE, RANK and the "
             "MLM features (replacements are random words; MLM features are noise)."
@@ -199,10 +183,7 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             pool = Path(args.pool) if args.pool else None
             report["learnability"] = learnability(config, pool, args.docs, Path(tmp))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_detect.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    (RESULTS / "bench_detect.md").write_text(_markdown(report))
-    print(_markdown(report))
+    write_results("bench_detect", report, _markdown(report))
     return 0
 
 

@@ -22,22 +22,34 @@ Writes jobs/results/bench_guard.{json,md}. Skips (exit 0) when ../shared/data is
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import json
 import math
-import os
-import resource
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "jobs" / "results"
-ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hades_ray.report.markdown import pipe_table
+from jobs.bench_common import (
+    ENWIKI,
+    RESULTS,
+    ForwardClock,
+    Laps,
+    Sampler,
+    command_line,
+    kit_or_micro,
+    learnability_files,
+    machine_words,
+    make_detector,
+    write_results,
+)
+
 ARMS = ("plain", "scored", "guarded", "causal_scored", "causal_guarded", "causal_word_scored", "causal_word_guarded")
 ARMS += ("small_scored", "small_guarded")
 JUDGED = {"scored": "online", "guarded": "online", "causal_scored": "causal", "causal_guarded": "causal"}
@@ -48,57 +60,11 @@ JUDGED |= {"causal_word_scored": "causal_word", "causal_word_guarded": "causal_w
 JUDGED |= {"small_scored": "small", "small_guarded": "small"}
 FOLDER = {"online": "online", "causal": "causal", "causal_word": "causal", "small": "small"}  # each judge's detector
 DETECTORS = ("online", "lr", "causal")  # causal: the online detector on the offline kit's GPT-2
-
-
-def rss_mib() -> float:
-    """This process's resident memory now (Linux /proc; elsewhere its peak so far)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-class PeakRss:
-    """The highest resident memory while a block runs, sampled every 20 ms: the training before the
-    arms would hide an arm's own peak in the process-wide maximum."""
-
-    def __enter__(self) -> PeakRss:
-        self.start = self.peak = rss_mib()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, rss_mib())
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, rss_mib())
-
-
-class ForwardClock:
-    """Seconds spent inside a module's forwards, and how many ran: hooks, so the code timed is unchanged."""
-
-    def __init__(self, module):
-        self.seconds, self.calls, self._began = 0.0, 0, 0.0
-        self._hooks = [module.register_forward_pre_hook(self._start), module.register_forward_hook(self._stop)]
-
-    def _start(self, *_) -> None:
-        self._began = time.perf_counter()
-
-    def _stop(self, *_) -> None:
-        self.seconds += time.perf_counter() - self._began
-        self.calls += 1
-
-    def take(self) -> tuple[float, int]:
-        """The time and count since the last take."""
-        out = (self.seconds, self.calls)
-        self.seconds, self.calls = 0.0, 0
-        return out
+NAMES = {"plain": "plain `generate`", "scored": "encoder: judge only", "guarded": "encoder: guarded"}
+NAMES |= {"causal_scored": "causal: judge only", "causal_guarded": "causal: guarded"}
+NAMES |= {"causal_word_scored": "causal per word: judge only", "causal_word_guarded": "causal per word: guarded"}
+NAMES |= {"small_scored": "small causal: judge only", "small_guarded": "small causal: guarded"}
+TIMES = ("seconds", "cpu_seconds", "generator_forward_seconds", "judge_forward_seconds")
 
 
 def held_out_prompts(nlp, skip: int, count: int, fits) -> tuple[list[dict], int]:
@@ -126,100 +92,64 @@ def held_out_prompts(nlp, skip: int, count: int, fits) -> tuple[list[dict], int]
 
 
 def trained_detectors(config, work: Path, docs: int) -> dict:
-    """The detectors of an earlier run kept in ``work`` (same leads), else trained now into it."""
+    """The detectors of an earlier run kept in ``work`` (same leads), else those missing trained now into
+    it on the labelled instances of ``docs`` perturbed leads (unless done): the two online judges and the
+    LR detector."""
+    from hades_ray.detect.api import train_detector
+
     record = work / "detectors.json"
     kept = json.loads(record.read_text()) if record.is_file() else {}
-    if kept.get("train_docs") != docs:
-        kept = {}
-    have = [n for n in DETECTORS if n in kept and Path(kept[n]["dir"], "detector.json").is_file()]
-    if len(have) == len(DETECTORS):
+    kept = kept if kept.get("train_docs") == docs else {}
+    missing = [n for n in DETECTORS if n not in kept or not Path(kept[n]["dir"], "detector.json").is_file()]
+    if not missing:
         return kept | {"reused_from": str(work)}
-    detectors = kept | train_detectors(config, work, docs, [n for n in DETECTORS if n not in have])
+    data = learnability_files(config, work, docs, {"train": 0.8, "valid": 0.2})
+    detectors = kept | {key: data[key] for key in ("perturb_seconds", "instances") if key in data}
+    causal = copy.deepcopy(config)
+    causal.detect.backbone = config.models.causal_lm
+    kinds = {"online": (config, "transformer", "online"), "lr": (config, "lr", "offline")}
+    kinds["causal"] = (causal, "transformer", "online")
+    for name in missing:
+        settings, kind, mode = kinds[name]
+        laps = Laps()
+        folder = train_detector(settings, *data["paths"], work / name, kind, mode, 1)
+        detectors[name] = {"dir": str(folder), "seconds": laps.lap()}
+        detectors[name]["valid"] = json.loads((folder / "metrics.json").read_text())
     detectors["train_docs"] = docs
     record.write_text(json.dumps(detectors, indent=2, default=str))
     return detectors
 
 
-def train_detectors(config, work: Path, docs: int, names: tuple[str, ...] | list[str] = DETECTORS) -> dict:
-    """Perturb ``docs`` leads (unless done), label them, train the detectors ``names``: the two online
-    judges and the LR detector."""
-    import copy
-
-    from hades_ray.detect.api import train_detector
-    from hades_ray.detect.learnability import pool_instances, split_by_doc
-    from hades_ray.io.hades_format import write_instances
-    from hades_ray.perturb.runner import run_perturb
-    from hades_ray.pipeline.executor import Executor
-
-    out: dict = {}
-    if not (work / "perturb" / "pool").is_dir():
-        began = time.perf_counter()
-        run_perturb(config, ENWIKI, work / "perturb", limit=docs, executor=Executor.of(config.ray, force=True))
-        out["perturb_seconds"] = time.perf_counter() - began
-    instances = pool_instances(work / "perturb" / "pool", seed=config.seed)
-    parts = split_by_doc(instances, (0.8, 0.2), seed=config.seed)
-    paths = [write_instances(p, work / f"{name}.jsonl") for p, name in zip(parts, ("train", "valid"))]
-    out["instances"] = {"train": len(parts[0]), "valid": len(parts[1])}
-    causal = copy.deepcopy(config)
-    causal.detect.backbone = config.models.causal_lm
-    kinds = {"online": (config, "transformer", "online"), "lr": (config, "lr", "offline")}
-    kinds["causal"] = (causal, "transformer", "online")
-    for name in names:
-        settings, kind, mode = kinds[name]
-        began = time.perf_counter()
-        folder = train_detector(settings, paths[0], paths[1], work / name, kind, mode, 1)
-        out[name] = {"dir": str(folder), "seconds": time.perf_counter() - began}
-        out[name]["valid"] = json.loads((folder / "metrics.json").read_text())
-    return out
-
-
-def run_arms(
-    model,
-    tokenizer,
-    judges: dict,
-    prompts: list[str],
-    sampling,
-    retries: int,
-    seed: int,
-    batch: int,
-    slots: int,
-    repeats: int = 1,
-) -> dict:
+def run_arms(model, tokenizer, judges: dict, prompts: list[str], sampling, args) -> dict:
     """The arms over the same batches and seeds; texts, token ids, interventions, timings. ``judges``:
-    the encoder (``online``) and the causal judge. With ``slots``, a guarded arm runs every prompt through
-    that many slots (continuous batching) under the first batch's seed. The arms run ``repeats`` times in
-    turn (a shared machine's speed drifts): the times are each arm's medians, the rest the first run's,
-    and ``same_each_time`` says whether every run gave the same tokens."""
+    the encoder (``online``) and the causal judge. With ``args.slots``, a guarded arm runs every prompt
+    through that many slots (continuous batching) under the first batch's seed. The arms run
+    ``args.repeats`` times in turn (a shared machine's speed drifts): the times are each arm's medians,
+    the rest the first run's, and ``same_each_time`` says whether every run gave the same tokens."""
     arms: dict = {}
     clocks = (ForwardClock(model), {name: ForwardClock(j.model.backbone) for name, j in judges.items()})
-    for _ in range(repeats):
+    for _ in range(args.repeats):
         for arm in ARMS:
             if arm == "small_guarded":
                 reference = judges["causal"].threshold
                 judges["small"].threshold = matched_threshold(arms, "small_scored", "causal_scored", reference)
-            run = _run_arm(arm, model, tokenizer, judges, prompts, sampling, (retries, seed, batch, slots), clocks)
-            if arm not in arms:
-                arms[arm] = run | {f"{key}_each": [] for key in TIMES} | {"same_each_time": True}
+            run = _run_arm(arm, model, tokenizer, judges, prompts, sampling, args, clocks)
+            first = arms.setdefault(arm, run | {f"{key}_each": [] for key in TIMES} | {"same_each_time": True})
             for key in TIMES:
-                arms[arm][f"{key}_each"].append(run[key])
-            same = [r["tokens"] for r in run["results"]] == [r["tokens"] for r in arms[arm]["results"]]
-            arms[arm]["same_each_time"] &= same
+                first[f"{key}_each"].append(run[key])
+            first["same_each_time"] &= [r["tokens"] for r in run["results"]] == [r["tokens"] for r in first["results"]]
     for arm in arms.values():
         arm |= {key: float(np.median(arm[f"{key}_each"])) for key in TIMES}
     return arms
 
 
-TIMES = ("seconds", "cpu_seconds", "generator_forward_seconds", "judge_forward_seconds")
-
-
-def _run_arm(arm: str, model, tokenizer, judges: dict, prompts, sampling, settings: tuple, clocks) -> dict:
+def _run_arm(arm: str, model, tokenizer, judges: dict, prompts, sampling, args, clocks) -> dict:
     """One timed run of one arm."""
     from hades_ray.guard.judge import RecordingJudge
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import plain_generate
     from hades_ray.guard.stages import batch_seed
 
-    retries, seed, batch, slots = settings
     generator_clock, judge_clocks = clocks
     results = []
     judge = RecordingJudge(judges[JUDGED[arm]]) if arm in JUDGED else None
@@ -229,18 +159,18 @@ def _run_arm(arm: str, model, tokenizer, judges: dict, prompts, sampling, settin
     # and again during this arm, so they are set aside from its scans.
     gc.collect()
     gc.freeze()
-    with PeakRss() as memory:
+    with Sampler() as memory:
         began, cpu = time.perf_counter(), time.process_time()
-        if slots and arm.endswith("guarded"):
-            guard = GuardSettings(judge.threshold, retries, slots)
-            results += guarded_generate(model, tokenizer, prompts, sampling, judge, guard, batch_seed(seed, 0))
-        for lo in range(0, len(prompts), batch) if not results else ():
-            chunk, seed_k = prompts[lo : lo + batch], batch_seed(seed, lo)
+        if args.slots and arm.endswith("guarded"):
+            guard = GuardSettings(judge.threshold, args.max_retries, args.slots)
+            results += guarded_generate(model, tokenizer, prompts, sampling, judge, guard, batch_seed(args.seed, 0))
+        for lo in range(0, len(prompts), args.batch_size) if not results else ():
+            chunk, seed_k = prompts[lo : lo + args.batch_size], batch_seed(args.seed, lo)
             if arm == "plain":
                 tokens = plain_generate(model, tokenizer, chunk, sampling, seed_k)
                 results += [{"tokens": t, "interventions": [], "scores": []} for t in tokens]
             else:
-                guard = GuardSettings(judge.threshold, 0 if arm.endswith("scored") else retries)
+                guard = GuardSettings(judge.threshold, 0 if arm.endswith("scored") else args.max_retries)
                 results += guarded_generate(model, tokenizer, chunk, sampling, judge, guard, seed_k)
         seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     out = {
@@ -274,17 +204,23 @@ def generated_words(prompt: str, generation: str) -> tuple[list[str], list[int]]
     return [m.group() for m in found], picked
 
 
+def generated_items(texts: list[tuple[str, str]]) -> tuple[list[tuple[list[str], int, int]], np.ndarray]:
+    """(words, word index, output) of every generated content word of the outputs, and each one's output."""
+    found = []
+    for k, (prompt, generation) in enumerate(texts):
+        words, picked = generated_words(prompt, generation)
+        found += [(words, i, k) for i in picked]
+    return found, np.array([k for *_, k in found], dtype=int)
+
+
 def online_p(judge, texts: list[tuple[str, str]]) -> list[np.ndarray]:
     """Online p(H) of every generated content word, each from its left context only (one batched call)."""
     from hades_ray.detect.scoring import score_items
 
-    items, owners = [], []
-    for k, (prompt, generation) in enumerate(texts):
-        words, picked = generated_words(prompt, generation)
-        items += [{"words": words, "start": i, "end": i} for i in picked]
-        owners += [k] * len(picked)
+    found, owners = generated_items(texts)
+    items = [{"words": words, "start": i, "end": i} for words, i, _ in found]
     p = score_items(judge.model, judge.tokenizer, items, "online", judge.settings["window"], 64)
-    return [p[np.array(owners) == k] for k in range(len(texts))]
+    return [p[owners == k] for k in range(len(texts))]
 
 
 def lr_p(lr_dir: str, config, texts: list[tuple[str, str]]) -> list[np.ndarray]:
@@ -293,13 +229,10 @@ def lr_p(lr_dir: str, config, texts: list[tuple[str, str]]) -> list[np.ndarray]:
     from hades_ray.detect.detector import Detector
     from hades_ray.io.hades_format import Instance
 
-    instances, owners = [], []
-    for k, (prompt, generation) in enumerate(texts):
-        words, picked = generated_words(prompt, generation)
-        instances += [Instance(words, i, i, -1, {"id": f"{k}#{i}", "doc_id": str(k)}) for i in picked]
-        owners += [k] * len(picked)
+    found, owners = generated_items(texts)
+    instances = [Instance(words, i, i, -1, {"id": f"{k}#{i}", "doc_id": str(k)}) for words, i, k in found]
     p, _ = score_instances(Detector.open(lr_dir), instances, config)
-    return [p[np.array(owners) == k] for k in range(len(texts))]
+    return [p[owners == k] for k in range(len(texts))]
 
 
 def perplexity(model, tokenizer, prompts: list[str], token_lists: list[list[int]]) -> float:
@@ -330,6 +263,8 @@ def arm_figures(arm: dict, texts: list[tuple[str, str]], p_online: list, thresho
     words = np.concatenate(p_online) if p_online else np.zeros(0)
     tokens = sum(len(r["tokens"]) for r in arm["results"])
     events = [e for r in arm["results"] for e in r["interventions"]]
+    kept = ("cpu_seconds", "generator_forwards", "generator_forward_seconds", "judge_forwards")
+    kept += ("judge_forward_seconds", "rss_before_mib", "peak_rss_mib")
     return {
         "generated_content_words": int(words.size),
         "mean_p": float(words.mean()) if words.size else None,
@@ -341,13 +276,7 @@ def arm_figures(arm: dict, texts: list[tuple[str, str]], p_online: list, thresho
         "new_tokens": tokens,
         "seconds": arm["seconds"],
         "tokens_per_s": tokens / arm["seconds"],
-        "cpu_seconds": arm["cpu_seconds"],
-        "generator_forwards": arm["generator_forwards"],
-        "generator_forward_seconds": arm["generator_forward_seconds"],
-        "judge_forwards": arm["judge_forwards"],
-        "judge_forward_seconds": arm["judge_forward_seconds"],
-        "rss_before_mib": arm["rss_before_mib"],
-        "peak_rss_mib": arm["peak_rss_mib"],
+        **{key: arm[key] for key in kept},
         "interventions": len(events),
         "words_replaced": len(
             {(k, e["token_position"]) for k, r in enumerate(arm["results"]) for e in r["interventions"]}
@@ -387,34 +316,54 @@ def _fmt(value, digits: int = 3) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def markdown(report: dict) -> str:
-    from hades_ray.plan.machine import describe_machine
+ARM_ROWS = (
+    ("mean p(H), generated content words (judge)", "mean_p"),
+    ("90th percentile p(H) (judge)", "p90_p"),
+    ("share flagged at the judge's threshold", "share_flagged"),
+    ("perplexity under the generator", "perplexity"),
+    ("distinct-1", "distinct_1"),
+    ("distinct-2", "distinct_2"),
+    ("new tokens", "new_tokens"),
+    ("tokens/s", "tokens_per_s"),
+    ("CPU seconds of this process", "cpu_seconds"),
+    ("generator forwards (steps)", "generator_forwards"),
+    ("judge forwards", "judge_forwards"),
+    ("seconds in the judge's forwards", "judge_forward_seconds"),
+    ("resident memory before the arm, MiB", "rss_before_mib"),
+    ("peak resident memory during the arm, MiB", "peak_rss_mib"),
+    ("interventions (rejected words)", "interventions"),
+    ("word positions replaced", "words_replaced"),
+    ("flagged words left in the text (judge only: all it flags)", "flagged_kept_after_retries"),
+)
+AGREEMENT_ROWS = ("lr_mean_p", "lr_share_flagged", "share_outputs_agreeing")
+AGREEMENT_ROWS += ("share_agreeing_among_outputs_the_judge_flags", "word_kappa")
+AGREEMENT_ROWS += ("lr_flags_where_judge_flags", "lr_flags_where_judge_does_not")
+FLOOR_COLUMNS = ("arm", "overhead", "overhead in CPU time", "floor", "judge forwards per step")
+FLOOR_COLUMNS += ("ms per judge forward", "ms per generator step (plain)", "steps against plain")
 
-    arms, det = report["arms"], report["detectors"]
-    machine = describe_machine(report["machine"]) if "machine" in report else f"{os.cpu_count()} cores, CPU only"
-    rows = [
-        ("mean p(H), generated content words (judge)", "mean_p"),
-        ("90th percentile p(H) (judge)", "p90_p"),
-        ("share flagged at the judge's threshold", "share_flagged"),
-        ("perplexity under the generator", "perplexity"),
-        ("distinct-1", "distinct_1"),
-        ("distinct-2", "distinct_2"),
-        ("new tokens", "new_tokens"),
-        ("tokens/s", "tokens_per_s"),
-        ("CPU seconds of this process", "cpu_seconds"),
-        ("generator forwards (steps)", "generator_forwards"),
-        ("judge forwards", "judge_forwards"),
-        ("seconds in the judge's forwards", "judge_forward_seconds"),
-        ("resident memory before the arm, MiB", "rss_before_mib"),
-        ("peak resident memory during the arm, MiB", "peak_rss_mib"),
-        ("interventions (rejected words)", "interventions"),
-        ("word positions replaced", "words_replaced"),
-        ("flagged words left in the text (judge only: all it flags)", "flagged_kept_after_retries"),
+
+def _checks(checks: dict, moved: bool = False) -> str:
+    """Recorded p(H) against score's, one clause per arm."""
+    return "; ".join(
+        f"{k} {v['max_abs_diff']:.1e} over {v['words']} words, {v['flags_differing']} flags"
+        + (f", {v['unaligned']} words whose characters moved" if moved and v["unaligned"] else "")
+        for k, v in checks.items()
+    )
+
+
+def markdown(report: dict) -> str:
+    arms, det, agree = report["arms"], report["detectors"], report["agreement"]
+    arm_columns = ["", NAMES["plain"], f"{NAMES['scored']} (retries 0)", *(NAMES[a] for a in ARMS[2:])]
+    floors = [
+        [name, f"{report[f'overhead_{name}']:.2f}x", f"{report[f'cpu_overhead_{name}']:.2f}x"]
+        + [f"{f['overhead_floor']:.2f}x", f"{f['judge_forwards_per_step']:.2f}", f"{f['judge_forward_ms']:.2f}"]
+        + [f"{f['generator_step_ms']:.2f}", f"{f['extra_steps']:.2f}"]
+        for name, f in report["floor"].items()
     ]
     lines = [
         "# Online guard benchmark",
         "",
-        f"Machine: {machine}; torch threads {report['torch_threads']}. {report['note']}",
+        f"Machine: {machine_words(report)}; torch threads {report['torch_threads']}. {report['note']}",
         f"Command: `{report['command']}`",
         "",
         f"{report['prompts']} held-out prompts ({report['prompts_skipped_too_long']} leads passed over: prompt plus "
@@ -432,14 +381,7 @@ def markdown(report: dict) -> str:
         "p(H) rows: the encoder judge's for the first three columns, the causal detector's for the next four, "
         "the small judge's (noise: a random head) for the last two.",
         "",
-        "| | plain `generate` | encoder: judge only (retries 0) | encoder: guarded | causal: judge only "
-        "| causal: guarded | causal per word: judge only | causal per word: guarded | small causal: judge only "
-        "| small causal: guarded |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for label, key in rows:
-        lines.append(f"| {label} | " + " | ".join(_fmt(arms[a][key]) for a in ARMS) + " |")
-    lines += [
+        *pipe_table(arm_columns, ([label, *(_fmt(arms[a][key]) for a in ARMS)] for label, key in ARM_ROWS)),
         "",
         f"Judge-only tokens equal plain `generate`'s: **{report['scored_equals_plain']}** (encoder), "
         f"**{report['causal_scored_equals_plain']}** (causal). Guard overhead (plain tokens/s / guarded "
@@ -459,35 +401,19 @@ def markdown(report: dict) -> str:
         "step (overhead in CPU time: the arm's CPU seconds over plain generation's, which the other jobs on "
         "the shared cores inflate less than wall time):",
         "",
-        "| arm | overhead | overhead in CPU time | floor | judge forwards per step | ms per judge forward "
-        "| ms per generator step (plain) | steps against plain |",
-        "|---|---|---|---|---|---|---|---|",
-        *(
-            f"| {name} | {report[f'overhead_{name}']:.2f}x | {report[f'cpu_overhead_{name}']:.2f}x "
-            f"| {f['overhead_floor']:.2f}x | "
-            f"{f['judge_forwards_per_step']:.2f} | {f['judge_forward_ms']:.2f} | {f['generator_step_ms']:.2f} | "
-            f"{f['extra_steps']:.2f} |"
-            for name, f in report["floor"].items()
-        ),
+        *pipe_table(FLOOR_COLUMNS, floors),
         "",
         *_history(report),
         "p(H) the loop recorded against `hades-ray score`'s scorer (hades_ray/score/scorer.py) on the same "
         "text with the same judge, every judged word including the rejected ones (max |diff|, flags that "
         "differ at the judge's threshold): "
-        + "; ".join(
-            f"{k} {v['max_abs_diff']:.1e} over {v['words']} words, {v['flags_differing']} flags"
-            for k, v in report["score_check"].items()
-        )
+        + _checks(report["score_check"])
         + ". The causal judge's forwards extend each row's cache instead of running the whole window, so "
         "the same arithmetic rounds differently in the last bits; one view per word (causal_word) gives each "
         "word exactly `window` tokens of context, where score's windows give it between window - stride and "
         "window, so it matches score only while a text fits one window. Against the final texts (the words that "
         "stayed): "
-        + "; ".join(
-            f"{k} {v['max_abs_diff']:.1e} over {v['words']} words, {v['flags_differing']} flags"
-            + (f", {v['unaligned']} words whose characters moved" if v["unaligned"] else "")
-            for k, v in report["final_text_check"].items()
-        )
+        + _checks(report["final_text_check"], moved=True)
         + " (a word's left context decodes differently once later tokens arrive where a token ends inside "
         "a character or the tokenizer's clean-up joins spaces, so the judge saw another text there).",
         "",
@@ -497,24 +423,12 @@ def markdown(report: dict) -> str:
         "p(H) recorded by the loop against the same words scored again per word afterwards (encoder, first "
         "outputs, max |diff|): " + ", ".join(f"{k} {v:.1e}" for k, v in report["rescoring_max_abs_diff"].items()) + ".",
         "",
-        f"## Independent check: the LR detector on the first {report['agreement']['guarded']['outputs']} outputs",
+        f"## Independent check: the LR detector on the first {agree['guarded']['outputs']} outputs",
         "",
-        "| | plain | guarded |",
-        "|---|---|---|",
+        *pipe_table(
+            ["", "plain", "guarded"], ([k, _fmt(agree["plain"][k]), _fmt(agree["guarded"][k])] for k in AGREEMENT_ROWS)
+        ),
     ]
-    for key in (
-        "lr_mean_p",
-        "lr_share_flagged",
-        "share_outputs_agreeing",
-        "share_agreeing_among_outputs_the_judge_flags",
-    ):
-        lines.append(
-            f"| {key} | {_fmt(report['agreement']['plain'][key])} | {_fmt(report['agreement']['guarded'][key])} |"
-        )
-    for key in ("word_kappa", "lr_flags_where_judge_flags", "lr_flags_where_judge_does_not"):
-        lines.append(
-            f"| {key} | {_fmt(report['agreement']['plain'][key])} | {_fmt(report['agreement']['guarded'][key])} |"
-        )
     lo, hi = report["lr_flag_share_change_ci"]
     lines += [
         "",
@@ -527,15 +441,18 @@ def markdown(report: dict) -> str:
         f"perturbation {det.get('perturb_seconds', 0):.0f} s"
         + (f" (detectors reused from {det['reused_from']})." if det.get("reused_from") else "."),
         "",
+        *(
+            f"- {name}: validation G-Mean {_fmt(det[name]['valid'].get('gmean'))}, AUC "
+            f"{_fmt(det[name]['valid'].get('auc'))}, trained in {det[name]['seconds']:.0f} s"
+            for name in DETECTORS
+        ),
+        "",
+        "## What this means, and what it does not",
+        "",
+        *report["reading"],
+        "",
+        f"Whole run: {report['wall_seconds']:.0f} s.",
     ]
-    for name in DETECTORS:
-        v = det[name]["valid"]
-        lines.append(
-            f"- {name}: validation G-Mean {_fmt(v.get('gmean'))}, AUC {_fmt(v.get('auc'))}, "
-            f"trained in {det[name]['seconds']:.0f} s"
-        )
-    lines += ["", "## What this means, and what it does not", "", *report["reading"], ""]
-    lines.append(f"Whole run: {report['wall_seconds']:.0f} s.")
     return "\n".join(lines) + "\n"
 
 
@@ -580,20 +497,16 @@ def _history(report: dict) -> list[str]:
     runs = report.get("history", [])
     if not runs:
         return []
-    lines = [
+    rows = [[run["run"], *(f"{run[k]:.2f}x" if k in run else "n/a" for k in HISTORY_ARMS)] for run in runs]
+    rows.append(["this run", *(f"{report[f'overhead_{k}']:.2f}x" for k in HISTORY_ARMS)])
+    return [
         "Before -> after (wall-clock overhead against plain `generate`, same 100 prompts; the per-word causal "
         "judge's code did not change between the last two runs, so its columns show how much the shared "
         "cores moved the figures):",
         "",
-        "| run | encoder: judge only | encoder: guarded | causal: judge only | causal: guarded "
-        "| causal per word: judge only | causal per word: guarded |",
-        "|---|---|---|---|---|---|---|",
+        *pipe_table(["run", *(NAMES[k] for k in HISTORY_ARMS)], rows),
+        "",
     ]
-    for run in runs:
-        cells = [f"{run[k]:.2f}x" if k in run else "n/a" for k in HISTORY_ARMS]
-        lines.append(f"| {run['run']} | " + " | ".join(cells) + " |")
-    lines.append("| this run | " + " | ".join(f"{report[f'overhead_{k}']:.2f}x" for k in HISTORY_ARMS) + " |")
-    return [*lines, ""]
 
 
 def reading(report: dict) -> list[str]:
@@ -695,78 +608,62 @@ def flag_share_change_ci(lr_plain: list, lr_guarded: list, threshold: float, see
     return [float(np.percentile(changes, 2.5)), float(np.percentile(changes, 97.5))]
 
 
-def _models_note() -> str:
-    from hades_ray.models.registry import ModelNotFoundError, resolve_model
-
-    try:
-        resolve_model("local:mlm"), resolve_model("local:gpt2")
-        return "Offline kit models: built."
-    except ModelNotFoundError:
-        from hades_ray.models.micro import build_micro_kit
-
-        home = Path(tempfile.mkdtemp(prefix="hades_bench_home_"))
-        build_micro_kit(home)
-        os.environ["HADES_RAY_HOME"] = str(home)
-        return "Offline kit not built: micro random-weight models stand in (every figure is noise)."
-
-
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train-docs", type=int, default=60, help="leads perturbed to train the detectors")
-    parser.add_argument("--prompts", type=int, default=100, help="held-out prompts")
-    parser.add_argument("--max-new-tokens", type=int, default=60, help="new tokens per prompt")
-    parser.add_argument("--max-retries", type=int, default=3, help="resamples per flagged word")
-    parser.add_argument("--threshold", type=float, default=None, help="judge threshold (default: the stored one)")
-    parser.add_argument("--top-k", type=int, default=50, help="sampling top-k, every arm")
-    parser.add_argument(
+    flag = parser.add_argument
+    flag("--train-docs", type=int, default=60, help="leads perturbed to train the detectors")
+    flag("--prompts", type=int, default=100, help="held-out prompts")
+    flag("--max-new-tokens", type=int, default=60, help="new tokens per prompt")
+    flag("--max-retries", type=int, default=3, help="resamples per flagged word")
+    flag("--threshold", type=float, default=None, help="judge threshold (default: the stored one)")
+    flag("--top-k", type=int, default=50, help="sampling top-k, every arm")
+    flag(
         "--allow-end", action="store_true", help="let generations stop at the end token (default: all are full length)"
     )
-    parser.add_argument("--batch-size", type=int, default=20, help="prompts per batch (one seed per batch)")
-    parser.add_argument(
+    flag("--batch-size", type=int, default=20, help="prompts per batch (one seed per batch)")
+    flag(
         "--slots",
         type=int,
         default=20,
         help="guarded arms: rows in flight, a done row's slot taking the next prompt (guard.slots); "
         "0: batch by batch, as plain",
     )
-    parser.add_argument(
-        "--repeats", type=int, default=3, help="runs of every arm, in turn; times are each arm's medians"
-    )
-    parser.add_argument("--label", default="", help="this run's name in the before -> after table of later runs")
-    parser.add_argument("--agreement-outputs", type=int, default=30, help="outputs the (slow) LR detector scores")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the detectors and the generations")
-    parser.add_argument(
-        "--workdir",
-        default=None,
-        help="keep the perturbation and detectors here; a rerun reuses them (same --train-docs)",
-    )
-    parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
-    parser.add_argument(
-        "--render", action="store_true", help="only rewrite bench_guard.md (and its reading) from bench_guard.json"
-    )
-    args = parser.parse_args(argv)
+    flag("--repeats", type=int, default=3, help="runs of every arm, in turn; times are each arm's medians")
+    flag("--label", default="", help="this run's name in the before -> after table of later runs")
+    flag("--agreement-outputs", type=int, default=30, help="outputs the (slow) LR detector scores")
+    flag("--threads", type=int, default=1, help="torch threads (the machine is shared)")
+    flag("--seed", type=int, default=0, help="seed of the detectors and the generations")
+    flag("--workdir", help="keep the perturbation and detectors here; a rerun reuses them (same --train-docs)")
+    flag("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
+    flag("--render", action="store_true", help="only rewrite bench_guard.md (and its reading) from bench_guard.json")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     if args.render:
         report = json.loads((RESULTS / "bench_guard.json").read_text())
         report["reading"] = reading(report)
-        (RESULTS / "bench_guard.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-        (RESULTS / "bench_guard.md").write_text(markdown(report))
+        write_results("bench_guard", report, markdown(report))
         return 0
     if not ENWIKI.is_file():
         print(f"bench_guard: {ENWIKI} is absent; nothing to measure (skipped).")
         return 0
     import torch
 
-    torch.set_num_threads(args.threads)
-    started = time.perf_counter()
-    from hades_ray.plan.machine import machine_facts
-
-    machine = machine_facts()
-    note = _models_note()
     from hades_ray.config import load_config
+    from hades_ray.guard.stages import context_limit
+    from hades_ray.models.registry import load_causal_lm
+    from hades_ray.plan.machine import machine_facts
     from hades_ray.ray_runtime import init_ray
     from hades_ray.text.nlp import load_spacy
 
+    torch.set_num_threads(args.threads)
+    laps = Laps()
+    machine = machine_facts()
+    note = "Offline kit models: built."
+    if not kit_or_micro():
+        note = "Offline kit not built: micro random-weight models stand in (every figure is noise)."
     config = load_config(
         overrides=[
             f"seed={args.seed}",
@@ -780,15 +677,10 @@ def main(argv=None) -> int:
         ]
     )
     init_ray(config.ray.address, config.ray.num_cpus)
-    from hades_ray.guard.stages import context_limit
-    from hades_ray.models.registry import load_causal_lm
-
     tokenizer, model = load_causal_lm(config.models.causal_lm, "cpu")
     limit = (context_limit(model) or 10**9) - args.max_new_tokens
-    nlp = load_spacy(config.spacy_model)
-    prompts, too_long = held_out_prompts(
-        nlp, args.train_docs, args.prompts, lambda p: len(tokenizer(p)["input_ids"]) <= limit
-    )
+    fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
+    prompts, too_long = held_out_prompts(load_spacy(config.spacy_model), args.train_docs, args.prompts, fits)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.workdir) if args.workdir else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -798,15 +690,12 @@ def main(argv=None) -> int:
     report |= {"note": note, "train_docs": args.train_docs, "detectors": detectors, "seed": args.seed}
     report["machine"] = machine  # read before the arms ran
     report["prompts_skipped_too_long"] = too_long
-    report["command"] = "python jobs/bench_guard.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    report["wall_seconds"] = time.perf_counter() - started
+    report["command"] = command_line("bench_guard.py", argv)
+    report["wall_seconds"] = laps.lap()
     report["reading"] = reading(report)
     report["label"] = args.label
     report["history"] = carried_history(RESULTS / "bench_guard.json")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_guard.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    (RESULTS / "bench_guard.md").write_text(markdown(report))
-    print(markdown(report))
+    write_results("bench_guard", report, markdown(report))
     return 0
 
 
@@ -860,23 +749,30 @@ def cost_floor(plain: dict, arm: dict) -> dict:
 def small_judge(work: Path, window: int) -> dict:
     """The micro kit's GPT-2 (2 layers, 32 wide) under a random online head, with the causal judge's
     window: a judge far cheaper than the generator, for its cost alone."""
-    from bench_score import make_detector
-
     from hades_ray.models.micro import build_micro_causal_lm
 
     folder = work / "small"
     if not (folder / "detector.json").is_file():
-        backbone = build_micro_causal_lm(work / "micro_gpt2")
-        make_detector(folder, str(backbone), "online", window)
+        make_detector(folder, str(build_micro_causal_lm(work / "micro_gpt2")), "online", window)
     return {"dir": str(folder)}
+
+
+def lr_agreement(judge, lr_dir: str, config, texts: list[tuple[str, str]], p_online: list, t_lr: float) -> tuple:
+    """The encoder judge's p(H) scored again per word on the first outputs (its largest difference from
+    what the loop recorded), the LR detector's p(H) of the same words, and the two detectors' agreement."""
+    rescored = online_p(judge, texts)  # aligned word for word with the LR detector's
+    diffs = (float(abs(np.sort(a) - np.sort(b)).max()) for a, b in zip(rescored, p_online) if len(a) == len(b) > 0)
+    p_lr = lr_p(lr_dir, config, texts)
+    return max(diffs, default=0.0), p_lr, agreement(rescored, p_lr, judge.threshold, t_lr)
 
 
 def measure(args, config, prompts: list[dict], detectors: dict, generator) -> dict:
     from hades_ray.detect.detector import Detector
     from hades_ray.guard.causal_judge import CausalJudge
-    from hades_ray.guard.judge import EncoderJudge
+    from hades_ray.guard.judge import EncoderJudge, score_differences
     from hades_ray.guard.sampling import Sampling, prepare_tokenizer
     from hades_ray.guard.text import TokenText
+    from hades_ray.score.scorer import WordScorer
 
     tokenizer, model = generator
     prepare_tokenizer(tokenizer)
@@ -890,18 +786,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     }
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
-    arms = run_arms(
-        model,
-        tokenizer,
-        judges,
-        texts_in,
-        sampling,
-        args.max_retries,
-        args.seed,
-        args.batch_size,
-        args.slots,
-        args.repeats,
-    )
+    arms = run_arms(model, tokenizer, judges, texts_in, sampling, args)
     for r, prompt in zip(arms["plain"]["results"], texts_in):
         r["generation"] = TokenText(tokenizer, tokenizer(prompt)["input_ids"]).generated(r["tokens"])
     plain_tokens = [a["tokens"] for a in arms["plain"]["results"]]
@@ -909,9 +794,6 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     # The loop already scored every word online with its left context; plain's words are the judge-only
     # arm's when their tokens match (checked above), else they are scored here.
     recorded = {name: [np.array([w["p"] for w in r["scores"]]) for r in arms[name]["results"]] for name in ARMS[1:]}
-    from hades_ray.guard.judge import score_differences
-    from hades_ray.score.scorer import WordScorer
-
     figures, agree, drift, lr_scores, checks, finals = {}, {}, {}, {}, {}, {}
     t_lr, k = Detector.open(detectors["lr"]["dir"]).threshold, args.agreement_outputs
     for name, arm in arms.items():
@@ -926,18 +808,12 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
             finals[name] = final_text_check(folder, stride, full, arm["results"], threshold)
             checks[name] = score_differences(WordScorer(folder, stride=stride), arm["calls"], threshold)
         if name in ("plain", "guarded"):
-            rescored = online_p(judge, texts[:k])  # aligned word for word with the LR detector's
-            drift[name] = max(
-                (
-                    float(abs(np.sort(a) - np.sort(b)).max())
-                    for a, b in zip(rescored, p_online[:k])
-                    if len(a) == len(b) > 0
-                ),
-                default=0.0,
+            lr_dir = detectors["lr"]["dir"]
+            drift[name], lr_scores[name], agree[name] = lr_agreement(
+                judge, lr_dir, config, texts[:k], p_online[:k], t_lr
             )
-            lr_scores[name] = lr_p(detectors["lr"]["dir"], config, texts[:k])
-            agree[name] = agreement(rescored, lr_scores[name], judge.threshold, t_lr)
     causal_on_plain = np.concatenate(recorded["causal_scored"]) if same["causal_scored"] else np.zeros(0)
+    causal_flags = (causal_on_plain >= judges["causal"].threshold).mean() if causal_on_plain.size else None
     return {
         "lr_flag_share_change_ci": flag_share_change_ci(lr_scores["plain"], lr_scores["guarded"], t_lr, args.seed),
         "rescoring_max_abs_diff": drift,
@@ -949,9 +825,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
         "causal_scored_equals_plain": same["causal_scored"],
         "causal_on_plain": {
             "mean_p": float(causal_on_plain.mean()) if causal_on_plain.size else None,
-            "share_flagged": float((causal_on_plain >= judges["causal"].threshold).mean())
-            if causal_on_plain.size
-            else None,
+            "share_flagged": None if causal_flags is None else float(causal_flags),
         },
         **{f"overhead_{n}": figures["plain"]["tokens_per_s"] / figures[n]["tokens_per_s"] for n in JUDGED},
         **{f"cpu_overhead_{n}": figures[n]["cpu_seconds"] / figures["plain"]["cpu_seconds"] for n in JUDGED},
@@ -965,11 +839,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
         "threshold_source": "--threshold" if args.threshold is not None else "stored in the detector folder",
         "lr_threshold": t_lr,
         "prompts": len(prompts),
-        "max_new_tokens": args.max_new_tokens,
-        "max_retries": args.max_retries,
-        "batch_size": args.batch_size,
-        "slots": args.slots,
-        "repeats": args.repeats,
+        **{key: getattr(args, key) for key in ("max_new_tokens", "max_retries", "batch_size", "slots", "repeats")},
         "sampling": f"top-k {args.top_k}, temperature 1" + ("" if args.allow_end else ", end token suppressed"),
         "torch_threads": args.threads,
         "examples": [

@@ -19,7 +19,6 @@ batches smaller, so its advantage over the batch-1 baselines is understated, not
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -28,9 +27,13 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
-RESULTS = ROOT / "jobs" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hades_ray.report.markdown import pipe_table
+from jobs.bench_common import ENWIKI, Laps, machine_words, write_results
+
+VARIANTS = ("pipeline", "pipeline_binned", "padded_mixed_lengths", "model_only", "naive_loop", "nlpaug")
+VARIANTS += ("ray_1_actor", "ray_2_actors")
 
 
 def _prepared_rows(config, docs: int) -> list[dict]:
@@ -44,7 +47,7 @@ def _prepared_rows(config, docs: int) -> list[dict]:
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(config.models.mlm))
     nlp = load_spacy(config.spacy_model)
     kept = []
-    for shard in plan_shards(str(SHARED), 50):
+    for shard in plan_shards(str(ENWIKI), 50):
         rows = prepare_rows(sorted(read_shard(shard).to_pylist(), key=lambda r: r["row"]), nlp, tokenizer, config)
         kept += [r for r in rows if r["status"] == "ok"]
         if len(kept) >= docs:
@@ -206,8 +209,8 @@ def main() -> int:
         "to its budget, so the GPU-sized default (32,768) would time mostly dummy rows on a CPU",
     )
     args = parser.parse_args()
-    if not SHARED.is_file():
-        print(f"skipped: {SHARED} is absent")
+    if not ENWIKI.is_file():
+        print(f"skipped: {ENWIKI} is absent")
         return 0
     from hades_ray.config import load_config
     from hades_ray.models.registry import load_masked_lm, resolve_model
@@ -219,9 +222,9 @@ def main() -> int:
     torch.set_num_threads(1)
     # every in-process variant uses the preset's dtype, as the stage's actors do (nlpaug loads its own)
     tokenizer, model = load_masked_lm(config.models.mlm, "cpu", config.perturb.replace.dtype)
-    t0 = time.perf_counter()
+    laps = Laps()
     rows = _prepared_rows(config, args.docs)
-    prepare_s = time.perf_counter() - t0
+    prepare_s = laps.lap()
     candidates = sum(len(r["chosen"]) for r in rows)
     masked = sum(len(c) for r in rows for c in r["chosen"])
 
@@ -236,30 +239,34 @@ def main() -> int:
         (torch.arange(c["input_ids"].shape[0]), torch.zeros(c["input_ids"].shape[0], dtype=torch.long))
         for c in recorder.calls
     ]
-    model_s = model_only(model, recorder.calls, head_inputs)
+    seconds = {"pipeline": pipe_s, "model_only": model_only(model, recorder.calls, head_inputs)}
     binned_keys = ["perturb.replace.packing=binned", f"perturb.replace.max_batch_tokens={args.binned_tokens}"]
     binned = load_config("local", overrides=[*overrides, *binned_keys])
-    binned_s, _ = run_pipeline(rows, binned, model, tokenizer)
-    print(f"binned packing: {binned_s:.1f}s", flush=True)
-    padded_s = run_padded(rows, config, model, tokenizer)
-    print(f"padded mixed-length batches: {padded_s:.1f}s", flush=True)
+    seconds["pipeline_binned"] = run_pipeline(rows, binned, model, tokenizer)[0]
+    print(f"binned packing: {seconds['pipeline_binned']:.1f}s", flush=True)
+    seconds["padded_mixed_lengths"] = run_padded(rows, config, model, tokenizer)
+    print(f"padded mixed-length batches: {seconds['padded_mixed_lengths']:.1f}s", flush=True)
 
     subset = rows[: args.naive_docs]
     sub_cands = sum(len(r["chosen"]) for r in subset)
-    naive_s = naive_loop(subset, model, tokenizer, config)
-    print(f"naive: {sub_cands} candidates in {naive_s:.1f}s", flush=True)
-    nlpaug_s, nlpaug_status = nlpaug_loop(subset, resolve_model(config.models.mlm), config)
-    print(f"nlpaug: {nlpaug_status} {nlpaug_s:.1f}s", flush=True)
+    seconds["naive_loop"] = naive_loop(subset, model, tokenizer, config)
+    print(f"naive: {sub_cands} candidates in {seconds['naive_loop']:.1f}s", flush=True)
+    seconds["nlpaug"], nlpaug_status = nlpaug_loop(subset, resolve_model(config.models.mlm), config)
+    print(f"nlpaug: {nlpaug_status} {seconds['nlpaug']:.1f}s", flush=True)
     ray_rows = rows[: args.ray_docs]
     ray_cands = sum(len(r["chosen"]) for r in ray_rows)
     (ray_1, steady_1), (ray_2, steady_2) = ((float("nan"),) * 2,) * 2
     if not args.skip_ray:
         ray_1, steady_1 = ray_actors(ray_rows, config, 1)
         ray_2, steady_2 = ray_actors(ray_rows, config, 2)
+    seconds |= {"ray_1_actor": ray_1, "ray_2_actors": ray_2}
+    counts = {"naive_loop": sub_cands, "nlpaug": sub_cands, "ray_1_actor": ray_cands, "ray_2_actors": ray_cands}
 
-    def rate(count: int, seconds: float) -> float:
-        return count / seconds if seconds and not math.isnan(seconds) else float("nan")
+    def rate(name: str) -> float:
+        count, spent = counts.get(name, candidates), seconds[name]
+        return count / spent if spent and not math.isnan(spent) else float("nan")
 
+    r = {name: rate(name) for name in VARIANTS}
     results = {
         "docs": len(rows),
         "binned_tokens": args.binned_tokens,
@@ -267,66 +274,38 @@ def main() -> int:
         "candidates": candidates,
         "masked_spans": masked,
         "prepare_seconds": prepare_s,
-        "rates_candidates_per_s": {
-            "pipeline": rate(candidates, pipe_s),
-            "pipeline_binned": rate(candidates, binned_s),
-            "padded_mixed_lengths": rate(candidates, padded_s),
-            "model_only": rate(candidates, model_s),
-            "naive_loop": rate(sub_cands, naive_s),
-            "nlpaug": rate(sub_cands, nlpaug_s),
-            "ray_1_actor": rate(ray_cands, ray_1),
-            "ray_2_actors": rate(ray_cands, ray_2),
-        },
+        "rates_candidates_per_s": r,
         "ray_docs": len(ray_rows),
         "ray_steady_state_ratio_2_vs_1": steady_1 / steady_2 if steady_2 == steady_2 and steady_2 else None,
         "forward_share_of_pipeline_wall": forward_s / pipe_s,
-        "model_only_share_of_pipeline_wall": model_s / pipe_s,
+        "model_only_share_of_pipeline_wall": seconds["model_only"] / pipe_s,
         "nlpaug_status": nlpaug_status,
         "machine": machine,
         "mlm": resolve_model(config.models.mlm),
     }
-    r = results["rates_candidates_per_s"]
     results["ratios"] = {
         "pipeline_vs_naive": r["pipeline"] / r["naive_loop"],
         "pipeline_vs_nlpaug": r["pipeline"] / r["nlpaug"] if r["nlpaug"] == r["nlpaug"] else None,
         "ray_2_vs_1_actors": r["ray_2_actors"] / r["ray_1_actor"] if not args.skip_ray else None,
     }
-    write_results(results)
+    write_results("bench_perturb", results, markdown(results))
     return 0
 
 
-def write_results(results: dict) -> None:
-    from hades_ray.plan.machine import describe_machine
-
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_perturb.json").write_text(json.dumps(results, indent=2))
+def markdown(results: dict) -> str:
     r, q = results["rates_candidates_per_s"], results["ratios"]
 
     def fmt(value: float | None) -> str:
         return "n/a" if value is None or math.isnan(value) else f"{value:.2f}"
 
+    rows = [[name, fmt(r[name]), fmt(r[name] / r["pipeline"] if r[name] == r[name] else None)] for name in VARIANTS]
     lines = [
         "# REPLACE benchmark (candidates per second, higher is better)",
         "",
         f"{results['docs']} leads x {results['candidates_per_doc']} candidates, {results['masked_spans']} masked "
-        f"spans; MLM `{results['mlm']}`; machine: {describe_machine(results['machine'])}",
+        f"spans; MLM `{results['mlm']}`; machine: {machine_words(results)}",
         "",
-        "| variant | candidates/s | vs pipeline |",
-        "|---|---|---|",
-    ]
-    for name in (
-        "pipeline",
-        "pipeline_binned",
-        "padded_mixed_lengths",
-        "model_only",
-        "naive_loop",
-        "nlpaug",
-        "ray_1_actor",
-        "ray_2_actors",
-    ):
-        ratio = r[name] / r["pipeline"] if r[name] == r[name] else None
-        lines.append(f"| {name} | {fmt(r[name])} | {fmt(ratio)} |")
-    lines += [
+        *pipe_table(["variant", "candidates/s", "vs pipeline"], rows),
         "",
         f"- pipeline / naive loop: **{fmt(q['pipeline_vs_naive'])}x** (aim >= 5x)",
         f"- pipeline_binned: perturb.replace.packing=binned at max_batch_tokens={results.get('binned_tokens')}",
@@ -339,8 +318,7 @@ def write_results(results: dict) -> None:
         f"**{fmt(q['ray_2_vs_1_actors'])}x**; steady state (first to last row): "
         f"{fmt(results['ray_steady_state_ratio_2_vs_1'])}x (aim >= 1.8x)",
     ]
-    (RESULTS / "bench_perturb.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -20,12 +20,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "jobs" / "results"
-ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hades_ray.report.markdown import pipe_table
+from jobs.bench_common import ENWIKI, ROOT, Laps, offline_env, write_results
+
 PAPER_POOL = 1_000_000  # segments the paper perturbs
 WIKI40B_EN_TRAIN = 2_900_000  # Wiki-40B-en training articles, about 2.9M (issue 11)
 KIT = ["--set", "models.mlm=local:mlm", "--set", "models.causal_lm=local:gpt2"]
@@ -47,13 +48,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 def plan_run(args: list[str], out: Path) -> dict:
     """One ``hades-ray plan`` run in its own process (so its peak memory is its own); the result JSON."""
     command = [sys.executable, "-m", "hades_ray", "plan", *args, "--output", str(out)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
-    started = time.perf_counter()
-    subprocess.run(command, check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, timeout=900)
+    laps = Laps()
+    subprocess.run(command, check=True, cwd=ROOT, env=offline_env(), stdout=subprocess.DEVNULL, timeout=900)
     result = json.loads(out.read_text(encoding="utf-8"))
     shown = ["hades-ray", "plan", *(a if not a.startswith(str(ROOT.parent)) else _short(a) for a in args)]
     result["command"] = " ".join(shown)
-    result["wall_s"] = round(time.perf_counter() - started, 1)
+    result["wall_s"] = round(laps.lap(), 1)
     return result
 
 
@@ -152,84 +152,68 @@ def main(argv=None) -> int:
     if not ENWIKI.is_file():
         print(f"bench_plan: {ENWIKI} is absent; this benchmark needs the shared enwiki sample", file=sys.stderr)
         return 2
-    started = time.perf_counter()
+    laps = Laps()
     with tempfile.TemporaryDirectory(prefix="bench_plan_") as tmp:
         results = run_all(args, Path(tmp))
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["wall_s"] = round(time.perf_counter() - started, 1)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_plan.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    (RESULTS / "bench_plan.md").write_text(markdown(results), encoding="utf-8")
-    print(markdown(results))
+    results["wall_s"] = round(laps.lap(), 1)
+    write_results("bench_plan", results, markdown(results))
     return 0
 
 
 def _throughput_rows(results: dict) -> list[str]:
-    rows = [
-        "| models | stage | dtype | tokens per CPU-second | tokens per wall-second | token-forwards timed | "
-        "forward calls | wall s | CPU s | peak RSS (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    columns = ["models", "stage", "dtype", "tokens per CPU-second", "tokens per wall-second"]
+    columns += ["token-forwards timed", "forward calls", "wall s", "CPU s", "peak RSS (MiB)"]
+    rows = []
     for key in ("paper_sized", "kit"):
-        measured = results["runs"][key]["measured"]
-        for stage in ("replace", "rank"):
-            m = measured[stage]
-            rows.append(
-                f"| {m['model']} | {stage.upper()} | {m['dtype']} | {m['tokens_per_cpu_s']:,.0f} | "
-                f"{m['tokens_per_wall_s']:,.0f} | {m['token_forwards']:,} | {m['forward_calls']} | "
-                f"{m['wall_seconds']:.1f} | {m['cpu_seconds']:.1f} | {m['process_peak_rss_mib']:,.0f} |"
-            )
+        for stage, m in ((stage, results["runs"][key]["measured"][stage]) for stage in ("replace", "rank")):
+            rows.append([m["model"], stage.upper(), m["dtype"], f"{m['tokens_per_cpu_s']:,.0f}"])
+            rows[-1] += [f"{m['tokens_per_wall_s']:,.0f}", f"{m['token_forwards']:,}", m["forward_calls"]]
+            rows[-1] += [f"{m['wall_seconds']:.1f}", f"{m['cpu_seconds']:.1f}", f"{m['process_peak_rss_mib']:,.0f}"]
     paper, kit = results["runs"]["paper_sized"]["measured"], results["runs"]["kit"]["measured"]
     ratios = {s: kit[s]["tokens_per_s"] / paper[s]["tokens_per_s"] for s in ("replace", "rank")}
-    rows.append("")
-    rows.append(
+    return [
+        *pipe_table(columns, rows),
+        "",
         f"Plans use tokens per CPU-second (one core's own speed, whatever the neighbours do). "
         f"The offline kit is {ratios['replace']:.1f}x faster per token in REPLACE and {ratios['rank']:.1f}x in "
         "RANK than the paper-sized models (peak RSS is the process's peak so far: the RANK row includes "
-        "REPLACE's model)."
-    )
-    return rows
+        "REPLACE's model).",
+    ]
 
 
 def _sample_rows(results: dict) -> list[str]:
-    rows = [
-        "| sample (settings) | read | perturbed | filtered out | spaCy words / read doc | MLM token-forwards / doc "
-        "(ideal = done) | MLM calls / doc | tokens per MLM call | GPT-2 tokens / doc | GPT-2 calls / doc |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    columns = ["sample (settings)", "read", "perturbed", "filtered out", "spaCy words / read doc"]
+    columns += ["MLM token-forwards / doc (ideal = done)", "MLM calls / doc", "tokens per MLM call"]
+    columns += ["GPT-2 tokens / doc", "GPT-2 calls / doc"]
     names = {"paper_sized": "enwiki, paper settings, context 1024", "kit": "enwiki, paper settings, kit context 256"}
     names["demo_counts"] = "demo corpus, paper settings, context 1024"
+    rows = []
     for key, label in names.items():
         s = results["runs"][key]["sample"]
         n = max(s["perturbed"], 1)
         per_call = s["mlm_token_forwards_done"] / max(s["mlm_forward_calls"], 1)
         same = "=" if s["mlm_token_forwards_ideal"] == s["mlm_token_forwards_done"] else "!="
         filtered = ", ".join(f"{k} {v}" for k, v in s["filtered"].items()) or "none"
-        rows.append(
-            f"| {label} | {s['read']} | {s['perturbed']} ({s['perturbed'] / s['read']:.1%}) | {filtered} | "
-            f"{s['spacy_words'] / s['read']:.0f} | {s['mlm_token_forwards_done'] / n:,.0f} ({same}) | "
-            f"{s['mlm_forward_calls'] / n:.1f} | {per_call:,.0f} | "
-            f"{s['lm_tokens'] / n:,.0f} | {s['lm_forward_calls'] / n:.2f} |"
-        )
-    return rows
+        rows.append([label, s["read"], f"{s['perturbed']} ({s['perturbed'] / s['read']:.1%})", filtered])
+        rows[-1] += [f"{s['spacy_words'] / s['read']:.0f}", f"{s['mlm_token_forwards_done'] / n:,.0f} ({same})"]
+        rows[-1] += [f"{s['mlm_forward_calls'] / n:.1f}", f"{per_call:,.0f}", f"{s['lm_tokens'] / n:,.0f}"]
+        rows[-1].append(f"{s['lm_forward_calls'] / n:.2f}")
+    return pipe_table(columns, rows)
 
 
 def _plan_rows(results: dict) -> list[str]:
-    rows = [
-        "| throughput | corpus | read | perturbed | candidates | REPLACE core-h | RANK core-h | total core-h | "
-        "REPLACE:RANK actors per 4 cores | MASK core-h |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    columns = ["throughput", "corpus", "read", "perturbed", "candidates", "REPLACE core-h", "RANK core-h"]
+    columns += ["total core-h", "REPLACE:RANK actors per 4 cores", "MASK core-h"]
+    rows = []
     for key, label in (("paper_sized_cpu_core", "paper-sized"), ("kit_cpu_core", "offline kit")):
         for p in results["plans"][key]:
             b = p["balance"]
-            rows.append(
-                f"| {label} | {p['corpus']} | {p['documents_read']:,} | {p['documents_perturbed']:,} | "
-                f"{p['candidates']:,} | {p['replace_device_hours']:,.0f} | {p['rank_device_hours']:,.0f} | "
-                f"{p['device_hours']:,.0f} | {b['replace_actors_per_device']}:{b['rank_actors_per_device']} | "
-                f"{p['prepare_cpu_core_hours']:,.1f} |"
-            )
-    return rows
+            rows.append([label, p["corpus"], f"{p['documents_read']:,}", f"{p['documents_perturbed']:,}"])
+            rows[-1] += [f"{p['candidates']:,}", f"{p['replace_device_hours']:,.0f}", f"{p['rank_device_hours']:,.0f}"]
+            rows[-1] += [f"{p['device_hours']:,.0f}", f"{b['replace_actors_per_device']}:{b['rank_actors_per_device']}"]
+            rows[-1].append(f"{p['prepare_cpu_core_hours']:,.1f}")
+    return pipe_table(columns, rows)
 
 
 def _aim_lines(results: dict) -> list[str]:
@@ -293,16 +277,13 @@ def _levers(results: dict) -> list[str]:
 
 
 def _batch_rows(results: dict) -> list[str]:
+    columns = ["REPLACE batch (documents)", "MLM token-forwards", "forward calls", "rows per forward"]
     rows = [
-        "| REPLACE batch (documents) | MLM token-forwards | forward calls | rows per forward | tokens per forward |",
-        "|---|---|---|---|---|",
+        [r["replace_batch_size"], f"{r['mlm_token_forwards']:,}", f"{r['mlm_forward_calls']:,}", r["rows_per_forward"]]
+        + [f"{r['tokens_per_forward']:,}"]
+        for r in results["replace_batch_size"]
     ]
-    for r in results["replace_batch_size"]:
-        rows.append(
-            f"| {r['replace_batch_size']} | {r['mlm_token_forwards']:,} | {r['mlm_forward_calls']:,} | "
-            f"{r['rows_per_forward']} | {r['tokens_per_forward']:,} |"
-        )
-    return rows
+    return pipe_table([*columns, "tokens per forward"], rows)
 
 
 def _gpu_words(machine: dict) -> str:

@@ -2,24 +2,44 @@
 
   python jobs/bench_scale.py [--parts perturb select] [--sizes 2000 20000] [--pool-sizes 100000 1000000]
 
-Writes jobs/results/bench_scale.json and .md. Figures: driver peak RSS (the aim: flat between sizes),
-throughput, time to the first finished shard, and rows recomputed after a kill (perturbation); driver
-peak RSS and wall time of rounds 0 and 1 (selection). See jobs/bench_scale_perturb.py and
-jobs/bench_scale_select.py.
+Writes jobs/results/bench_scale.json and .md. Perturbation, with micro random-weight models (the model
+work is not what is measured), on leads of ../shared/data/enwiki2015_first_paragraphs.jsonl replicated
+with new ids to N documents:
+  * driver peak RSS at two corpus sizes (the driver plans and merges; it must not grow with the corpus);
+  * documents per second;
+  * when the first shard finished, as a share of the run (shards finish one after another);
+  * the driver killed at about 60% and the job rerun: shards finished before the kill are never redone.
+Each run is its own process (its ``ru_maxrss`` is the driver's alone; Ray's workers are other processes).
+The old data path (commit 52952ae, checked out into a git worktree) runs the smaller size beside it.
+Selection: driver peak RSS and wall time of rounds 0 and 1 (jobs/bench_scale_select.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import signal
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "jobs" / "results"
-sys.path.insert(0, str(ROOT / "jobs"))
+# Appended, and no hades_ray import at the top: a child runs the hades_ray of the tree it is given.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from jobs.bench_common import ENWIKI, ROOT, child_result, offline_env, peak_rss_mib, print_result, write_results
+
+OLD_COMMIT = "52952ae"
+# Cheap model work so that thousands of documents fit these 2 cores: the data path is what is measured.
+OVERRIDES = [
+    "perturb.rank.num_candidates=1",
+    "perturb.read.shard_size=250",
+    "perturb.replace.max_length=128",
+    "perturb.rank.max_length=32",
+]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -40,28 +60,134 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def make_corpus(docs: int, folder: Path) -> Path:
+    """``docs`` leads: the shared file repeated, every copy with new ids."""
+    lines = ENWIKI.read_text(encoding="utf-8").splitlines()
+    path = folder / f"leads_{docs}.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(docs):
+            record = json.loads(lines[i % len(lines)])
+            record["id"] = f"r{i // len(lines)}-{record['id']}"
+            out.write(json.dumps(record) + "\n")
+    return path
+
+
+def one_run(input_path: str, output: str, code_root: str) -> None:
+    """In a fresh process: run the job once and print its figures (the driver's own peak RSS)."""
+    sys.path.insert(0, code_root)
+    from hades_ray.config import load_config
+    from hades_ray.perturb.runner import run_perturb
+
+    config = load_config("local", overrides=OVERRIDES)
+    started = time.time()
+    summary = run_perturb(config, input_path, output)
+    ended = time.time()
+    finish_times = sorted(json.loads(p.read_text()).get("finished_at", 0) for p in Path(output).glob("_markers/*.json"))
+    if not finish_times or not finish_times[0]:  # the old data path stamps no time: the marker files' mtimes
+        finish_times = sorted(p.stat().st_mtime for p in Path(output).glob("_markers/*.json"))
+    print_result(
+        {
+            "read": summary["read"],
+            "kept": summary["kept"],
+            "shards": summary["shards"],
+            "wall_s": round(ended - started, 1),
+            "docs_per_s": round(summary["read"] / (ended - started), 2),
+            "first_shard_share": round((finish_times[0] - started) / (ended - started), 3),
+            "driver_peak_rss_mib": round(peak_rss_mib(), 1),
+        }
+    )
+
+
+def _child(input_path: Path, output: Path, code_root: Path, home: str) -> tuple[list[str], dict]:
+    """The command and the keywords of a child perturbation run. cwd: Ray puts the driver's working
+    directory first on its workers' path, so the code under test must be what that directory holds."""
+    env = offline_env(HADES_RAY_HOME=home, PYTHONUNBUFFERED="1", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    env.pop("RAY_ADDRESS", None)
+    command = [sys.executable, __file__, "--one", str(input_path), str(output), str(code_root)]
+    return command, {"env": env | {"PYTHONPATH": str(code_root)}, "cwd": code_root, "start_new_session": True}
+
+
+def measured(input_path: Path, output: Path, code_root: Path, home: str) -> dict:
+    command, keywords = _child(input_path, output, code_root, home)
+    return child_result(command, **keywords)
+
+
+def kill_and_resume(input_path: Path, output: Path, home: str, share: float = 0.6) -> dict:
+    """Kill the driver (and its local Ray) once ``share`` of the shards have markers, then rerun."""
+    lines = sum(1 for _ in input_path.open())
+    total = -(-lines // 250)
+    command, keywords = _child(input_path, output, ROOT, home)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **keywords)
+    while process.poll() is None and len(list(output.glob("_markers/*.json"))) < share * total:
+        time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    finished_at_kill = len(list(output.glob("_markers/*.json")))
+    (output / "_lock.json").unlink(missing_ok=True)  # the killed run's lock: its pid is gone on this host anyway
+    rerun = measured(input_path, output, ROOT, home)
+    return {
+        "shards": total,
+        "finished_before_kill": finished_at_kill,
+        "redone_after_rerun": rerun["shards"]["processed_now"],
+        "finished_shards_redone": rerun["shards"]["processed_now"] - (total - finished_at_kill),
+        "rows_recomputed_at_most": (rerun["shards"]["processed_now"]) * 250,
+        "rerun": rerun,
+    }
+
+
+def old_worktree() -> Path:
+    path = Path(tempfile.gettempdir()) / f"hades_ray_old_{OLD_COMMIT}"
+    if not path.is_dir():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), OLD_COMMIT], check=True)
+    return path
+
+
+def run_perturb_part(args) -> dict:
+    """Every perturbation figure of the scale benchmark."""
+    from hades_ray.models.micro import build_micro_kit
+
+    work = Path(tempfile.mkdtemp(prefix="bench_scale_perturb_"))
+    home = str(work / "home")
+    build_micro_kit(Path(home))
+    results: dict = {"overrides": OVERRIDES, "sizes": {}, "old": {}}
+    for size in args.sizes:
+        corpus = make_corpus(size, work)
+        print(f"perturbation: {size} documents (new data path)", flush=True)
+        results["sizes"][str(size)] = measured(corpus, work / f"out_{size}", ROOT, home)
+        print(json.dumps(results["sizes"][str(size)]), flush=True)
+    small = make_corpus(min(args.sizes), work)
+    print("perturbation: kill at 60% and rerun", flush=True)
+    results["kill_and_resume"] = kill_and_resume(small, work / "out_kill", home)
+    print(f"perturbation: {min(args.sizes)} documents (old data path, {OLD_COMMIT})", flush=True)
+    try:
+        results["old"][str(min(args.sizes))] = measured(small, work / "out_old", old_worktree(), home)
+    except (RuntimeError, subprocess.CalledProcessError) as error:
+        results["old_error"] = str(error)[-500:]
+    return results
+
+
 def perturb_table(results: dict) -> str:
-    rows = [
-        "| data path | documents | docs/s | driver peak RSS (MiB) | first shard at | wall (s) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for label, runs in (("new", results["sizes"]), (f"old ({'52952ae'})", results["old"])):
+    from hades_ray.report.markdown import pipe_table
+
+    rows = []
+    for label, runs in (("new", results["sizes"]), (f"old ({OLD_COMMIT})", results["old"])):
         for size, f in runs.items():
             share = f"{f['first_shard_share']:.0%} of the run"
-            rss, rate = f["driver_peak_rss_mib"], f["docs_per_s"]
-            rows.append(f"| {label} | {size} | {rate} | {rss} | {share} | {f['wall_s']} |")
+            rows.append([label, size, f["docs_per_s"], f["driver_peak_rss_mib"], share, f["wall_s"]])
     kill = results["kill_and_resume"]
-    rows.append("")
-    rows.append(
-        f"Killed at {kill['finished_before_kill']}/{kill['shards']} finished shards; the rerun redid "
-        f"{kill['redone_after_rerun']} shards ({kill['finished_shards_redone']} of them finished before the kill)."
+    columns = ["data path", "documents", "docs/s", "driver peak RSS (MiB)", "first shard at", "wall (s)"]
+    return "\n".join(
+        [
+            *pipe_table(columns, rows),
+            "",
+            f"Killed at {kill['finished_before_kill']}/{kill['shards']} finished shards; the rerun redid "
+            f"{kill['redone_after_rerun']} shards ({kill['finished_shards_redone']} of them finished before the kill).",
+        ]
     )
-    return "\n".join(rows)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    RESULTS.mkdir(parents=True, exist_ok=True)
     from hades_ray.plan.machine import describe_machine, machine_facts
 
     report = {"machine": machine_facts() | {"platform": platform.platform()}, "started": time.ctime()}
@@ -72,20 +198,18 @@ def main(argv=None) -> int:
         "",
     ]
     if "perturb" in args.parts:
-        import bench_scale_perturb
-
-        report["perturb"] = bench_scale_perturb.run(args)
+        report["perturb"] = run_perturb_part(args)
         sections += ["## Perturbation (micro models)", "", perturb_table(report["perturb"]), ""]
     if "select" in args.parts:
-        import bench_scale_select
+        from jobs import bench_scale_select
 
         report["select"] = bench_scale_select.run(args)
         sections += ["## Selection", "", report["select"].get("markdown", ""), ""]
-    (RESULTS / "bench_scale.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / "bench_scale.md").write_text("\n".join(sections) + "\n")
-    print("\n".join(sections))
+    write_results("bench_scale", report, "\n".join(sections) + "\n")
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--one":
+    one_run(sys.argv[2], sys.argv[3], sys.argv[4])
+elif __name__ == "__main__":
     sys.exit(main())

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
-import subprocess
+import shutil
 import sys
 import time
 import zlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "jobs" / "results"
+# Appended, and no hades_ray import at the top: a child runs the hades_ray that its PYTHONPATH names.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from jobs.bench_common import ROOT, child_result, machine_words, offline_env, peak_rss_mib, print_result, write_results
+
 OLD_COMMIT = "52952ae"
 SHARD_ROWS = 10_000
 VOCAB = [f"w{k}" for k in range(500)]
@@ -148,8 +149,7 @@ def child_round(workdir: Path, round_index: int) -> dict:
     started = time.perf_counter()
     summary = run_round(config, workdir, round_index)  # on Ray in both data paths
     wall = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    result = {"wall_s": round(wall, 1), "driver_peak_rss_mib": round(peak), "counts": summary["counts"]}
+    result = {"wall_s": round(wall, 1), "driver_peak_rss_mib": round(peak_rss_mib()), "counts": summary["counts"]}
     return {**result, "timings": summary.get("timings", {})}  # the old data path records no phases
 
 
@@ -187,7 +187,7 @@ def run_child(args) -> int:
         result = child_judge(workdir)
     else:
         result = child_round(workdir, args.round)
-    print("RESULT " + json.dumps(result), flush=True)
+    print_result(result)
     return 0
 
 
@@ -195,25 +195,14 @@ def run_child(args) -> int:
 
 
 def _spawn(args, impl: str, size: int, child: str, round_index: int = 0) -> dict:
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "HADES_RAY_HOME": str(Path(args.work) / "home"),
-    }
-    env["PYTHONPATH"] = args.old_tree if impl == "old" else str(ROOT)
+    code = args.old_tree if impl == "old" else str(ROOT)
+    env = offline_env(HADES_RAY_HOME=str(Path(args.work) / "home"), PYTHONPATH=code)
     command = [sys.executable, str(Path(__file__).resolve()), "--child", child, "--impl", impl, "--size", str(size)]
     command += ["--round", str(round_index), "--work", args.work]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600, cwd=env["PYTHONPATH"])
-    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-    if done.returncode or not lines:
-        raise RuntimeError(f"{impl} {child} at {size}: exit {done.returncode}\n{done.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT ") :])
+    return child_result(command, env=env, timeout=3600, cwd=code)
 
 
 def measure(args, impl: str, size: int) -> dict:
-    import shutil
-
     shutil.rmtree(Path(args.work) / f"{impl}-{size}", ignore_errors=True)
     _spawn(args, impl, size, "setup")
     rounds = {"round_0": _spawn(args, impl, size, "round", 0)}
@@ -225,18 +214,19 @@ def measure(args, impl: str, size: int) -> dict:
 
 
 def markdown(results: dict) -> str:
-    lines = [
-        "| data path | pool instances | round | wall (s) | driver peak RSS (MiB) | batch | scoring pass (s) "
-        "| selection pass (s) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    from hades_ray.report.markdown import pipe_table
+
+    rows = []
     for label, runs in (("new", results["new"]), (f"old ({OLD_COMMIT})", results.get("old", {}))):
         for size, rounds in runs.items():
             for name, r in rounds.items():
                 t = r.get("timings", {})
                 cells = [label, f"{int(size):,}", name[-1], r["wall_s"], r["driver_peak_rss_mib"], r["counts"]["batch"]]
-                cells += [t.get("scores_s", "-") if name == "round_1" else "-", t.get("selection_pass_s", "-")]
-                lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+                rows.append(
+                    cells + [t.get("scores_s", "-") if name == "round_1" else "-", t.get("selection_pass_s", "-")]
+                )
+    columns = ["data path", "pool instances", "round", "wall (s)", "driver peak RSS (MiB)", "batch"]
+    lines = pipe_table([*columns, "scoring pass (s)", "selection pass (s)"], rows)
     lines += ["", f"Reproduce: `{COMMAND}` (micro detector, features stored in advance; 2 CPU cores)."]
     for key, value in results.get("ratios", {}).items():
         lines.append(f"- {key}: {value}")
@@ -247,16 +237,16 @@ def markdown(results: dict) -> str:
 def ratios(results: dict) -> dict:
     new = results["new"]
     sizes = sorted(new, key=int)
+    if len(sizes) < 2:
+        return {}
+    small, large, span = new[sizes[0]], new[sizes[-1]], f"{int(sizes[-1]):,} / {int(sizes[0]):,}"
     out = {}
-    if len(sizes) >= 2:
-        small, large = new[sizes[0]], new[sizes[-1]]
-        for r in ("round_0", "round_1"):
-            out[f"new {r} driver RSS, {int(sizes[-1]):,} / {int(sizes[0]):,}"] = round(
-                large[r]["driver_peak_rss_mib"] / small[r]["driver_peak_rss_mib"], 2
-            )
-            out[f"new {r} wall, {int(sizes[-1]):,} / {int(sizes[0]):,}"] = round(
-                large[r]["wall_s"] / small[r]["wall_s"], 2
-            )
+    for r in ("round_0", "round_1"):
+        rss = large[r]["driver_peak_rss_mib"] / small[r]["driver_peak_rss_mib"]
+        out |= {
+            f"new {r} driver RSS, {span}": round(rss, 2),
+            f"new {r} wall, {span}": round(large[r]["wall_s"] / small[r]["wall_s"], 2),
+        }
     return out
 
 
@@ -292,7 +282,6 @@ def run(args) -> dict:
     Path(args.work).mkdir(parents=True, exist_ok=True)
     home = Path(args.work) / "home"
     if not (home / "models" / "mlm" / "config.json").is_file():
-        sys.path.insert(0, str(ROOT))
         from hades_ray.models.micro import build_micro_kit
 
         build_micro_kit(home)
@@ -314,15 +303,12 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.child:
         return run_child(args)
-    from hades_ray.plan.machine import describe_machine, machine_facts
+    from hades_ray.plan.machine import machine_facts
 
     machine = machine_facts()  # before the runs: the load they start under
     results = run(args) | {"machine": machine}
-    results["markdown"] = f"Machine: {describe_machine(machine)}.\n\n" + results["markdown"]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_scale_select.json").write_text(json.dumps(results, indent=2) + "\n")
-    (RESULTS / "bench_scale_select.md").write_text("# Selection at scale\n\n" + results["markdown"] + "\n")
-    print(results["markdown"])
+    results["markdown"] = f"Machine: {machine_words(results)}.\n\n" + results["markdown"]
+    write_results("bench_scale_select", results, "# Selection at scale\n\n" + results["markdown"] + "\n")
     return 0
 
 

@@ -22,15 +22,17 @@ import argparse
 import json
 import multiprocessing
 import os
-import resource
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "jobs" / "results"
-ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hades_ray.report.markdown import pipe_table
+from jobs.bench_common import ENWIKI, make_detector, peak_rss_mib, write_results
+
 WINDOW = 160  # detect.window's default
 
 
@@ -52,22 +54,6 @@ def gpt2_sized(directory: Path) -> str:
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("local:gpt2"))
     GPT2Model(GPT2Config(vocab_size=50257)).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
-    return str(directory)
-
-
-def make_detector(directory: Path, backbone: str, mode: str, window: int = WINDOW) -> str:
-    """A detector folder on ``backbone`` with a random head (speed does not depend on its weights)."""
-    import torch
-
-    from hades_ray.config import HadesConfig, save_config
-    from hades_ray.detect.model import build_classifier, export_detector, trainable_state
-
-    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window}
-    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
-    torch.manual_seed(0)
-    tokenizer, model = build_classifier(backbone, settings)
-    export_detector(directory, trainable_state(model), settings, tokenizer)
-    save_config(HadesConfig(), directory)
     return str(directory)
 
 
@@ -111,7 +97,7 @@ def run_variant(detector: str, texts: list[str], how: str, threads: int) -> dict
         # This process's CPU time (all its threads): other jobs on shared cores inflate wall time, not this.
         "words_per_cpu_s": round(words / cpu_seconds, 2),
         "one_forward": scorer.one_forward,
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
     }
 
 
@@ -164,46 +150,40 @@ def main() -> None:
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
-    write(rows, source, args)
+    from hades_ray.plan.machine import machine_facts
+
+    meta = {"texts": args.texts, "naive_texts": args.naive_texts, "threads": args.threads, "source": source}
+    # The machine read as the run ends: the 5- and 15-minute load averages cover it.
+    meta |= {"window": WINDOW, "machine": machine_facts()}
+    write_results("bench_score", {"meta": meta, "rows": rows}, markdown({"meta": meta, "rows": rows}))
 
 
-def write(rows: list[dict], source: str, args) -> None:
-    from hades_ray.plan.machine import describe_machine, machine_facts
+def markdown(report: dict) -> str:
+    from hades_ray.plan.machine import describe_machine
 
-    meta = {
-        "texts": args.texts,
-        "naive_texts": args.naive_texts,
-        "threads": args.threads,
-        "source": source,
-        "window": WINDOW,
-        "machine": machine_facts(),  # read as the run ends: the 5- and 15-minute load averages cover it
-    }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_score.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
+    meta = report["meta"]
+    columns = ["backbone", "mode", "path", "words/s, all texts", "words/s", "naive words/s", "speed-up"]
+    columns += ["words/CPU-s", "naive", "speed-up (CPU)", "peak RSS MiB (all texts / naive)"]
+    rows = []
+    for r in report["rows"]:
+        fast, same, naive = r["fast"], r["fast_same_texts"], r["naive"]
+        path = "one forward per window" if fast["one_forward"] else "batched per-word windows"
+        rows.append([r["backbone"], r["mode"], path, fast["words_per_s"], same["words_per_s"], naive["words_per_s"]])
+        rows[-1] += [f"{r['speedup']}x", same["words_per_cpu_s"], naive["words_per_cpu_s"], f"{r['speedup_cpu']}x"]
+        rows[-1].append(f"{fast['peak_rss_mib']} / {naive['peak_rss_mib']}")
     lines = [
         "# `hades-ray score`: words/s against one forward per word (batch 1)",
         "",
-        f"{args.texts} texts ({source}) for the first column; the first {args.naive_texts} of them side by side "
-        "columns (fast and naive on the same texts); "
-        f"content words; window {WINDOW} tokens; {args.threads} torch threads on {os.cpu_count()} shared cores; "
-        "each variant in a fresh process. Words/CPU-s counts this process's CPU time only (the cores are shared "
-        "with other jobs, which slows wall time but not that). Command: `.venv/bin/python jobs/bench_score.py`. "
-        f"Machine: {describe_machine(meta['machine'])}.",
+        f"{meta['texts']} texts ({meta['source']}) for the first column; the first {meta['naive_texts']} of them "
+        "side by side columns (fast and naive on the same texts); "
+        f"content words; window {meta['window']} tokens; {meta['threads']} torch threads on {os.cpu_count()} "
+        "shared cores; each variant in a fresh process. Words/CPU-s counts this process's CPU time only (the "
+        "cores are shared with other jobs, which slows wall time but not that). Command: `.venv/bin/python "
+        f"jobs/bench_score.py`. Machine: {describe_machine(meta['machine'])}.",
         "",
-        "| backbone | mode | path | words/s, all texts | words/s | naive words/s | speed-up | words/CPU-s "
-        "| naive | speed-up (CPU) | peak RSS MiB (all texts / naive) |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *pipe_table(columns, rows, align="lll" + "r" * 8),
     ]
-    for r in rows:
-        path = "one forward per window" if r["fast"]["one_forward"] else "batched per-word windows"
-        lines.append(
-            f"| {r['backbone']} | {r['mode']} | {path} | {r['fast']['words_per_s']} "
-            f"| {r['fast_same_texts']['words_per_s']} | {r['naive']['words_per_s']} "
-            f"| {r['speedup']}x | {r['fast_same_texts']['words_per_cpu_s']} | {r['naive']['words_per_cpu_s']} "
-            f"| {r['speedup_cpu']}x | {r['fast']['peak_rss_mib']} / {r['naive']['peak_rss_mib']} |"
-        )
-    (RESULTS / "bench_score.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

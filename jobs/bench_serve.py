@@ -27,56 +27,25 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "jobs" / "results"
-sys.path[:0] = [str(ROOT), str(ROOT / "jobs")]  # tests.loopback, bench_score
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.loopback, jobs.bench_common
+
+from hades_ray.report.markdown import pipe_table
+from jobs.bench_common import (
+    ROOT,
+    Sampler,
+    command_line,
+    machine_words,
+    make_detector,
+    offline_env,
+    tree_rss_mib,
+    write_results,
+)
+
+ENV = offline_env(PYTHONPATH=str(ROOT))
 CLI = [sys.executable, "-m", "hades_ray.cli"]
-
-
-def tree_rss_mib(root: int) -> float:
-    """Resident memory of ``root`` and all its descendants now (Linux /proc)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            parents[int(stat.parent.name)] = int(fields[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    family, grew = {root}, True
-    while grew:
-        new = {p for p, parent in parents.items() if parent in family} - family
-        family |= new
-        grew = bool(new)
-    total = 0
-    for pid in family:
-        try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    return total * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-class TreePeak:
-    """The highest ``tree_rss_mib(pid)`` while the service runs, sampled every 100 ms."""
-
-    def __init__(self, pid: int):
-        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.1):
-            self.peak = max(self.peak, tree_rss_mib(self.pid))
-
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join()
-        return round(self.peak, 1)
 
 
 def run_score(detector: str, data: Path, out: Path) -> dict:
@@ -125,21 +94,22 @@ def run_serve(detector: str, texts: list[str], levels: list[int], expected: list
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = start_serve(detector, port)
-    peak = TreePeak(server.pid)
-    try:
-        with httpx.Client(base_url=url, timeout=30) as client:
-            ready = wait_ready(client, server)
-        load(url, texts[:8], 4)  # warm-up: the replica's first forwards
-        rows = []
-        for clients in levels:
-            figures, _, answers = load(url, texts, clients)
-            figures["same_p_as_score"] = [answers.get(k) for k in range(len(texts))] == expected
-            rows.append(figures)
-            print(json.dumps(figures), flush=True)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        code = server.wait(timeout=120)
-    return {"ready_seconds": round(ready, 1), "levels": rows, "peak_rss_mib": peak.stop(), "sigterm_exit": code}
+    # Its whole process tree (driver, GCS, raylet, Serve's controller and proxy, the replica), every 100 ms.
+    with Sampler(lambda: tree_rss_mib(server.pid), every=0.1) as peak:
+        try:
+            with httpx.Client(base_url=url, timeout=30) as client:
+                ready = wait_ready(client, server)
+            load(url, texts[:8], 4)  # warm-up: the replica's first forwards
+            rows = []
+            for clients in levels:
+                figures, _, answers = load(url, texts, clients)
+                figures["same_p_as_score"] = [answers.get(k) for k in range(len(texts))] == expected
+                rows.append(figures)
+                print(json.dumps(figures), flush=True)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            code = server.wait(timeout=120)
+    return {"ready_seconds": round(ready, 1), "levels": rows, "peak_rss_mib": round(peak.peak, 1), "sigterm_exit": code}
 
 
 def main(argv=None) -> None:
@@ -150,6 +120,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from hades_ray.io.demo_corpus import read_demo_records
+    from hades_ray.plan.machine import machine_facts
 
     work = Path(tempfile.mkdtemp(prefix="bench_serve_"))
     texts = [r["text"] for r in read_demo_records()[: args.texts]]
@@ -163,36 +134,32 @@ def main(argv=None) -> None:
     expected = [[w["p"] for w in r["words"]] for r in scored]
     print("serve ...", flush=True)
     served = run_serve(detector, texts, args.clients, expected)
-    write(
-        {"detector": args.detector or "kit GPT-2 (local:gpt2), online, random head", "texts": len(texts)}, score, served
-    )
+    meta = {"detector": args.detector or "kit GPT-2 (local:gpt2), online, random head", "texts": len(texts)}
+    meta["machine"] = machine_facts()  # read as the run ends: the 5- and 15-minute load averages cover it
+    meta["command"] = command_line("bench_serve.py", argv)
+    report = {"meta": meta, "score": score, "serve": served}
+    write_results("bench_serve", report, markdown(report))
 
 
 def _kit_detector(folder: Path) -> str:
-    from bench_score import make_detector
-
     from hades_ray.models.registry import resolve_model
 
     return make_detector(folder, resolve_model("local:gpt2"), "online")
 
 
-def write(meta: dict, score: dict, served: dict) -> None:
-    from hades_ray.plan.machine import machine_facts
-
-    meta["machine"] = machine_facts()  # read as the run ends: the 5- and 15-minute load averages cover it
-    meta["command"] = "python jobs/bench_serve.py " + " ".join(sys.argv[1:])
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    report = {"meta": meta, "score": score, "serve": served}
-    (RESULTS / "bench_serve.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / "bench_serve.md").write_text(markdown(report))
-
-
 def markdown(report: dict) -> str:
-    from hades_ray.plan.machine import describe_machine
-
     meta, score, served = report["meta"], report["score"], report["serve"]
-    machine = describe_machine(meta["machine"]) if "machine" in meta else f"{meta['cores']} cores"
+    machine = machine_words(meta) if "machine" in meta else f"{meta['cores']} cores"
     base = score["texts_per_s_end_to_end"]
+    job = score["texts_per_s_job"]
+    rows = [
+        [f"score, end to end ({score['end_to_end_seconds']} s)", base, "1.00x", "", "", 0, ""],
+        [f"score, the job alone ({score['job_seconds']} s)", job, f"{job / base:.2f}x", "", "", 0, ""],
+    ]
+    for r in served["levels"]:
+        rows.append([f"serve, {r['clients']} clients", r["texts_per_s"], f"{r['texts_per_s'] / base:.2f}x"])
+        rows[-1] += [r["p50_ms"], r["p99_ms"], r["errors"], "yes" if r["same_p_as_score"] else "NO"]
+    columns = ["run", "texts/s", "vs score (end to end)", "p50 ms", "p99 ms", "errors", "same p(H) as score"]
     lines = [
         "# `hades-ray serve` against `hades-ray score` on the same texts",
         "",
@@ -201,18 +168,7 @@ def markdown(report: dict) -> str:
         "cluster, one replica, default `serve` section), one text per `POST /score`, every text once per "
         f"concurrency level. Command: `{meta['command']}`.",
         "",
-        "| run | texts/s | vs score (end to end) | p50 ms | p99 ms | errors | same p(H) as score |",
-        "|---|---:|---:|---:|---:|---:|---|",
-        f"| score, end to end ({score['end_to_end_seconds']} s) | {base} | 1.00x | | | 0 | |",
-        f"| score, the job alone ({score['job_seconds']} s) | {score['texts_per_s_job']} "
-        f"| {score['texts_per_s_job'] / base:.2f}x | | | 0 | |",
-    ]
-    for r in served["levels"]:
-        lines.append(
-            f"| serve, {r['clients']} clients | {r['texts_per_s']} | {r['texts_per_s'] / base:.2f}x | {r['p50_ms']} "
-            f"| {r['p99_ms']} | {r['errors']} | {'yes' if r['same_p_as_score'] else 'NO'} |"
-        )
-    lines += [
+        *pipe_table(columns, rows, align="lrrrrrl"),
         "",
         f"Peak memory: score {score['peak_rss_mib']} MiB (its process); serve {served['peak_rss_mib']} MiB (its "
         f"process tree: driver, Ray, Serve controller and proxy, replica). Serve was ready "

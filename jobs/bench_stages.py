@@ -17,14 +17,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "jobs" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# No hades_ray import at the top: a child measures the hades_ray of the tree it is given (--code).
+from jobs.bench_common import ROOT, child_result, machine_words, peak_rss_mib, print_result, write_results
+
 RSS_BLOCK = (80, 200)  # rows x tokens: half of one full 32k-token forward (a full one before: ~13 GB)
 
 
@@ -100,12 +102,12 @@ def rank_rss(code_root: str) -> dict:
     rng = np.random.default_rng(0)
     ids = [[int(t) for t in rng.integers(5, 50257, size=length)] for _ in range(rows)]
     perplexities(lm, ids[:2], 0)  # warm-up: the model's own memory is counted in "before"
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before = peak_rss_mib()
     started = time.perf_counter()
     scores = perplexities(lm, ids, 0)
     return {
         "block_tokens": rows * length,
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mib": round(peak_rss_mib()),
         "before_block_mib": round(before),
         "seconds": round(time.perf_counter() - started, 2),
         "ppl_digest": hashlib.sha256(json.dumps(scores).encode()).hexdigest(),
@@ -113,12 +115,9 @@ def rank_rss(code_root: str) -> dict:
 
 
 def _side(code_root: str, what: str, docs: int, candidates: int) -> dict:
-    """One measure of one version in a fresh process (its figures come back as JSON on stdout)."""
-    args = [sys.executable, __file__, "--one", what, "--code", code_root, "--docs", str(docs)]
-    done = subprocess.run([*args, "--candidates", str(candidates)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        sys.exit(f"{what} on {code_root} failed: {done.stderr.strip().splitlines()[-1:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """One measure of one version in a fresh process."""
+    args = ["--one", what, "--code", code_root, "--docs", str(docs), "--candidates", str(candidates)]
+    return child_result([sys.executable, __file__, *args])
 
 
 def _commit(code_root: str) -> str:
@@ -126,37 +125,33 @@ def _commit(code_root: str) -> str:
     return done.stdout.strip() or "unknown"
 
 
-def write_results(results: dict) -> None:
-    """bench_stages.json and a before -> after table in bench_stages.md."""
-    from hades_ray.plan.machine import describe_machine
+def markdown(results: dict) -> str:
+    """A before -> after table of the two versions' figures."""
+    from hades_ray.report.markdown import pipe_table
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bench_stages.json").write_text(json.dumps(results, indent=2) + "\n")
     b, a = results["before"], results["after"]
-    lines = [
-        "# REPLACE and RANK before -> after (candidates per second, higher is better)",
-        "",
-        f"Command: `{results['command']}` (one torch thread; machine: {describe_machine(results['machine'])})",
-        "",
-        f"{a['stages']['leads']} demo leads, {a['stages']['kept']} kept, {a['stages']['candidates']} candidates "
-        f"({results['candidates_per_doc']} per lead); before = {b['commit']}, after = {a['commit']}",
-        "",
-        "| measure | before | after | after / before |",
-        "|---|---|---|---|",
-    ]
+    rows = []
     for stage in ("replace", "rank", "replace_and_rank"):
         x, y = b["stages"]["candidates_per_s"][stage], a["stages"]["candidates_per_s"][stage]
-        lines.append(f"| {stage} candidates/s | {x:.2f} | {y:.2f} | {y / x:.2f}x |")
+        rows.append([f"{stage} candidates/s", f"{x:.2f}", f"{y:.2f}", f"{y / x:.2f}x"])
     x, y = b["rank_rss"]["peak_rss_mib"], a["rank_rss"]["peak_rss_mib"]
     block = f"{a['rank_rss']['block_tokens']:,}-token block"
-    lines.append(f"| RANK peak RSS, one {block}, MiB | {x:,} | {y:,} | {y / x:.2f}x |")
+    rows.append([f"RANK peak RSS, one {block}, MiB", f"{x:,}", f"{y:,}", f"{y / x:.2f}x"])
     x, y = b["rank_rss"]["seconds"], a["rank_rss"]["seconds"]
-    lines.append(f"| RANK seconds, the same block | {x:,} | {y:,} | {y / x:.2f}x |")
+    rows.append(["RANK seconds, the same block", f"{x:,}", f"{y:,}", f"{y / x:.2f}x"])
     same = b["stages"]["output_digest"] == a["stages"]["output_digest"]
     same_texts = b["stages"]["texts_digest"] == a["stages"]["texts_digest"]
     same_ppl = b["rank_rss"]["ppl_digest"] == a["rank_rss"]["ppl_digest"]
     change = perplexity_change(b["stages"]["perplexities"], a["stages"]["perplexities"])
-    lines += [
+    lines = [
+        "# REPLACE and RANK before -> after (candidates per second, higher is better)",
+        "",
+        f"Command: `{results['command']}` (one torch thread; machine: {machine_words(results)})",
+        "",
+        f"{a['stages']['leads']} demo leads, {a['stages']['kept']} kept, {a['stages']['candidates']} candidates "
+        f"({results['candidates_per_doc']} per lead); before = {b['commit']}, after = {a['commit']}",
+        "",
+        *pipe_table(["measure", "before", "after", "after / before"], rows),
         "",
         f"- candidates' texts and perplexities {'byte-identical' if same else 'DIFFERENT'} before and after "
         f"(texts {'identical' if same_texts else 'DIFFERENT'}; perplexities at most "
@@ -165,8 +160,7 @@ def write_results(results: dict) -> None:
         f"the RSS block's perplexities {'identical' if same_ppl else 'DIFFERENT'}",
         f"- stage seconds before {b['stages']['stage_seconds']}, after {a['stages']['stage_seconds']}",
     ]
-    (RESULTS / "bench_stages.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -178,8 +172,9 @@ def main() -> int:
     parser.add_argument("--code", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        figures = stage_rates(args.code, args.docs, args.candidates) if args.one == "stages" else rank_rss(args.code)
-        print(json.dumps(figures))
+        print_result(
+            stage_rates(args.code, args.docs, args.candidates) if args.one == "stages" else rank_rss(args.code)
+        )
         return 0
     if not args.before:
         parser.error("--before WORKTREE is required")
@@ -194,7 +189,7 @@ def main() -> int:
         results[name]["stages"] = _side(code, "stages", args.docs, args.candidates)
         results[name]["rank_rss"] = _side(code, "rss", args.docs, args.candidates)
         print(name, json.dumps(results[name]), flush=True)
-    write_results(results)
+    write_results("bench_stages", results, markdown(results))
     return 0
 
 

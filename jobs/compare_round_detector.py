@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from hades_ray.report.markdown import pipe_table
+from jobs.bench_common import command_line, write_results
+
 RATES = ("alpha", "beta", "gamma")
 
 
@@ -72,17 +73,16 @@ def compare(config, workdir: Path, test_round: int, output: Path, training: str)
 
 
 def markdown(rows: list[dict], command: str) -> str:
-    lines = [f"# Round detector: split vs crossval\n\n`{command}`\n",
-             "| training | trained on | rates on | test items | test G-Mean | test AUC | est. alpha/beta/gamma | "
-             "actual alpha/beta/gamma | mean abs error | R est. | R actual | train s |", "|" + "---|" * 12]  # fmt: skip
+    columns = ["training", "trained on", "rates on", "test items", "test G-Mean", "test AUC"]
+    columns += ["est. alpha/beta/gamma", "actual alpha/beta/gamma", "mean abs error", "R est.", "R actual", "train s"]
+    cells = []
     for r in rows:
         est = "/".join(f"{r['estimated'][k]:.3f}" for k in RATES)
         act = "/".join(f"{r['actual'][k]:.3f}" for k in RATES)
-        fmt_r = [f"{v:.3f}" if v is not None else "undefined" for v in (r["R_estimated"], r["R_actual"])]
-        lines.append(f"| {r['training']} | {r['trained_on']} | {r['rated_on']} | {r['test_items']} | "
-                     f"{r['test']['gmean']:.3f} | {r['test']['auc']:.3f} | {est} | {act} | {r['rate_error']:.3f} | "
-                     f"{fmt_r[0]} | {fmt_r[1]} | {r['train_seconds']} |")  # fmt: skip
-    return "\n".join(lines) + "\n"
+        ratios = [f"{v:.3f}" if v is not None else "undefined" for v in (r["R_estimated"], r["R_actual"])]
+        cells.append([r["training"], r["trained_on"], r["rated_on"], r["test_items"], f"{r['test']['gmean']:.3f}"])
+        cells[-1] += [f"{r['test']['auc']:.3f}", est, act, f"{r['rate_error']:.3f}", *ratios, r["train_seconds"]]
+    return "\n".join([f"# Round detector: split vs crossval\n\n`{command}`\n", *pipe_table(columns, cells)]) + "\n"
 
 
 def main(argv=None) -> int:
@@ -100,11 +100,7 @@ def main(argv=None) -> int:
         set_dotted(config, assignment)
     validate(config)
     rows = [compare(config, workdir, args.test_round, Path(args.output), t) for t in ("split", "crossval")]
-    command = "python jobs/compare_round_detector.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "round_detector.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-    (RESULTS / "round_detector.md").write_text(markdown(rows, command), encoding="utf-8")
-    print(markdown(rows, command))
+    write_results("round_detector", rows, markdown(rows, command_line("compare_round_detector.py", argv)))
     return 0
 
 

@@ -116,17 +116,17 @@ def print_trials(results: dict) -> None:
 
 def context_markdown(results: dict) -> list[str]:
     """The Fig. 6 table: one row per window, offline and online side by side."""
+    from hades_ray.report.markdown import pipe_table
     from hades_ray.report.model import fmt
     from hades_ray.report.sweeps import window_label
 
     by = {(t["mode"], t["window"]): t for t in results["trials"]}
-    names = ("accuracy", "G-Mean", "BSS", "AUC")
-    header = " | ".join(f"{mode} {n}" for mode in ("offline", "online") for n in names)
-    lines = [f"| window ({window_label(results)}) | {header} |", "|---" * (1 + 2 * len(names)) + "|"]
-    for window in sorted({t["window"] for t in results["trials"]}):
-        cells = [fmt(by.get((mode, window), {}).get(k)) for mode in ("offline", "online") for k in METRICS[:4]]
-        lines.append(f"| {window} | " + " | ".join(cells) + " |")
-    return lines
+    columns = [f"{mode} {n}" for mode in ("offline", "online") for n in ("accuracy", "G-Mean", "BSS", "AUC")]
+    rows = [
+        [window, *(fmt(by.get((mode, window), {}).get(k)) for mode in ("offline", "online") for k in METRICS[:4])]
+        for window in sorted({t["window"] for t in results["trials"]})
+    ]
+    return pipe_table([f"window ({window_label(results)})", *columns], rows)
 
 
 def write_outputs(results: dict, folder: Path, stem: str = EXPERIMENT) -> list[Path]:

@@ -10,36 +10,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.ray_runtime import init_ray
-
-
-def ensure_models(workdir: Path) -> None:
-    from hades_ray.models.registry import ModelNotFoundError, resolve_model
-
-    try:
-        resolve_model("local:mlm"), resolve_model("local:gpt2")
-    except ModelNotFoundError:
-        from hades_ray.models.micro import build_micro_kit
-
-        home = workdir / "hades_home"
-        if not (home / "models" / "mlm" / "config.json").is_file():
-            build_micro_kit(home)
-        os.environ["HADES_RAY_HOME"] = str(home)
-        print(f"offline model kit not built: using micro random-weight models under {home}")
+from jobs.bench_common import Laps, kit_or_micro
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--workdir", default="/tmp/hades_demo_loop")
+    parser.add_argument("--workdir", default="/tmp/hades_demo_loop", help="work directory (a rerun resumes it)")
     parser.add_argument("--docs", type=int, default=350, help="demo corpus documents to perturb")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="selection rounds")
     parser.add_argument("--sizes", default="[80,120,120]", help="batch size per round")
     parser.add_argument(
         "--simulated-n-share",
@@ -49,8 +33,10 @@ def main(argv=None) -> int:
         "similarities, so that about this share reads as N (micro models make nonsense "
         "replacements that a fixed cut would call H every time)",
     )
-    parser.add_argument("--noise", type=float, default=0.1)
-    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument(
+        "--noise", type=float, default=0.1, help="the simulated judges' flip rate (each judge's own is around it)"
+    )
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
     args = parser.parse_args(argv)
 
     from hades_ray.annotate.export import export_items
@@ -63,20 +49,20 @@ def main(argv=None) -> int:
     from hades_ray.select.simulate import simulate_judgments
     from hades_ray.workdir import existing_rounds
 
-    began = time.perf_counter()
+    laps = Laps()
     workdir = Path(args.workdir)
-    ensure_models(workdir)
+    if not kit_or_micro(workdir / "hades_home"):
+        print(f"offline model kit not built: using micro random-weight models under {workdir / 'hades_home'}")
     config = load_config(
         "local",
         None,
         [f"select.round_sizes={args.sizes}", "select.min_train_instances=20", "detect.epochs=2", *args.overrides],
     )
-    laps = Laps(began)
     init_ray(config.ray.address, config.ray.num_cpus)  # one cluster for every pass below
     laps.lap("ray_start")
     run_perturb(config, "demo", workdir / "pool", limit=args.docs)  # finished shards are skipped
     laps.lap("pool")
-    print(f"pool ready after {time.perf_counter() - began:.0f} s")
+    print(f"pool ready after {laps.total():.0f} s")
     from hades_ray.select.feature_job import compute_features
 
     similarity = compute_features(config, workdir, columns=["similarity"])["similarity"].astype(float)
@@ -98,7 +84,7 @@ def main(argv=None) -> int:
                 print(f"  SIMULATED judges: {report['import']} {report['accepted']} judgments")
         laps.lap(f"round_{k}_judgments")
         print(f"  round {k} agreement (simulated judges): {json.dumps(round_labels(config, workdir, k)[1])}")
-        print(f"  elapsed {time.perf_counter() - began:.0f} s")
+        print(f"  elapsed {laps.total():.0f} s")
     stats = build_dataset(config, workdir, workdir / "dataset")
     laps.lap("dataset")
     print(
@@ -106,23 +92,10 @@ def main(argv=None) -> int:
         + ", ".join(f"{s}={v['instances']}" for s, v in stats["splits"].items())
         + f" -> {workdir / 'dataset'}"
     )
-    print(f"demo loop finished in {time.perf_counter() - began:.0f} s (judgments SIMULATED)")
+    print(f"demo loop finished in {laps.total():.0f} s (judgments SIMULATED)")
     print("seconds per pass: " + ", ".join(f"{name} {seconds:.0f}" for name, seconds in laps.laps.items()))
     (workdir / "timings.json").write_text(json.dumps(laps.laps, indent=2) + "\n", encoding="utf-8")
     return 0
-
-
-class Laps:
-    """Wall seconds of each pass of the loop (start-up, pool, features, each round's selection and
-    judgments, dataset); a round's own phases are in its round.json."""
-
-    def __init__(self, began: float):
-        self.last, self.laps = began, {}
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.laps[name] = round(now - self.last, 1)
-        self.last = now
 
 
 if __name__ == "__main__":

@@ -21,90 +21,29 @@ speed. The models are built into a temporary folder, nothing is downloaded.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.bench_common import ForwardClock, Laps, Sampler
 
 SEGMENTS = 1_000_000  # the paper's pool: 1M perturbed segments
 CPU_IDENTITY_CANDIDATES = 4  # per lead in the identity check on a CPU (the preset's 20 on CUDA)
 
 
-class ForwardTimer:
-    """Seconds inside a model's forwards: CUDA events around each forward on a GPU (the device's own
-    clock), the wall clock on a CPU. The first ``skip`` forwards (warm-up) are not counted."""
+def nvml_reader():
+    """A function that reads GPU 0's utilisation (percent) from NVML; None without pynvml or NVML."""
+    try:
+        import pynvml
 
-    def __init__(self, device: str, skip: int = 1):
-        self.cuda, self.skip = device.startswith("cuda"), skip
-        self.spans: list = []
-        self._open = None
-
-    def attach(self, model) -> None:
-        # The encoder: REPLACE runs the MLM head apart, at the filled positions only (perturb/replace.py).
-        encoder = model.base_model
-        encoder.register_forward_pre_hook(lambda *_: self._start())
-        encoder.register_forward_hook(lambda *_: self._stop())
-
-    def _mark(self):
-        if not self.cuda:
-            return time.perf_counter()
-        import torch
-
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
-
-    def _start(self) -> None:
-        self._open = self._mark()
-
-    def _stop(self) -> None:
-        if self.skip:
-            self.skip -= 1
-        else:
-            self.spans.append((self._open, self._mark()))
-
-    def seconds(self) -> float:
-        if not self.cuda:
-            return sum(end - start for start, end in self.spans)
-        import torch
-
-        torch.cuda.synchronize()
-        return sum(start.elapsed_time(end) for start, end in self.spans) / 1000
-
-
-class NvmlSampler:
-    """The GPU's utilisation as NVML reports it, sampled every 50 ms while REPLACE runs (pynvml only)."""
-
-    def __init__(self):
-        self.samples: list[int] = []
-        self._stop = threading.Event()
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self._handle, self._nvml = pynvml.nvmlDeviceGetHandleByIndex(0), pynvml
-        except Exception:  # noqa: BLE001 - no pynvml or no NVML: the CUDA events' figure stands alone
-            self._nvml = None
-
-    def __enter__(self):
-        if self._nvml:
-            threading.Thread(target=self._poll, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-
-    def _poll(self) -> None:
-        while not self._stop.wait(0.05):
-            self.samples.append(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu)
-
-    def mean(self) -> float | None:
-        return round(sum(self.samples) / len(self.samples) / 100, 3) if self.samples else None
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception:  # noqa: BLE001 - no pynvml or no NVML: the CUDA events' figure stands alone
+        return None
+    return lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
 
 
 def build_models(folder: Path, device: str) -> tuple[str, str]:
@@ -145,15 +84,16 @@ def throughput(config, device: str, docs: int, seconds: float) -> tuple[dict, ob
     tokenizers = load_tokenizers(config)
     device_type = "cuda" if device.startswith("cuda") else "cpu"
     counts = count_sample(config, "demo", tokenizers, limit=docs, keep_groups=True, device=device_type)
-    timer = ForwardTimer(device)
-    models = "paper-sized" if device.startswith("cuda") else "configured"
-    with NvmlSampler() as nvml:
-        measured = measure_stages(
-            config, tokenizers, counts, models, device, seconds, watch=lambda m, _: timer.attach(m)
-        )
-    replace_wall = measured["replace"]["wall_seconds"]
-    measured["replace"]["busy_share"] = round(timer.seconds() / max(replace_wall, 1e-9), 3)
-    measured["replace"]["nvml_utilisation"] = nvml.mean()
+    clocks, models = [], "paper-sized" if device.startswith("cuda") else "configured"
+    # The encoder: REPLACE runs the MLM head apart, at the filled positions only (perturb/replace.py).
+    watch = lambda mlm, _: clocks.append(ForwardClock(mlm.base_model, device.startswith("cuda"), skip=1))  # noqa: E731
+    nvml = nvml_reader()
+    with Sampler(nvml or (lambda: 0), every=0.05) as utilisation:  # sampled every 50 ms while REPLACE runs
+        measured = measure_stages(config, tokenizers, counts, models, device, seconds, watch=watch)
+    busy = clocks[0].take()[0] / max(measured["replace"]["wall_seconds"], 1e-9)
+    measured["replace"]["busy_share"] = round(busy, 3)
+    samples = utilisation.samples
+    measured["replace"]["nvml_utilisation"] = round(sum(samples) / len(samples) / 100, 3) if nvml else None
     return measured, counts
 
 
@@ -213,14 +153,6 @@ def plan(counts, measured: dict, device: str) -> dict:
     return {key: result[key] for key in ("device_kind", "replace_device_hours", "rank_device_hours", "device_hours")}
 
 
-@contextlib.contextmanager
-def timed(steps: dict, name: str):
-    """Record the seconds the block took under ``steps[name]`` (where the check's own time goes)."""
-    started = time.perf_counter()
-    yield
-    steps[name] = round(time.perf_counter() - started, 1)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda when present")
@@ -249,18 +181,18 @@ def main(argv=None) -> int:
     from hades_ray.plan.machine import machine_facts
 
     machine = machine_facts()  # before the run: the load it starts under
-    began, steps = time.perf_counter(), {}
+    laps = Laps()  # where the check's own time goes
     with tempfile.TemporaryDirectory(prefix="hades_device_check_") as tmp:
-        with timed(steps, "models"):
-            models = build_models(Path(tmp), device)
-            config = check_config(*models, device)
+        models = build_models(Path(tmp), device)
+        config = check_config(*models, device)
+        laps.lap("models")
+        measured, counts = throughput(config, device, args.docs, seconds)
+        laps.lap("throughput")
         # The identity check needs no more candidates than it takes to compare bytes; on a CPU, RANK's
         # micro GPT-2 (a 30,522-token vocabulary) would spend most of the check on the preset's 20.
         candidates = args.identity_candidates or (None if device == "cuda" else CPU_IDENTITY_CANDIDATES)
-        with timed(steps, "throughput"):
-            measured, counts = throughput(config, device, args.docs, seconds)
-        with timed(steps, "identity"):
-            same = identity(check_config(*models, device, candidates), Path(tmp), args.docs, args.alone)
+        same = identity(check_config(*models, device, candidates), Path(tmp), args.docs, args.alone)
+        laps.lap("identity")
     result = {
         "machine": machine,
         "device": measured["device"],
@@ -268,7 +200,7 @@ def main(argv=None) -> int:
         "identity": same,
         "plan_1m_segments": plan(counts, measured, device),
     }
-    result["seconds"], result["step_seconds"] = round(time.perf_counter() - began, 1), steps
+    result["seconds"], result["step_seconds"] = round(laps.total(), 1), laps.laps
     report(result)
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -1,8 +1,4 @@
-"""Entry point for `ray job submit -- python jobs/evaluate_detector.py ...`: the arguments of `hades-ray evaluate`.
-
-On a cluster, Ray is joined through RAY_ADDRESS (set by the Jobs API); locally a private cluster on
-127.0.0.1 is started.
-"""
+"""Entry point for `ray job submit -- python jobs/evaluate_detector.py ...`: the arguments of `hades-ray evaluate`."""
 
 import sys
 

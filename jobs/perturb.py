@@ -1,8 +1,4 @@
-"""Entry point for `ray job submit -- python jobs/perturb.py --input ... --output ...`.
-
-On a cluster, Ray is joined through RAY_ADDRESS (set by the Jobs API); locally a private cluster on
-127.0.0.1 is started. The arguments are those of `hades-ray perturb`.
-"""
+"""Entry point for `ray job submit -- python jobs/perturb.py ...`: the arguments of `hades-ray perturb`."""
 
 import sys
 

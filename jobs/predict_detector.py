@@ -1,8 +1,4 @@
-"""Entry point for `ray job submit -- python jobs/predict_detector.py ...`: the arguments of `hades-ray predict`.
-
-On a cluster, Ray is joined through RAY_ADDRESS (set by the Jobs API); locally a private cluster on
-127.0.0.1 is started.
-"""
+"""Entry point for `ray job submit -- python jobs/predict_detector.py ...`: the arguments of `hades-ray predict`."""
 
 import sys
 

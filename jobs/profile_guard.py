@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def main(argv=None) -> int:
@@ -37,7 +36,6 @@ def main(argv=None) -> int:
 
     import torch
 
-    from bench_guard import held_out_prompts
     from hades_ray.config import load_config
     from hades_ray.guard.causal_judge import CausalJudge
     from hades_ray.guard.loop import GuardSettings, guarded_generate
@@ -45,6 +43,8 @@ def main(argv=None) -> int:
     from hades_ray.guard.stages import context_limit
     from hades_ray.models.registry import load_causal_lm
     from hades_ray.text.nlp import load_spacy
+    from jobs.bench_common import ForwardClock
+    from jobs.bench_guard import held_out_prompts
 
     torch.set_num_threads(1)
     config = load_config()
@@ -55,13 +55,13 @@ def main(argv=None) -> int:
     prompts = [p["prompt"] for p in held_out_prompts(load_spacy(config.spacy_model), 60, args.prompts, fits)[0]]
     judge = CausalJudge(args.detector, None, "content", "cpu", args.stride or config.score.stride)
     sampling = Sampling(max_new_tokens=args.new_tokens, top_k=50, no_end=True)
-    steps = Steps(model)
+    steps = ForwardClock(model)  # counts the generator's forwards (one per step, plus the prompt's)
     began = time.process_time()
     batch = args.batch or len(prompts)
     for lo in range(0, len(prompts), batch):
         plain_generate(model, tokenizer, prompts[lo : lo + batch], sampling, args.seed + lo)
     plain = time.process_time() - began
-    plain_steps = steps.take()
+    plain_steps = steps.take()[1]
     guard = GuardSettings(judge.threshold, args.retries, batch)
     profile, began = cProfile.Profile(), time.process_time()
     if args.top:
@@ -74,26 +74,13 @@ def main(argv=None) -> int:
     print(f"judge {args.detector}")
     print(f"plain generate: {plain:.2f} CPU s, {plain_steps} generator forwards")
     profiled = " (profiled)" if args.top else ""
-    print(f"guarded: {guarded:.2f} CPU s{profiled}, {steps.take()} generator forwards, {interventions} interventions")
+    print(
+        f"guarded: {guarded:.2f} CPU s{profiled}, {steps.take()[1]} generator forwards, {interventions} interventions"
+    )
     print(f"ratio: {guarded / plain:.2f}x")
     if args.top:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
     return 0
-
-
-class Steps:
-    """Counts the generator's forwards (one per step, plus the prompt's)."""
-
-    def __init__(self, model):
-        self.count = 0
-        model.register_forward_pre_hook(lambda *_: self._tick())
-
-    def _tick(self) -> None:
-        self.count += 1
-
-    def take(self) -> int:
-        count, self.count = self.count, 0
-        return count
 
 
 if __name__ == "__main__":

@@ -1,0 +1,238 @@
+"""What the benchmarks share: their paths, the offline environment, the model kit, memory and time
+measures, child processes that report figures, and the results files under jobs/results/."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "jobs" / "results"
+ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
+def offline_env(**extra: str) -> dict:
+    """This process's environment for a child that must not reach the hub, with ``extra`` on top."""
+    return {**os.environ, **OFFLINE, "TRANSFORMERS_VERBOSITY": "error", **extra}
+
+
+def kit_or_micro(home: Path | None = None) -> bool:
+    """True when the offline kit's MLM and GPT-2 are built; else the micro random-weight models are
+    built into ``home`` (a temporary folder by default; kept when already there) and used from here on."""
+    from hades_ray.models.registry import ModelNotFoundError, resolve_model
+
+    try:
+        resolve_model("local:mlm"), resolve_model("local:gpt2")
+        return True
+    except ModelNotFoundError:
+        from hades_ray.models.micro import build_micro_kit
+
+        home = home or Path(tempfile.mkdtemp(prefix="hades_bench_home_"))
+        if not (home / "models" / "mlm" / "config.json").is_file():
+            build_micro_kit(home)
+        os.environ["HADES_RAY_HOME"] = str(home)
+        return False
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far (``ru_maxrss``, KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mib(pid: int | str = "self") -> float:
+    """A process's resident memory now (Linux /proc); 0 for one that is gone, and this process's peak
+    so far where there is no /proc."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return peak_rss_mib() if pid == "self" else 0.0
+
+
+def tree_rss_mib(root: int) -> float:
+    """Resident memory of ``root`` and all its descendants now (Linux /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    family, new = {root}, {root}
+    while new:
+        new = {p for p, parent in parents.items() if parent in family} - family
+        family |= new
+    return sum(rss_mib(pid) for pid in family)
+
+
+class Sampler:
+    """``measure()`` every ``every`` seconds while a block runs, and at its start and end: its ``samples``,
+    their ``start`` and ``peak`` (a process-wide peak would hide a block's own behind what ran before it)."""
+
+    def __init__(self, measure=rss_mib, every: float = 0.02):
+        self.measure, self.every = measure, every
+
+    def __enter__(self) -> Sampler:
+        self.samples = [self.measure()]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.every):
+            self.samples.append(self.measure())
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append(self.measure())
+
+    @property
+    def start(self) -> float:
+        return self.samples[0]
+
+    @property
+    def peak(self) -> float:
+        return max(self.samples)
+
+
+class ForwardClock:
+    """Seconds spent inside a module's forwards, and how many ran: hooks, so the code timed is unchanged.
+    With ``cuda``, CUDA events around each forward (the device's own clock) instead of the wall clock; the
+    first ``skip`` forwards (warm-up) are not counted."""
+
+    def __init__(self, module, cuda: bool = False, skip: int = 0):
+        self.cuda, self.skip, self.spans, self._open = cuda, skip, [], None
+        module.register_forward_pre_hook(self._start)
+        module.register_forward_hook(self._stop)
+
+    def _mark(self):
+        if not self.cuda:
+            return time.perf_counter()
+        import torch
+
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def _start(self, *_) -> None:
+        self._open = self._mark()
+
+    def _stop(self, *_) -> None:
+        if self.skip:
+            self.skip -= 1
+        else:
+            self.spans.append((self._open, self._mark()))
+
+    def take(self) -> tuple[float, int]:
+        """The seconds and count of the forwards since the last take."""
+        spans, self.spans = self.spans, []
+        if not self.cuda:
+            return sum(end - start for start, end in spans), len(spans)
+        import torch
+
+        torch.cuda.synchronize()
+        return sum(start.elapsed_time(end) for start, end in spans) / 1000, len(spans)
+
+
+class Laps:
+    """Wall seconds between marks: ``lap(name)`` keeps the seconds since the last mark under ``name``
+    (to 0.1 s) and returns them unrounded; ``total()``: the seconds since the start."""
+
+    def __init__(self):
+        self.began = self.last = time.perf_counter()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str | None = None) -> float:
+        now = time.perf_counter()
+        seconds, self.last = now - self.last, now
+        if name:
+            self.laps[name] = round(seconds, 1)
+        return seconds
+
+    def total(self) -> float:
+        return time.perf_counter() - self.began
+
+
+def print_result(result: dict) -> None:
+    """A child's figures, as the one line ``child_result`` reads."""
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def child_result(command: list[str], **run) -> dict:
+    """Run a child process that ends with ``print_result``; its figures (``run``: ``subprocess.run``'s
+    arguments: env, cwd, timeout, ...)."""
+    done = subprocess.run(command, capture_output=True, text=True, check=False, **run)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise RuntimeError(f"{' '.join(command[1:])}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def command_line(script: str, argv: list[str] | None = None) -> str:
+    """How this run was started, for the results: ``python jobs/SCRIPT`` and its arguments."""
+    return f"python jobs/{script} " + " ".join(sys.argv[1:] if argv is None else argv)
+
+
+def machine_words(report: dict) -> str:
+    """The machine a report ran on, in words (its cores where it recorded no facts)."""
+    from hades_ray.plan.machine import describe_machine
+
+    return describe_machine(report["machine"]) if "machine" in report else f"{os.cpu_count()} cores, CPU only"
+
+
+def write_results(name: str, report, markdown: str | None = None) -> None:
+    """jobs/results/NAME.json and, with ``markdown``, NAME.md, which is also printed."""
+    from hades_ray.pipeline import storage
+
+    storage.write_text(RESULTS / f"{name}.json", json.dumps(report, indent=2, default=str) + "\n")
+    if markdown is not None:
+        storage.write_text(RESULTS / f"{name}.md", markdown)
+        print(markdown)
+
+
+def make_detector(directory: Path, backbone: str, mode: str, window: int = 160) -> str:
+    """A detector folder on ``backbone`` with a random head (speed does not depend on its weights);
+    ``window``: detect.window's default."""
+    import torch
+
+    from hades_ray.config import HadesConfig, save_config
+    from hades_ray.detect.model import build_classifier, export_detector, trainable_state
+
+    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window}
+    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
+    torch.manual_seed(0)
+    tokenizer, model = build_classifier(backbone, settings)
+    export_detector(directory, trainable_state(model), settings, tokenizer)
+    save_config(HadesConfig(), directory)
+    return str(directory)
+
+
+def learnability_files(config, work: Path, docs: int, shares: dict[str, float], pool: Path | None = None) -> dict:
+    """Labelled instances without human labels (replaced spans 1, untouched content words 0) of ``pool``,
+    else of the first ``docs`` enwiki leads perturbed into work/perturb (unless done), split by document
+    in ``shares`` and written to work/NAME.jsonl: their ``paths``, counts (``instances``) and, when the
+    perturbation ran now, its ``perturb_seconds``."""
+    from hades_ray.detect.learnability import pool_instances, split_by_doc
+    from hades_ray.io.hades_format import write_instances
+    from hades_ray.perturb.runner import run_perturb
+    from hades_ray.pipeline.executor import Executor
+
+    out: dict = {}
+    if pool is None:
+        pool = work / "perturb" / "pool"
+        if not pool.is_dir():
+            laps = Laps()
+            run_perturb(config, ENWIKI, work / "perturb", limit=docs, executor=Executor.of(config.ray, force=True))
+            out["perturb_seconds"] = laps.lap()
+    parts = split_by_doc(pool_instances(pool, seed=config.seed), tuple(shares.values()), seed=config.seed)
+    out["paths"] = [write_instances(part, work / f"{name}.jsonl") for part, name in zip(parts, shares)]
+    out["instances"] = {name: len(part) for name, part in zip(shares, parts)}
+    return out

@@ -1,0 +1,48 @@
+"""What the benchmarks share (jobs/bench_common.py) and the one table writer of their results
+(hades_ray/report/markdown.py), without models."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from hades_ray.report.markdown import pipe_table
+
+
+def test_a_pipe_table_shows_blank_cells_blank_and_right_aligns_the_columns_it_is_told():
+    lines = pipe_table(["run", "texts/s", ""], [["score", 1.5, ""], ["serve", 0, "yes"]], align="lr")
+    assert lines == [
+        "| run | texts/s | |",
+        "|---|---:|---|",
+        "| score | 1.5 | |",
+        "| serve | 0 | yes |",
+    ]
+
+
+def test_a_child_reports_its_figures_in_one_line_and_a_failing_one_raises():
+    from jobs.bench_common import child_result
+
+    root = str(Path(__file__).resolve().parents[2])
+    script = "from jobs.bench_common import print_result; print('noise'); print_result({'rss': 1.5})"
+    assert child_result([sys.executable, "-c", f"import sys; sys.path.insert(0, {root!r}); {script}"]) == {"rss": 1.5}
+    with pytest.raises(RuntimeError, match="exit 3"):
+        child_result([sys.executable, "-c", "import sys; sys.exit(3)"])
+
+
+def test_the_sampler_keeps_the_peak_and_the_forward_clock_counts_forwards():
+    import torch
+
+    from jobs.bench_common import ForwardClock, Laps, Sampler
+
+    values = iter(range(1000))
+    with Sampler(lambda: next(values), every=0.001) as sampled:
+        Laps().lap()
+    assert sampled.start == 0 and sampled.peak == max(sampled.samples) >= 1
+    layer = torch.nn.Linear(2, 2)
+    clock = ForwardClock(layer, skip=1)
+    for _ in range(3):
+        layer(torch.zeros(1, 2))
+    seconds, calls = clock.take()
+    assert calls == 2 and seconds >= 0 and clock.take() == (0, 0)
