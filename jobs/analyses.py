@@ -104,14 +104,15 @@ def results_markdown(results: dict) -> str:
 
 def record_figures(results: dict, folder: Path) -> None:
     """jobs/results/context_length.png (Fig. 6) and decoding.png beside analyses.md."""
+    from hades_ray.pipeline import storage
     from hades_ray.report.sweeps import context_figure, decoding_figure, window_label
 
     if "context_length" in results:
         c = results["context_length"]
         trials = [t for t in c["trials"] if not t.get("error")]
-        (folder / "context_length.png").write_bytes(context_figure(trials, window_label(c)))
+        storage.write(folder / "context_length.png", context_figure(trials, window_label(c)))
     if "decoding" in results:
-        (folder / "decoding.png").write_bytes(decoding_figure(results["decoding"]["strategies"]))
+        storage.write(folder / "decoding.png", decoding_figure(results["decoding"]["strategies"]))
 
 
 def decoding_markdown(d: dict) -> list[str]:

@@ -192,9 +192,9 @@ def write_results(name: str, report, markdown: str | None = None) -> None:
     """jobs/results/NAME.json and, with ``markdown``, NAME.md, which is also printed."""
     from hades_ray.pipeline import storage
 
-    storage.write_text(RESULTS / f"{name}.json", json.dumps(report, indent=2, default=str) + "\n")
+    storage.write(RESULTS / f"{name}.json", json.dumps(report, indent=2, default=str) + "\n")
     if markdown is not None:
-        storage.write_text(RESULTS / f"{name}.md", markdown)
+        storage.write(RESULTS / f"{name}.md", markdown)
         print(markdown)
 
 

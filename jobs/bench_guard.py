@@ -35,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hades_ray.pipeline import storage
 from hades_ray.report.markdown import pipe_table
 from jobs.bench_common import (
     ENWIKI,
@@ -116,7 +117,7 @@ def trained_detectors(config, work: Path, docs: int) -> dict:
         detectors[name] = {"dir": str(folder), "seconds": laps.lap()}
         detectors[name]["valid"] = json.loads((folder / "metrics.json").read_text())
     detectors["train_docs"] = docs
-    record.write_text(json.dumps(detectors, indent=2, default=str))
+    storage.write(record, json.dumps(detectors, indent=2, default=str))
     return detectors
 
 

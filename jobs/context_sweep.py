@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hades_ray.detect.learnability import pool_instances, split_by_doc
 from hades_ray.io.hades_format import write_instances
+from hades_ray.pipeline import storage
 from hades_ray.report.labelled import LEARNABILITY
 
 EXPERIMENT = "context_length"
@@ -135,11 +136,10 @@ def write_outputs(results: dict, folder: Path, stem: str = EXPERIMENT) -> list[P
 
     trials = [t for t in results["trials"] if not t.get("error")]
     save(results, folder / f"{stem}.json")
-    (folder / f"{stem}.md").write_text("\n".join(context_markdown(results)) + "\n", encoding="utf-8")
-    (folder / f"{stem}.png").write_bytes(context_figure(trials, window_label(results)))
+    storage.write(folder / f"{stem}.md", "\n".join(context_markdown(results)) + "\n")
+    storage.write(folder / f"{stem}.png", context_figure(trials, window_label(results)))
     return [folder / f"{stem}.{ext}" for ext in ("json", "md", "png")]
 
 
 def save(results: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    storage.write(path, json.dumps(results, indent=2) + "\n")

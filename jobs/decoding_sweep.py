@@ -15,6 +15,7 @@ import numpy as np
 
 from hades_ray.config import load_config
 from hades_ray.perturb.artifacts import artifact_summary, count_artifacts
+from hades_ray.pipeline import storage
 from hades_ray.report.inputs import read_pool_rows
 
 # (label, decoding, the override that sets its parameter): the paper's seven settings.
@@ -55,8 +56,7 @@ def study_texts(config, count: int, path: Path) -> list[str]:
     if len(kept) < count:
         raise ValueError(f"only {len(kept)} demo leads can be perturbed; ask for at most that many texts")
     records = [{"id": r["doc_id"], "title": r["title"], "text": r["text"]} for r in kept[:count]]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    storage.write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     return [r["id"] for r in records]
 
 
