@@ -160,7 +160,7 @@ def child_judge(workdir: Path) -> dict:
     from hades_ray.annotate.consensus import item_table
     from hades_ray.annotate.judgments import batch_items, import_judgments, load_judgments, next_import_number
     from hades_ray.config import load_config
-    from hades_ray.select.simulate import simulate_rows
+    from hades_ray.annotate.simulate import simulate_rows
 
     config = load_config(overrides=OVERRIDES)
     items = batch_items(workdir, 0)

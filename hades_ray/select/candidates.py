@@ -28,7 +28,7 @@ from hades_ray.pipeline.stage import Resources
 from hades_ray.pipeline.storage import read_parquet
 from hades_ray.select import filters
 from hades_ray.select.decide import DECISIONS, DecideStage, Rule, shard_counts
-from hades_ray.select.feature_job import FEATURE_SCHEMA, features_digest
+from hades_ray.select.features import FEATURE_SCHEMA
 from hades_ray.select.scores import SCORE_SCHEMA, read_with_features, scores_dir
 from hades_ray.workdir import part_path, round_dir, write_part
 
@@ -78,15 +78,15 @@ def write_candidates(output: str, rule: Rule, size: int, index: int, table: pa.T
 
 
 def candidates_job(
-    config, workdir, round_index: int, shards: list[Shard], rule: Rule, size: int, scores: str = ""
+    workdir, round_index: int, shards: list[Shard], rule: Rule, size: int, features: str, scores: str = ""
 ) -> ShardJob:
-    """Decide the pool shards ``shards`` by ``rule``; ``scores``: the digest of the scores it reads."""
+    """Decide the pool shards ``shards`` by ``rule``; ``features``, ``scores``: the digests of what it reads."""
     output = candidates_dir(workdir, round_index)
     stage = DecideStage(Resources(num_cpus=0.25, batch_size=100_000, uses_actors=False), rule)
     return ShardJob(
         name="candidates",
         output=output,
-        digest=rule.digest(features=features_digest(config), scores=scores, size=size),
+        digest=rule.digest(features=features, scores=scores, size=size),
         plan=lambda _mapper: shards,
         read=functools.partial(read_for_selection, str(workdir), round_index, rule.scored),
         stages=lambda: [stage],

@@ -69,11 +69,15 @@ def features_job(config, workdir: str | Path, shards: list[Shard]) -> ShardJob:
 
 def ensure_features(config, workdir: str | Path, executor: Executor, shards: list[Shard] | None = None) -> dict:
     """Compute the features of every finished pool shard that lacks them; returns what was done."""
-    shards = pool_shards(pool_dir(workdir)) if shards is None else shards
-    job = features_job(config, workdir, shards)
-    done = executor.run(job)["shards"]
+    job = features_job(config, workdir, pool_shards(pool_dir(workdir)) if shards is None else shards)
+    return feature_counts(job, executor.run(job))
+
+
+def feature_counts(job: ShardJob, summary: dict) -> dict:
+    """What a features run did, for round.json."""
+    done = summary["shards"]
     return {
-        "shards": len(shards),
+        "shards": done["processed_now"] + done["skipped_finished"],
         "computed": done["processed_now"],
         "reused": done["skipped_finished"],
         "digest": job.digest,
