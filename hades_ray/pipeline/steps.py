@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.storage import _jsonable
@@ -24,6 +25,13 @@ from hades_ray.pipeline.shards import Shard, StaleShardError, plan_work, read_ma
 def digest_of(*values) -> str:
     """A settings or inputs digest: the JSON of ``values`` (keys sorted), hashed."""
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def files_identity(*paths) -> str:
+    """What identifies input files (path, size, modification time), as a shard's ``identity`` does; a
+    missing file by its path alone (reading it fails later, naming it)."""
+    stats = [Path(p).stat() if Path(p).exists() else None for p in paths]
+    return digest_of([[str(p), *((s.st_size, s.st_mtime_ns) if s else ())] for p, s in zip(paths, stats)])
 
 
 @dataclass
