@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hades_ray.pipeline.lock import OutputLock
-from hades_ray.pipeline.storage import _jsonable
 from hades_ray.pipeline.shards import Shard, StaleShardError, plan_work, read_markers, write_marker
+from hades_ray.pipeline.storage import _jsonable
 
 
 def digest_of(*values) -> str:

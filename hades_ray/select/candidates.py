@@ -30,7 +30,7 @@ from hades_ray.select import filters
 from hades_ray.select.decide import DECISIONS, DecideStage, Rule, shard_counts
 from hades_ray.select.features import FEATURE_SCHEMA
 from hades_ray.select.scores import SCORE_SCHEMA, read_with_features, scores_dir
-from hades_ray.workdir import part_path, round_dir, write_part
+from hades_ray.workdir import INSTANCE_SCHEMA, part_path, round_dir, write_part
 
 POOL_PART = ("id", "doc_id", "start", "end", "replacement", "original_span")
 FEATURE_COLUMNS = [f.name for f in FEATURE_SCHEMA if f.name not in ("id", "doc_id")]
@@ -41,17 +41,10 @@ def candidates_dir(workdir, round_index: int) -> str:
 
 
 def candidate_schema(scored: bool) -> pa.Schema:
-    fields = [
-        ("id", pa.string()),
-        ("doc_id", pa.string()),
-        ("start", pa.int32()),
-        ("end", pa.int32()),
-        ("replacement", pa.string()),
-        ("original_span", pa.string()),
-    ]
-    fields += [(f.name, f.type) for f in FEATURE_SCHEMA if f.name in FEATURE_COLUMNS]
-    fields += [(f.name, f.type) for f in SCORE_SCHEMA if f.name != "id"] if scored else []
-    fields += [(name, kind) for name, kind in DECISIONS.items() if name not in ("unjudged", "alive")]
+    fields = [INSTANCE_SCHEMA.field(name) for name in POOL_PART]
+    fields += [f for f in FEATURE_SCHEMA if f.name in FEATURE_COLUMNS]
+    fields += [f for f in SCORE_SCHEMA if f.name != "id"] if scored else []
+    fields += [pa.field(name, kind) for name, kind in DECISIONS.items() if name not in ("unjudged", "alive")]
     return pa.schema(fields)
 
 
