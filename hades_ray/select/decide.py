@@ -44,10 +44,10 @@ class Rule:
         return hashlib.sha256(json.dumps(fields, sort_keys=True, default=list).encode()).hexdigest()[:16]
 
 
-def rule_for(config, round_index: int, taken: set[str], **band) -> Rule:
-    sel = config.select
+def rule_for(sel, seed: int, round_index: int, taken: set[str], **band) -> Rule:
+    """The rule of round ``round_index`` from the ``select`` section and the seed."""
     return Rule(
-        seed=config.seed,
+        seed=seed,
         round_index=round_index,
         paraphrase_threshold=sel.paraphrase_threshold,
         swap_entity_types=tuple(sel.swap_entity_types),

@@ -61,9 +61,9 @@ def round_detector_config(config):
     return trained
 
 
-def too_few(config, labeled: list[dict], round_index: int) -> str:
+def too_few(labeled: list[dict], round_index: int, minimum: int) -> str:
     """Why the round samples at random (too few judgments, or one class); empty when a detector trains."""
-    minimum, n_h = config.select.min_train_instances, sum(int(r["hallucination"]) for r in labeled)
+    n_h = sum(int(r["hallucination"]) for r in labeled)
     if len(labeled) >= minimum and 0 < n_h < len(labeled):
         return ""
     return (

@@ -22,6 +22,7 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from hades_ray.config import save_config
@@ -102,25 +103,28 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
     shards = pool_shards(pool_dir(workdir))  # one plan of the pool for every pass of the round
     taken = assigned_ids(workdir, round_index)
     labeled = consensus_items(config, workdir, list(range(round_index))) if round_index else []
-    random = too_few(config, labeled, round_index) if round_index else ""
+    features = features_job(config, workdir, shards)
+    sel = config.select
+    random = too_few(labeled, round_index, sel.min_train_instances) if round_index else ""
     detector = detector_step(config, workdir, round_index, labeled, executor.force) if round_index else None
     passes = Round(
-        config=config,
+        select=sel,
+        detect=config.detect,
+        save_config=functools.partial(save_config, config),
         workdir=workdir,
         index=round_index,
-        size=round_size(config.select, round_index),
-        rule=rule_for(config, round_index, taken),
+        size=round_size(sel, round_index),
+        rule=rule_for(sel, config.seed, round_index, taken),
         taken=len(taken),
-        features=features_job(config, workdir, shards),
+        features=features,
         detector=None if random else detector,
         random=random,
         judged=len(labeled),
         shards=shards,
         executor=executor,
     )
-    sel = config.select
     band = (sel.candidate_target, sel.p_low, sel.p_high, sel.score_num_gpus)
-    settings = digest_of(passes.features.digest, passes.rule.digest(), passes.size, band, random)
+    settings = digest_of(features.digest, passes.rule.digest(), passes.size, band, random)
     inputs = digest_of([s.fingerprint("") for s in shards], detector.inputs if detector else "")
     digest = digest_of(settings, passes.detector.digest if passes.detector else "")
     return Step(f"round {round_index}", str(out), digest, functools.partial(_select, passes), inputs)
@@ -134,7 +138,9 @@ def _judged(out: Path) -> bool:
 class Round:
     """A round's passes and what they share, fixed before the first one runs."""
 
-    config: object
+    select: object  # the config's sections the passes read, and how the resolved config is written
+    detect: object
+    save_config: Callable[[Path], None]
     workdir: Path
     index: int
     size: int
@@ -181,7 +187,7 @@ def _select(r: Round) -> dict:
     write_batch(r.workdir, chosen_rows(r.workdir, chosen), out / "batch.jsonl")
     clock.lap("batch")
     summary["timings"] = clock.laps
-    save_config(r.config, out)
+    r.save_config(out)
     write_json_atomic(out / "round.json", summary)
     return summary
 
@@ -201,15 +207,14 @@ def _scores(r: Round, model_dir: Path, rule: Rule):
     """The scores job of the round's detector; its stages (the detector's actors) are built when there is work."""
     from hades_ray.detect.detector import Detector
 
-    num_gpus = r.config.select.score_num_gpus
-    stages = functools.partial(Detector.open(model_dir).stages, r.config.detect, num_gpus=num_gpus)
+    stages = functools.partial(Detector.open(model_dir).stages, r.detect, num_gpus=r.select.score_num_gpus)
     return scores_job(r.workdir, r.index, r.shards, stages, detector_token(model_dir), rule)
 
 
 def _band(r: Round, rule: Rule, histogram: dict[int, int], summary: dict) -> Rule:
     """The p(H) band placed on the pool's survivor histogram so that the candidate target is met
     after every filter (R included)."""
-    sel, size = r.config.select, r.size
+    sel, size = r.select, r.size
     target = sel.candidate_target or 3 * size
     low, high = filters.thresholds_from_histogram(histogram, target, sel.p_low, sel.p_high)
     available = histogram_total(histogram)
