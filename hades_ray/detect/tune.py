@@ -98,7 +98,7 @@ def tune_detector(
     output = Path(output).resolve()
     space = space or default_space()
     sweep = functools.partial(_sweep, config, train_path, valid_path, output, num_samples, space, resume)
-    settings = digest_of(config.to_dict(), num_samples, {k: _domain(v) for k, v in space.items()})
+    settings = digest_of([config.to_dict(), num_samples, {k: _domain(v) for k, v in space.items()}])
     return run_step(Step("the detector sweep", str(output), settings, sweep, files_identity(train_path, valid_path)))
 
 

@@ -22,9 +22,9 @@ from hades_ray.pipeline.shards import Shard, StaleShardError, plan_work, read_ma
 from hades_ray.pipeline.storage import _jsonable
 
 
-def digest_of(*values) -> str:
-    """A settings or inputs digest: the JSON of ``values`` (keys sorted), hashed."""
-    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def digest_of(value) -> str:
+    """A settings or inputs digest: the JSON of ``value`` (keys sorted), hashed."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def files_identity(*paths) -> str:

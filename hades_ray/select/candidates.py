@@ -1,17 +1,12 @@
-"""The selection pass: a job on the pipeline engine whose workers decide every pool shard's rows and
-write its unjudged rows with their decisions as ``round-K/candidates/part-NNNNN.parquet``, then
-``candidates/_markers/part-NNNNN.json``.
+"""The selection pass: a sharded job whose workers decide every pool shard's rows and write its
+unjudged rows with their decisions as ``round-K/candidates/part-NNNNN.parquet``.
 
 Each shard's writer returns its counts and the ``size`` alive rows with the smallest sample keys,
-and the engine writes them into the shard's marker. The engine sums the counts; ``batch_keys`` reads
-the markers one at a time and merges their short lists, so the batch is the global bottom-``size``
-by key, and the driver holds O(shards + size) whatever the pool's size. A row is in the batch exactly
-when it is alive and its ``sample_key`` is at most round.json's ``batch_sample_key_max``.
-
-The digest of a round's candidates covers its rule (band, Eq. 1's R, earlier batches, seeds), the
-batch size, the features' settings and, from round 1, its scores' digest: a rerun of a crashed round
-decides the same rule and skips the shards already written; other settings stop the round naming the
-shards, unless ``--force`` redoes them.
+which its marker records; ``batch_keys`` reads the markers one at a time and merges their short lists,
+so the batch is the global bottom-``size`` by key, and the driver holds O(shards + size) whatever the
+pool's size. A row is in the batch exactly when it is alive and its ``sample_key`` is at most
+round.json's ``batch_sample_key_max``. The digest covers the rule (band, Eq. 1's R, earlier batches,
+seeds), the batch size, the features' settings and, from round 1, the scores' digest.
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def crossval_detector(
     for f in range(sel.folds):
         base = folder / "folds" / f"fold-{f}"
         fit = functools.partial(_fold, config, labeled, fold == f, base)
-        inputs = digest_of(ids, labels.tolist(), (fold == f).tolist())
+        inputs = digest_of([ids, labels.tolist(), (fold == f).tolist()])
         done = run_step(Step(f"fold {f} of round {round_index}'s detector", str(base), digest, fit, inputs), force)
         oof[fold == f] = done["p"]
         folds.append({"fold": f, **done["record"]})

@@ -77,7 +77,7 @@ def detector_digest(config) -> str:
     trained = round_detector_config(config)
     detect = {k: v for k, v in dataclasses.asdict(trained.detect).items() if k not in RESOURCES}
     select = {k: getattr(config.select, k) for k in TRAINING}
-    return digest_of(detect, select, dataclasses.asdict(trained.models), config.seed)
+    return digest_of([detect, select, dataclasses.asdict(trained.models), config.seed])
 
 
 def detector_step(config, workdir, round_index: int, labeled: list[dict], force: bool = False) -> Step:

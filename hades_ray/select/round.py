@@ -95,7 +95,8 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
     from hades_ray.annotate.labels import consensus_items
 
     out = round_dir(workdir, round_index)
-    if (out / "round.json").is_file() and not finished_shards(out) or executor.force and _judged(out):
+    older = (out / "round.json").is_file() and not finished_shards(out)  # selected before rounds were steps
+    if older or executor.force and any((out / "judgments").glob("import-*")):
         raise FileExistsError(
             f"round {round_index} was already selected ({out / 'round.json'}) and its batch may be judged; "
             "rounds are never overwritten: start the next round or a new work directory"
@@ -106,7 +107,8 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
     features = features_job(config, workdir, shards)
     sel = config.select
     random = too_few(labeled, round_index, sel.min_train_instances) if round_index else ""
-    detector = detector_step(config, workdir, round_index, labeled, executor.force) if round_index else None
+    trains = round_index and not random
+    detector = detector_step(config, workdir, round_index, labeled, executor.force) if trains else None
     passes = Round(
         select=sel,
         detect=config.detect,
@@ -117,21 +119,17 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
         rule=rule_for(sel, config.seed, round_index, taken),
         taken=len(taken),
         features=features,
-        detector=None if random else detector,
+        detector=detector,
         random=random,
         judged=len(labeled),
         shards=shards,
         executor=executor,
     )
     band = (sel.candidate_target, sel.p_low, sel.p_high, sel.score_num_gpus)
-    settings = digest_of(features.digest, passes.rule.digest(), passes.size, band, random)
-    inputs = digest_of([s.fingerprint("") for s in shards], detector.inputs if detector else "")
-    digest = digest_of(settings, passes.detector.digest if passes.detector else "")
+    settings = digest_of([features.digest, passes.rule.digest(), passes.size, band, random])
+    inputs = digest_of([[s.fingerprint("") for s in shards], detector.inputs if detector else ""])
+    digest = digest_of([settings, detector.digest if detector else ""])
     return Step(f"round {round_index}", str(out), digest, functools.partial(_select, passes), inputs)
-
-
-def _judged(out: Path) -> bool:
-    return any((out / "judgments").glob("import-*"))
 
 
 @dataclasses.dataclass
