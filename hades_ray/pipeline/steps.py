@@ -39,7 +39,7 @@ class Step:
     """A declared step: ``run()`` does the work (writing its files under ``output``) and returns its
     result, which must be JSON; ``inputs`` identifies what it reads, ``digest`` its settings."""
 
-    name: str  # shown in errors: "detector of round 1", "fold 2", ...
+    name: str  # in its messages: "round 1", "round 1's detector", "trial LR-offline"
     output: str  # the folder holding the step's files and its marker
     digest: str
     run: Callable[[], dict | None]
