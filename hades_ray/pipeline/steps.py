@@ -50,16 +50,20 @@ class Step:
         return Shard(0, self.name, "step", 0, 1, identity=self.inputs)
 
 
+def must_run(step: Step, force: bool = False) -> bool:
+    """Whether ``step`` has work to do; raises when it finished from other inputs or settings (unless ``force``)."""
+    try:
+        todo, _ = plan_work([step.unit], read_markers(step.output), step.digest, force)
+    except StaleShardError as error:
+        raise StaleShardError(f"{step.name} ({step.output}): {error}") from None
+    return bool(todo)
+
+
 def run_step(step: Step, force: bool = False) -> dict | None:
     """The step's result: recorded when it finished with this fingerprint, else computed now (and recorded)."""
     with OutputLock(step.output):
-        markers = read_markers(step.output)
-        try:
-            todo, _ = plan_work([step.unit], markers, step.digest, force)
-        except StaleShardError as error:
-            raise StaleShardError(f"{step.name} ({step.output}): {error}") from None
-        if not todo:
-            return markers[0]["result"]
+        if not must_run(step, force):
+            return read_markers(step.output)[0]["result"]
         result = json.loads(json.dumps(step.run(), default=_jsonable))  # what a rerun will read back
         marker = {"shard": 0, "fingerprint": step.unit.fingerprint(step.digest), "digest": step.digest}
         write_marker(step.output, 0, {**marker, "result": result, "finished_at": time.time()})  # last

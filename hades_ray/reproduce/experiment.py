@@ -3,8 +3,8 @@ LR/SVM), as many at once as the cluster's CPUs allow (``detect.tune.concurrent_t
 
 Resume is explicit: an existing ``--output`` is refused unless ``--resume``. Every run is a fresh grid
 (never ``Tuner.restore``, which would unpickle the folder's files) whose trials are steps: a finished
-cell with the same config and dataset is kept, a failed or unfinished one runs again, and a finished
-one made otherwise stops its trial (``reproduce/trial.py``).
+cell with the same config and dataset is kept, a failed or unfinished one runs again, and one finished
+with another config or dataset stops the grid before it starts (``reproduce/trial.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hades_ray.config import HadesConfig, save_config
 from hades_ray.errors import UserError
+from hades_ray.pipeline.steps import must_run
 from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.reproduce.grid import Cell, Grid
 
@@ -40,7 +41,7 @@ def run_experiment(
 
     from hades_ray.detect.tune import concurrent_trials
     from hades_ray.ray_runtime import init_ray
-    from hades_ray.reproduce.trial import fault_setting, table_trial
+    from hades_ray.reproduce.trial import cell_step, fault_setting, table_trial
 
     output = output.resolve()
     experiment = output / EXPERIMENT
@@ -48,6 +49,8 @@ def run_experiment(
         raise FileExistsError(
             f"{experiment} already holds a grid: pass --resume to continue it, or choose a new --output"
         )
+    for cell in cells:  # a cell finished with another config or dataset stops the grid before any work
+        must_run(cell_step(config.to_dict(), grid, cell, str(dataset.resolve()), str(output)))
     record = plan_record(config, grid, cells, dataset)
     init_ray(config.ray.address, config.ray.num_cpus)
     trainable = tune.with_resources(

@@ -53,17 +53,22 @@ def _maybe_fail(cell: Cell, fault: str) -> None:
         raise RuntimeError(f"injected fault in trial {cell.key} ({FAULT_ENV})")
 
 
-def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, fault: str = "") -> None:
-    """Tune's function trainable: ``trial["cell"]`` is one (row, mode) of the grid."""
-    from ray import tune
-
-    cell = Cell(**trial["cell"])
+def cell_step(base: dict, grid: Grid, cell: Cell, dataset: str, output: str, fault: str = "") -> Step:
+    """A cell's trial as a step: its config and the dataset's splits are what it depends on."""
     config = cell_config(base, grid, cell)
     folder = cell_folder(output, cell)
     fit = functools.partial(_fit, config, grid, cell, dataset, folder, fault)
     splits = [split_path(dataset, s) for s in ("train", "valid", config.reproduce.test_split)]
-    run_step(Step(f"trial {cell.key}", str(folder), digest_of(config.to_dict()), fit, files_identity(*splits)))
-    record = json.loads((folder / PREDICTIONS).read_text(encoding="utf-8"))
+    return Step(f"trial {cell.key}", str(folder), digest_of(config.to_dict()), fit, files_identity(*splits))
+
+
+def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, fault: str = "") -> None:
+    """Tune's function trainable: ``trial["cell"]`` is one (row, mode) of the grid."""
+    from ray import tune
+
+    step = cell_step(base, grid, Cell(**trial["cell"]), dataset, output, fault)
+    run_step(step)
+    record = json.loads((Path(step.output) / PREDICTIONS).read_text(encoding="utf-8"))
     metrics = binary_metrics(record["labels"], record["pred"], record["p"])
     tune.report({f"test_{k}": v for k, v in metrics.items()})
 
