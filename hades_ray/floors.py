@@ -30,6 +30,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("perturb", "detect"),
     # Jobs built on detectors: scoring, guarded generation, judges' files, selection rounds, the service.
     ("score", "guard", "annotate", "select", "serve"),
+    # Annotation commands over selected rounds: the simulated panel and the dataset build read the pool's features.
+    ("annotate.simulate", "annotate.dataset"),
     # Reading results: cost plans and the analyses page.
     ("plan", "report"),
     # The paper's experiments over all of them (they read the report's statistics; the report reads their files).

@@ -14,7 +14,6 @@ its marker may be half written); the merged ``instances.jsonl`` is for people an
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -23,9 +22,52 @@ import pyarrow.compute as pc
 
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard, part_name, read_markers
+from hades_ray.pipeline.steps import digest_of
 
 WORKDIR_FILE = "workdir.json"
-# The pool instance columns selection reads (hades_ray/perturb/writer.py INSTANCE_SCHEMA).
+# The pool as the perturbation job writes it (hades_ray/perturb/writer.py): a document's spans, its
+# ``pool/`` and ``instances/`` parts.
+SPAN_TYPE = pa.struct(
+    [
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("orig_start", pa.int64()),
+        ("orig_end", pa.int64()),
+        ("original", pa.string()),
+        ("replacement", pa.string()),
+        ("ner", pa.string()),
+        ("pos", pa.string()),
+    ]
+)
+POOL_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("title", pa.string()),
+        ("original", pa.string()),
+        ("perturbed", pa.string()),
+        ("ppl", pa.float64()),
+        ("candidate", pa.int32()),
+        ("candidate_ppls", pa.list_(pa.float64())),
+        ("spans", pa.list_(SPAN_TYPE)),
+        ("shard", pa.int32()),
+        ("row", pa.int64()),
+    ]
+)
+INSTANCE_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("doc_id", pa.string()),
+        ("words", pa.list_(pa.string())),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("replacement", pa.string()),
+        ("original_span", pa.string()),
+        ("ner", pa.string()),
+        ("pos", pa.string()),
+        ("hallucination", pa.int8()),
+    ]
+)
+# The instance columns selection reads.
 POOL_COLUMNS = ("id", "doc_id", "words", "start", "end", "replacement", "original_span")
 
 
@@ -63,10 +105,6 @@ def pool_dir(workdir: str | Path) -> str:
     return pool
 
 
-def marker_digest(marker: dict) -> str:
-    return hashlib.sha256(json.dumps(marker, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def part_path(folder: str, index: int) -> str:
     """Pool shard ``index``'s part in a folder of parts (the pool's ``instances``, ``features``, a
     round's ``scores`` and ``candidates``): each folder reads as one Parquet dataset."""
@@ -86,7 +124,7 @@ def pool_shards(pool: str) -> list[Shard]:
     for index, marker in sorted(read_markers(pool).items()):
         rows = int(marker.get("counts", {}).get("instances", 0))
         path = part_path(storage.join(pool, "instances"), index)
-        shards.append(Shard(index, path, "parquet", 0, rows, identity=marker_digest(marker)))
+        shards.append(Shard(index, path, "parquet", 0, rows, identity=digest_of(marker)))
     return shards
 
 

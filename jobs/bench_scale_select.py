@@ -89,11 +89,10 @@ def setup_new(size: int, workdir: Path) -> None:
     import pyarrow as pa
 
     from hades_ray.config import load_config
-    from hades_ray.perturb.writer import INSTANCE_SCHEMA
     from hades_ray.pipeline.shards import part_name, write_marker
     from hades_ray.pipeline.storage import write_table
     from hades_ray.select.feature_job import FEATURE_SCHEMA, features_digest, features_dir
-    from hades_ray.workdir import part_path, pool_shards
+    from hades_ray.workdir import INSTANCE_SCHEMA, part_path, pool_shards
 
     digest = features_digest(load_config(overrides=OVERRIDES))
     pool = workdir / "pool"
@@ -159,8 +158,8 @@ def child_judge(workdir: Path) -> dict:
 
     from hades_ray.annotate.consensus import item_table
     from hades_ray.annotate.judgments import batch_items, import_judgments, load_judgments, next_import_number
+    from hades_ray.annotate.simulate import simulate_rows
     from hades_ray.config import load_config
-    from hades_ray.select.simulate import simulate_rows
 
     config = load_config(overrides=OVERRIDES)
     items = batch_items(workdir, 0)

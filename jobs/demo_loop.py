@@ -44,9 +44,9 @@ def main(argv=None) -> int:
     from hades_ray.config import load_config
     from hades_ray.perturb.runner import run_perturb
     from hades_ray.select.cli import print_round
-    from hades_ray.select.dataset import build_dataset
+    from hades_ray.annotate.dataset import build_dataset
     from hades_ray.select.round import run_round
-    from hades_ray.select.simulate import simulate_judgments
+    from hades_ray.annotate.simulate import simulate_judgments
     from hades_ray.workdir import existing_rounds
 
     laps = Laps()

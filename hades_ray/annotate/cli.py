@@ -40,7 +40,7 @@ def _import(args) -> int:
 
 
 def _simulate(args) -> int:
-    from hades_ray.select.simulate import simulate_judgments
+    from hades_ray.annotate.simulate import simulate_judgments
 
     config = config_from_args(args)
     report = simulate_judgments(config, args.workdir, args.round, judges=args.judges, noise=args.noise)
@@ -53,7 +53,7 @@ def _simulate(args) -> int:
 
 
 def _build(args) -> int:
-    from hades_ray.select.dataset import build_dataset
+    from hades_ray.annotate.dataset import build_dataset
 
     stats = build_dataset(config_from_args(args), args.workdir, args.output)
     print(

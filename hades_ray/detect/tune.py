@@ -5,18 +5,21 @@ Train V2 cannot be passed to ``Tuner`` (hades_ray/docs/ray.md): each trial is a 
 package's own ``TorchTrainer`` setup with ``TuneReportCallback``, so every epoch's validation report
 reaches Tune and ASHA can stop weak trials early. The trial driver takes no CPU
 (``with_resources({"cpu": 0, "memory": 1})``); its Train workers take ``detect.worker_cpus`` each.
-A sweep starts fresh in a new ``--output``; ``resume=True`` continues one only after
-``tune_record.check_resumable`` (resuming unpickles the sweep's files).
+The sweep is a step (``hades_ray/pipeline/steps.py``): a finished one is returned as recorded, one
+finished with other settings or data stops the command. An unfinished one continues only with
+``resume=True``, after ``tune_record.check_resumable`` (resuming unpickles the sweep's files).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from pathlib import Path
 
 from hades_ray.config import config_from_dict, save_config, set_dotted, validate
 from hades_ray.detect.tune_record import check_resumable, record_sweep
+from hades_ray.pipeline.steps import Step, digest_of, files_identity, run_step
 from hades_ray.pipeline.storage import write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -91,13 +94,25 @@ def tune_detector(
     config, train_path, valid_path, output, num_samples: int = 4, space: dict | None = None, resume: bool = False
 ) -> dict:
     """Sweep the detector in a new ``output`` (or, with ``resume``, continue the recorded sweep there);
-    writes best.json."""
+    writes best.json. The sweep is a step: a finished one is returned as recorded."""
+    output = Path(output).resolve()
+    space = space or default_space()
+    sweep = functools.partial(_sweep, config, train_path, valid_path, output, num_samples, space, resume)
+    settings = digest_of([config.to_dict(), num_samples, {k: _domain(v) for k, v in space.items()}])
+    return run_step(Step("the detector sweep", str(output), settings, sweep, files_identity(train_path, valid_path)))
+
+
+def _domain(value) -> list:
+    """A search space entry as data (Tune's domains have no stable repr)."""
+    return [type(value).__name__, *(str(getattr(value, k, "")) for k in ("categories", "lower", "upper"))]
+
+
+def _sweep(config, train_path, valid_path, output: Path, num_samples: int, space: dict, resume: bool) -> dict:
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
     from hades_ray.ray_runtime import init_ray
 
-    output = Path(output).resolve()
     experiment = output / EXPERIMENT
     if resume:
         check_resumable(output, experiment)
@@ -123,7 +138,7 @@ def tune_detector(
         save_config(config, output)
         tuner = tune.Tuner(
             trainable,
-            param_space=space or default_space(),
+            param_space=space,
             tune_config=tune.TuneConfig(
                 metric="selection_score",
                 mode="max",

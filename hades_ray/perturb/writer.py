@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 
 from hades_ray.perturb.artifacts import count_artifacts
 from hades_ray.perturb.rank import most_fluent
-from hades_ray.perturb.schema import INSTANCE_SCHEMA, POOL_SCHEMA
 from hades_ray.perturb.spans import hades_instances, words_with_span_indices
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import part_name
+from hades_ray.workdir import INSTANCE_SCHEMA, POOL_SCHEMA
 
 QUARANTINE_KEEPS = ("too_short", "no_maskable_words")  # normal filtering: counted, not quarantined
 

@@ -1,6 +1,6 @@
 """Selection rounds: where each round's pool went (round.json's counts as stacked bars), alpha, beta,
 gamma and R, and the label balance and agreement of its judgments; and POS/NER by label (Fig. 4) from
-the dataset's stats.json, which ``hades-ray dataset build`` computes (hades_ray/select/dataset.py)."""
+the dataset's stats.json, which ``hades-ray dataset build`` computes (hades_ray/annotate/dataset.py)."""
 
 from __future__ import annotations
 

@@ -1,31 +1,29 @@
 """The grid as ONE Ray Tune experiment: a grid search over the cells, each trial a Ray Train fit (or
 LR/SVM), as many at once as the cluster's CPUs allow (``detect.tune.concurrent_trials``).
 
-Resume is explicit. A new ``--output`` starts a new experiment; an existing one is refused unless
-``--resume``, which restores it with ``Tuner.restore`` (finished trials are kept, unfinished and failed
-ones run again), and only when this tool created and recorded it (``detect.tune_record``: resuming
-unpickles its files) with the same config and grid (``grid.json``).
+Resume is explicit: an existing ``--output`` is refused unless ``--resume``. Every run is a fresh grid
+(never ``Tuner.restore``, which would unpickle the folder's files) whose trials are steps: a finished
+cell with the same config and dataset is kept, a failed or unfinished one runs again, and one finished
+with another config or dataset stops the grid before it starts (``reproduce/trial.py``).
 """
 
 from __future__ import annotations
 
-import json
-import logging
 from pathlib import Path
 
 from hades_ray.config import HadesConfig, save_config
-from hades_ray.detect.tune_record import ResumeRefused, check_resumable, record_sweep
 from hades_ray.errors import UserError
+from hades_ray.pipeline.steps import must_run
+from hades_ray.pipeline import storage
 from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.reproduce.grid import Cell, Grid
 
-log = logging.getLogger(__name__)
 EXPERIMENT = "tables_grid"
 PLAN = "grid.json"
 
 
 def plan_record(config: HadesConfig, grid: Grid, cells: list[Cell], dataset: Path) -> dict:
-    """What a resumed run must match: the resolved config, the grid's rows and cells, the dataset."""
+    """The plan ``grid.json`` records: the resolved config, the grid's rows and cells, the dataset."""
     return {
         "config": config.to_dict(),
         "grid_file": str(grid.path),
@@ -33,24 +31,6 @@ def plan_record(config: HadesConfig, grid: Grid, cells: list[Cell], dataset: Pat
         "cells": [{"row": c.row, "mode": c.mode} for c in cells],
         "dataset": str(dataset.resolve()),
     }
-
-
-def _check_output(output: Path, record: dict, resume: bool) -> None:
-    experiment = output / EXPERIMENT
-    if not resume:
-        if experiment.exists():
-            raise FileExistsError(
-                f"{experiment} already holds a grid: pass --resume to continue it, or choose a new --output"
-            )
-        return
-    check_resumable(output, experiment)
-    saved = json.loads((output / PLAN).read_text(encoding="utf-8")) if (output / PLAN).is_file() else None
-    if saved != json.loads(json.dumps(record)):
-        changed = [k for k in record if (saved or {}).get(k) != json.loads(json.dumps(record[k]))]
-        raise ResumeRefused(
-            f"{output / PLAN}: the grid there was started with another {', '.join(changed) or 'plan'}; "
-            "--resume continues it only with the same config, grid and dataset"
-        )
 
 
 def run_experiment(
@@ -61,11 +41,17 @@ def run_experiment(
 
     from hades_ray.detect.tune import concurrent_trials
     from hades_ray.ray_runtime import init_ray
-    from hades_ray.reproduce.trial import fault_setting, table_trial
+    from hades_ray.reproduce.trial import cell_step, fault_setting, table_trial
 
     output = output.resolve()
+    experiment = output / EXPERIMENT
+    if experiment.exists() and not resume:
+        raise FileExistsError(
+            f"{experiment} already holds a grid: pass --resume to continue it, or choose a new --output"
+        )
+    for cell in cells:  # a cell finished with another config or dataset stops the grid before any work
+        must_run(cell_step(config.to_dict(), grid, cell, str(dataset.resolve()), str(output)))
     record = plan_record(config, grid, cells, dataset)
-    _check_output(output, record, resume)
     init_ray(config.ray.address, config.ray.num_cpus)
     trainable = tune.with_resources(
         tune.with_parameters(
@@ -78,22 +64,17 @@ def run_experiment(
         ),
         {"cpu": 0, "memory": 1},  # the trial's driver; its Train workers take detect.worker_cpus each
     )
-    experiment = output / EXPERIMENT
-    if resume:
-        log.info("resuming the grid in %s", experiment)
-        tuner = tune.Tuner.restore(str(experiment), trainable=trainable, resume_unfinished=True, resume_errored=True)
-    else:
-        save_config(config, output)
-        write_json_atomic(output / PLAN, record)
-        tuner = tune.Tuner(
-            trainable,
-            param_space={"cell": tune.grid_search(record["cells"])},
-            tune_config=tune.TuneConfig(
-                max_concurrent_trials=config.reproduce.max_concurrent_trials or concurrent_trials(config)
-            ),
-            run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(output)),
-        )
-        record_sweep(output, experiment)  # the Tuner has just written tuner.pkl
+    storage.delete(experiment)  # Tune's own state: the cells' steps hold what is kept
+    save_config(config, output)
+    write_json_atomic(output / PLAN, record)
+    tuner = tune.Tuner(
+        trainable,
+        param_space={"cell": tune.grid_search(record["cells"])},
+        tune_config=tune.TuneConfig(
+            max_concurrent_trials=config.reproduce.max_concurrent_trials or concurrent_trials(config)
+        ),
+        run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(output)),
+    )
     results = tuner.fit()
     return [{"cell": r.config["cell"], "error": str(r.error).splitlines()[0] if r.error else None} for r in results]
 

@@ -2,18 +2,21 @@
 LR/SVM: ``detect.api.train_detector`` either way), score the test split with its best epoch, and write
 the predictions the tables are computed from.
 
-A trial's files live under ``OUT/cells/<row>-<mode>/`` (named by the cell, not by Tune's trial id), so
-the tables can be rebuilt from them, and a trial restarted by ``--resume`` starts its cell afresh.
+A trial is a step (``hades_ray/pipeline/steps.py``) in ``OUT/cells/<row>-<mode>/`` (named by the cell,
+not by Tune's trial id): a finished cell with the same config and dataset is kept, an unfinished one
+starts afresh.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
 
 from hades_ray.detect.data import LoadReport, numbered_instances
 from hades_ray.metrics import binary_metrics
+from hades_ray.pipeline.steps import Step, digest_of, files_identity, run_step
 from hades_ray.pipeline.storage import delete, write, write_json_atomic
 from hades_ray.reproduce.grid import Cell, Grid, cell_config
 
@@ -78,16 +81,30 @@ def _maybe_fail(cell: Cell, fault: str) -> None:
         raise RuntimeError(f"injected fault in trial {cell.key} ({FAULT_ENV})")
 
 
+def cell_step(base: dict, grid: Grid, cell: Cell, dataset: str, output: str, fault: str = "") -> Step:
+    """A cell's trial as a step: its config and the dataset's splits are what it depends on."""
+    config = cell_config(base, grid, cell)
+    folder = cell_folder(output, cell)
+    fit = functools.partial(_fit, config, grid, cell, dataset, folder, fault)
+    splits = [split_path(dataset, s) for s in ("train", "valid", config.reproduce.test_split)]
+    return Step(f"trial {cell.key}", str(folder), digest_of(config.to_dict()), fit, files_identity(*splits))
+
+
 def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, fault: str = "") -> None:
     """Tune's function trainable: ``trial["cell"]`` is one (row, mode) of the grid."""
     from ray import tune
 
+    step = cell_step(base, grid, Cell(**trial["cell"]), dataset, output, fault)
+    run_step(step)
+    record = json.loads((Path(step.output) / PREDICTIONS).read_text(encoding="utf-8"))
+    metrics = binary_metrics(record["labels"], record["pred"], record["p"])
+    tune.report({f"test_{k}": v for k, v in metrics.items()})
+
+
+def _fit(config, grid: Grid, cell: Cell, dataset: str, folder: Path, fault: str) -> None:
     from hades_ray.detect.api import score_instances, train_detector
     from hades_ray.detect.detector import Detector
 
-    cell = Cell(**trial["cell"])
-    config = cell_config(base, grid, cell)
-    folder = cell_folder(output, cell)
     delete(folder / PREDICTIONS)  # a restarted trial never leaves an older cell's file
     _maybe_fail(cell, fault)
     detector = grid.row(cell.row).detector
@@ -101,7 +118,6 @@ def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, 
     )
     ids, items = test_items(dataset, config.reproduce.test_split, config.detect.skip_bad)
     p, pred = score_instances(Detector.open(model), items, config)
-    labels = [i.label for i in items]
     record = {
         "cell": {"row": cell.row, "mode": cell.mode},
         "detector": detector,
@@ -109,10 +125,8 @@ def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, 
         "revision": config.models.revisions.get(config.detect.backbone) if detector == "transformer" else None,
         "best_epoch": json.loads((model / "metrics.json").read_text(encoding="utf-8")).get("epoch"),
         "ids": ids,
-        "labels": labels,
+        "labels": [i.label for i in items],
         "p": [float(v) for v in p],
         "pred": [int(v) for v in pred],
     }
     write_json_atomic(folder / PREDICTIONS, record)
-    metrics = binary_metrics(labels, pred, p)
-    tune.report({f"test_{k}": v for k, v in metrics.items()})

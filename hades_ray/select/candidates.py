@@ -1,17 +1,12 @@
-"""The selection pass: a job on the pipeline engine whose workers decide every pool shard's rows and
-write its unjudged rows with their decisions as ``round-K/candidates/part-NNNNN.parquet``, then
-``candidates/_markers/part-NNNNN.json``.
+"""The selection pass: a sharded job whose workers decide every pool shard's rows and write its
+unjudged rows with their decisions as ``round-K/candidates/part-NNNNN.parquet``.
 
 Each shard's writer returns its counts and the ``size`` alive rows with the smallest sample keys,
-and the engine writes them into the shard's marker. The engine sums the counts; ``batch_keys`` reads
-the markers one at a time and merges their short lists, so the batch is the global bottom-``size``
-by key, and the driver holds O(shards + size) whatever the pool's size. A row is in the batch exactly
-when it is alive and its ``sample_key`` is at most round.json's ``batch_sample_key_max``.
-
-The digest of a round's candidates covers its rule (band, Eq. 1's R, earlier batches, seeds), the
-batch size, the features' settings and, from round 1, its scores' digest: a rerun of a crashed round
-decides the same rule and skips the shards already written; other settings stop the round naming the
-shards, unless ``--force`` redoes them.
+which its marker records; ``batch_keys`` reads the markers one at a time and merges their short lists,
+so the batch is the global bottom-``size`` by key, and the driver holds O(shards + size) whatever the
+pool's size. A row is in the batch exactly when it is alive and its ``sample_key`` is at most
+round.json's ``batch_sample_key_max``. The digest covers the rule (band, Eq. 1's R, earlier batches,
+seeds), the batch size, the features' settings and, from round 1, the scores' digest.
 """
 
 from __future__ import annotations
@@ -28,9 +23,9 @@ from hades_ray.pipeline.stage import Resources
 from hades_ray.pipeline.storage import read_parquet
 from hades_ray.select import filters
 from hades_ray.select.decide import DECISIONS, DecideStage, Rule, shard_counts
-from hades_ray.select.feature_job import FEATURE_SCHEMA, features_digest
+from hades_ray.select.features import FEATURE_SCHEMA
 from hades_ray.select.scores import SCORE_SCHEMA, read_with_features, scores_dir
-from hades_ray.workdir import part_path, round_dir, write_part
+from hades_ray.workdir import INSTANCE_SCHEMA, part_path, round_dir, write_part
 
 POOL_PART = ("id", "doc_id", "start", "end", "replacement", "original_span")
 FEATURE_COLUMNS = [f.name for f in FEATURE_SCHEMA if f.name not in ("id", "doc_id")]
@@ -41,17 +36,10 @@ def candidates_dir(workdir, round_index: int) -> str:
 
 
 def candidate_schema(scored: bool) -> pa.Schema:
-    fields = [
-        ("id", pa.string()),
-        ("doc_id", pa.string()),
-        ("start", pa.int32()),
-        ("end", pa.int32()),
-        ("replacement", pa.string()),
-        ("original_span", pa.string()),
-    ]
-    fields += [(f.name, f.type) for f in FEATURE_SCHEMA if f.name in FEATURE_COLUMNS]
-    fields += [(f.name, f.type) for f in SCORE_SCHEMA if f.name != "id"] if scored else []
-    fields += [(name, kind) for name, kind in DECISIONS.items() if name not in ("unjudged", "alive")]
+    fields = [INSTANCE_SCHEMA.field(name) for name in POOL_PART]
+    fields += [f for f in FEATURE_SCHEMA if f.name in FEATURE_COLUMNS]
+    fields += [f for f in SCORE_SCHEMA if f.name != "id"] if scored else []
+    fields += [pa.field(name, kind) for name, kind in DECISIONS.items() if name not in ("unjudged", "alive")]
     return pa.schema(fields)
 
 
@@ -78,15 +66,15 @@ def write_candidates(output: str, rule: Rule, size: int, index: int, table: pa.T
 
 
 def candidates_job(
-    config, workdir, round_index: int, shards: list[Shard], rule: Rule, size: int, scores: str = ""
+    workdir, round_index: int, shards: list[Shard], rule: Rule, size: int, features: str, scores: str = ""
 ) -> ShardJob:
-    """Decide the pool shards ``shards`` by ``rule``; ``scores``: the digest of the scores it reads."""
+    """Decide the pool shards ``shards`` by ``rule``; ``features``, ``scores``: the digests of what it reads."""
     output = candidates_dir(workdir, round_index)
     stage = DecideStage(Resources(num_cpus=0.25, batch_size=100_000, uses_actors=False), rule)
     return ShardJob(
         name="candidates",
         output=output,
-        digest=rule.digest(features=features_digest(config), scores=scores, size=size),
+        digest=rule.digest(features=features, scores=scores, size=size),
         plan=lambda _mapper: shards,
         read=functools.partial(read_for_selection, str(workdir), round_index, rule.scored),
         stages=lambda: [stage],

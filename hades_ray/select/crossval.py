@@ -16,6 +16,7 @@ the paper does not say how it chose either. ``detector/crossval.json`` records e
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import numpy as np
 
 from hades_ray.io.hades_format import write_instances
 from hades_ray.pipeline import storage
+from hades_ray.pipeline.steps import Step, digest_of, run_step
 from hades_ray.select.ratio import detector_rates
 
 HADES_KEYS = ("replaced", "replaced_ids", "hallucination", "id", "doc_id", "original_span", "replacement")
@@ -77,8 +79,8 @@ def _fixed_epochs(config, epochs: int):
     return fixed
 
 
-def _fold(config, labeled: list[dict], held: np.ndarray, base: Path) -> tuple[np.ndarray, dict]:
-    """Train on the items not ``held``, pick the epoch on the held ones; (their p(H), the fold's record)."""
+def _fold(config, labeled: list[dict], held: np.ndarray, base: Path) -> dict:
+    """Train on the items not ``held``, pick the epoch on the held ones: their p(H) and the fold's record."""
     from hades_ray.detect import api
 
     train = [r for r, h in zip(labeled, held) if not h]
@@ -88,18 +90,25 @@ def _fold(config, labeled: list[dict], held: np.ndarray, base: Path) -> tuple[np
     p = api.predict_records(model_dir, [{k: r[k] for k in HADES_KEYS} for r in predicted])[0]
     record = {"train_ids": [str(r["id"]) for r in train], "predicted_ids": [str(r["id"]) for r in predicted],
               "best_epoch": int(metrics.get("epoch", config.detect.epochs - 1))}  # fmt: skip
-    return p, record
+    return {"p": [float(v) for v in p], "record": record}
 
 
-def crossval_detector(config, labeled: list[dict], labels: np.ndarray, folder: Path, round_index: int) -> dict:
-    """Train the folds and the round's detector under ``folder``; returns its model_dir, counts, rates
-    (out of fold) and what round.json says about it."""
+def crossval_detector(
+    config, labeled: list[dict], labels: np.ndarray, folder: Path, round_index: int, digest: str, force: bool = False
+) -> dict:
+    """Train the folds (steps sharing the detector's settings ``digest``) and the round's detector under
+    ``folder``; returns its model_dir, counts, rates (out of fold) and what round.json says about it."""
     sel = config.select
     fold = assign_folds(labels, sel.folds, config.seed + round_index)
     oof, folds = np.full(len(labeled), np.nan), []
+    ids = [str(r["id"]) for r in labeled]
     for f in range(sel.folds):
-        oof[fold == f], record = _fold(config, labeled, fold == f, folder / "folds" / f"fold-{f}")
-        folds.append({"fold": f, **record})
+        base = folder / "folds" / f"fold-{f}"
+        fit = functools.partial(_fold, config, labeled, fold == f, base)
+        inputs = digest_of([ids, labels.tolist(), (fold == f).tolist()])
+        done = run_step(Step(f"fold {f} of round {round_index}'s detector", str(base), digest, fit, inputs), force)
+        oof[fold == f] = done["p"]
+        folds.append({"fold": f, **done["record"]})
     best_epochs = [f["best_epoch"] for f in folds]
     epochs = int(np.ceil(np.median(best_epochs))) + 1  # epochs are counted from 0
     everything = write_records(labeled, folder / "data" / "all.txt")
@@ -107,7 +116,6 @@ def crossval_detector(config, labeled: list[dict], labels: np.ndarray, folder: P
     rated = rated_mask(labeled, round_index, sel.rates_from)
     rates = {**detector_rates(labels[rated], (oof[rated] >= 0.5).astype(int)),
              "source": f"out-of-fold predictions of {sel.folds} folds, {sel.rates_from.replace('_', ' ')}"}  # fmt: skip
-    ids = [str(r["id"]) for r in labeled]
     record = {"folds": folds, "epochs": epochs, "ids": ids, "oof_p": oof.tolist(),
               "rated_ids": [i for i, m in zip(ids, rated) if m]}  # fmt: skip
     storage.write(folder / RECORD, json.dumps(record, indent=2))

@@ -8,8 +8,6 @@ so shards are decided independently and the result does not depend on the pool's
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hades_ray.pipeline.stage import Resources, Stage
+from hades_ray.pipeline.steps import digest_of
 from hades_ray.select import filters
 
 
@@ -40,14 +39,13 @@ class Rule:
 
     def digest(self, **more) -> str:
         """The rule (and ``more``: what else a pass depends on) as part of a pass's settings digest."""
-        fields = dataclasses.asdict(self) | {"taken": sorted(self.taken)} | more
-        return hashlib.sha256(json.dumps(fields, sort_keys=True, default=list).encode()).hexdigest()[:16]
+        return digest_of(dataclasses.asdict(self) | {"taken": sorted(self.taken)} | more)
 
 
-def rule_for(config, round_index: int, taken: set[str], **band) -> Rule:
-    sel = config.select
+def rule_for(sel, seed: int, round_index: int, taken: set[str], **band) -> Rule:
+    """The rule of round ``round_index`` from the ``select`` section and the seed."""
     return Rule(
-        seed=config.seed,
+        seed=seed,
         round_index=round_index,
         paraphrase_threshold=sel.paraphrase_threshold,
         swap_entity_types=tuple(sel.swap_entity_types),

@@ -8,25 +8,31 @@ Two ways, by ``select.detector_training``:
   a held-out part that picks the best epoch (``select.heldout_share``), and a calibration part
   (``select.calibration_share``) that neither trained nor selected the detector; TPR alpha, TNR beta
   and precision gamma come from the calibration part only.
+
+The fit is a step (``hades_ray/pipeline/steps.py``) whose digest covers the training settings and
+whose inputs are the judgments: a changed setting or judgment stops a rerun unless ``--force`` retrains.
 """
 
 from __future__ import annotations
 
 import copy
-import json
+import dataclasses
+import functools
 import logging
 from pathlib import Path
 
 import numpy as np
 
-from hades_ray.pipeline import storage
-from hades_ray.select.crossval import HADES_KEYS, backbone_of, crossval_detector
-from hades_ray.select.crossval import write_records as _write
+from hades_ray.pipeline.steps import Step, digest_of
+from hades_ray.select.crossval import HADES_KEYS, backbone_of, crossval_detector, write_records
 from hades_ray.select.ratio import detector_rates
+from hades_ray.workdir import round_dir
 
 log = logging.getLogger(__name__)
 PARTS = ("train", "heldout", "calibration")
-TRAINED = "trained.json"
+# How a fit is spread over the machine, not what it learns: left out of the detector's digest.
+RESOURCES = ("workers", "worker_cpus", "use_gpu", "torch_threads", "max_failures", "actors", "actor_cpus")
+TRAINING = ("detector", "detector_training", "folds", "rates_from", "heldout_share", "calibration_share")
 
 
 def split_judged(labels: np.ndarray, heldout_share: float, calibration_share: float, seed: int) -> np.ndarray:
@@ -55,46 +61,53 @@ def round_detector_config(config):
     return trained
 
 
-def _too_few(summary: dict, n: int, n_h: int, round_index: int, minimum: int) -> None:
-    message = (
-        f"{n} consensus judgments ({n_h} H) before round {round_index}: too few (or one class) to train a "
-        f"detector (select.min_train_instances={minimum}); this round samples at random"
+def too_few(labeled: list[dict], round_index: int, minimum: int) -> str:
+    """Why the round samples at random (too few judgments, or one class); empty when a detector trains."""
+    n_h = sum(int(r["hallucination"]) for r in labeled)
+    if len(labeled) >= minimum and 0 < n_h < len(labeled):
+        return ""
+    return (
+        f"{len(labeled)} consensus judgments ({n_h} H) before round {round_index}: too few (or one class) to "
+        f"train a detector (select.min_train_instances={minimum}); this round samples at random"
     )
-    log.warning(message)
-    summary["messages"].append(message)
 
 
-def train_round_detector(config, workdir, round_index: int, out: Path, summary: dict) -> Path | None:
-    """Train, evaluate and calibrate the round's detector; None: too few judgments, sample at random.
+def detector_digest(config) -> str:
+    """The settings the round's detector depends on (its training, backbone and seed; not its resources)."""
+    trained = round_detector_config(config)
+    detect = {k: v for k, v in dataclasses.asdict(trained.detect).items() if k not in RESOURCES}
+    select = {k: getattr(config.select, k) for k in TRAINING}
+    return digest_of([detect, select, dataclasses.asdict(trained.models), config.seed])
 
-    A detector already trained for this round (a rerun after a crash) is reused as it is."""
-    from hades_ray.annotate.labels import consensus_items
 
-    sel = config.select
-    done = out / "detector" / TRAINED
-    if done.is_file():
-        saved = json.loads(done.read_text(encoding="utf-8"))
-        summary["counts"].update(saved["counts"])
-        summary.update(detector=saved["detector"], rates=saved["rates"])
-        return Path(saved["detector"]["model_dir"])
-    labeled = consensus_items(config, workdir, list(range(round_index)))
+def detector_step(config, workdir, round_index: int, labeled: list[dict], force: bool = False) -> Step:
+    """The fit of round ``round_index``'s detector on ``labeled`` (its folds are steps too, redone by ``force``)."""
+    folder = round_dir(workdir, round_index) / "detector"
+    judged = [[str(r["id"]), int(r["hallucination"]), int(r["round"])] for r in labeled]
+    digest = detector_digest(config)
+    fit = functools.partial(_fit, round_detector_config(config), labeled, folder, round_index, digest, force)
+    return Step(f"round {round_index}'s detector", str(folder), digest, fit, digest_of(judged))
+
+
+def _fit(config, labeled: list[dict], folder: Path, round_index: int, digest: str, force: bool) -> dict:
     labels = np.array([r["hallucination"] for r in labeled], dtype=int)
-    summary["counts"]["judged_before"] = len(labeled)
-    if len(labeled) < sel.min_train_instances or len(np.unique(labels)) < 2:
-        _too_few(summary, len(labeled), int(labels.sum()) if len(labels) else 0, round_index, sel.min_train_instances)
-        return None
-    trained_config = round_detector_config(config)
-    train = crossval_detector if sel.detector_training == "crossval" else split_detector
-    result = train(trained_config, labeled, labels, out / "detector", round_index)
-    counts, rates, detector = result["counts"], result["rates"], result["detector"]
+    if config.select.detector_training == "crossval":
+        result = crossval_detector(config, labeled, labels, folder, round_index, digest, force)
+    else:
+        result = split_detector(config, labeled, labels, folder, round_index)
+    counts = {"judged_before": len(labeled), **result["counts"]}
+    return {"model_dir": str(result["model_dir"]), "counts": counts, "rates": result["rates"],
+            "detector": result["detector"]}  # fmt: skip
+
+
+def record_detector(summary: dict, trained: dict) -> None:
+    """round.json's detector, rates and counts from the fit's result."""
+    counts = trained["counts"]
     rated, what = (counts["calibration"], "calibration") if "calibration" in counts else (counts["rated"], "judged")
     if rated < 10:
         summary["messages"].append(f"alpha, beta and gamma rest on {rated} {what} items: treat R as rough")
     summary["counts"].update(counts)
-    summary.update(detector=detector, rates=rates)
-    storage.write(done, json.dumps({"counts": {"judged_before": len(labeled), **counts}, "detector": detector,
-                                         "rates": rates}, indent=2))  # fmt: skip
-    return Path(result["model_dir"])
+    summary.update(detector=trained["detector"], rates=trained["rates"])
 
 
 def split_detector(config, labeled: list[dict], labels: np.ndarray, folder: Path, round_index: int) -> dict:
@@ -105,7 +118,7 @@ def split_detector(config, labeled: list[dict], labels: np.ndarray, folder: Path
 
     sel = config.select
     parts = split_judged(labels, sel.heldout_share, sel.calibration_share, config.seed + round_index)
-    paths = {part: _write([r for r, p in zip(labeled, parts) if p == part], folder / "data" / f"{part}.txt")
+    paths = {part: write_records([r for r, p in zip(labeled, parts) if p == part], folder / "data" / f"{part}.txt")
              for part in PARTS}  # fmt: skip
     model_dir = Path(
         api.train_detector(

@@ -1,21 +1,12 @@
-"""The pool's features, computed once per pool shard and stored beside the work directory's rounds: a
-job on the pipeline engine (declared here, run by ``hades_ray.pipeline.executor.Executor.run``).
-
-``WORKDIR/features/part-NNNNN.parquet`` holds one row per instance of pool shard NNNNN (keyed by
-``id``), and ``WORKDIR/features/_markers/part-NNNNN.json`` is written after it. Every round shares
-these features, and the engine's one skip policy applies: a shard whose marker has the same
-fingerprint (the same pool shard, identified by its own marker, and the same feature settings:
-encoder, revision, pooling, windows, spaCy model) is skipped, so a rerun computes only the shards
-that were in flight when it crashed, and a later round only the pool's new shards. A shard made with
-other settings, or from a pool shard that was redone, stops the run naming the shards, unless
-``--force`` recomputes them.
+"""The pool's features, computed once per pool shard and shared by every round: a sharded job whose
+parts are ``WORKDIR/features/part-NNNNN.parquet`` (one row per instance of pool shard NNNNN, keyed by
+``id``). A later round computes only the pool's new shards; the settings digest covers the encoder, its
+revision, pooling, the windows and the spaCy model.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +17,7 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import Executor
 from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.shards import Shard
+from hades_ray.pipeline.steps import digest_of
 from hades_ray.pipeline.storage import read_parquet
 from hades_ray.select.features import FEATURE_SCHEMA, feature_stages
 from hades_ray.workdir import part_path, pool_dir, pool_shards, read_pool_part, write_part
@@ -48,7 +40,7 @@ def features_digest(config) -> str:
         "ner_context_words": sel.ner_context_words,
         "spacy_model": config.spacy_model,
     }
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+    return digest_of(settings)
 
 
 def features_job(config, workdir: str | Path, shards: list[Shard]) -> ShardJob:
@@ -69,11 +61,15 @@ def features_job(config, workdir: str | Path, shards: list[Shard]) -> ShardJob:
 
 def ensure_features(config, workdir: str | Path, executor: Executor, shards: list[Shard] | None = None) -> dict:
     """Compute the features of every finished pool shard that lacks them; returns what was done."""
-    shards = pool_shards(pool_dir(workdir)) if shards is None else shards
-    job = features_job(config, workdir, shards)
-    done = executor.run(job)["shards"]
+    job = features_job(config, workdir, pool_shards(pool_dir(workdir)) if shards is None else shards)
+    return feature_counts(job, executor.run(job))
+
+
+def feature_counts(job: ShardJob, summary: dict) -> dict:
+    """What a features run did, for round.json."""
+    done = summary["shards"]
     return {
-        "shards": len(shards),
+        "shards": done["processed_now"] + done["skipped_finished"],
         "computed": done["processed_now"],
         "reused": done["skipped_finished"],
         "digest": job.digest,

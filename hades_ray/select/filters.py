@@ -69,17 +69,6 @@ def smallest(pairs: Iterable[tuple[float, str, int]], k: int) -> list[tuple[floa
     return heapq.nsmallest(k, pairs)
 
 
-def find_thresholds(p_h: np.ndarray, target: int) -> tuple[float, float]:
-    """Low/high p(H) thresholds trimming both tails equally so that about ``target`` values remain."""
-    values = np.sort(np.asarray(p_h, dtype=float))
-    if target <= 0 or target >= len(values):
-        return 0.0, 1.0
-    excess = len(values) - target
-    drop_low = excess // 2
-    drop_high = excess - drop_low
-    return float(values[drop_low]), float(values[len(values) - drop_high - 1])
-
-
 def p_bins(p_h: np.ndarray) -> np.ndarray:
     return np.clip((np.asarray(p_h, dtype=float) * BINS).astype(np.int64), 0, BINS - 1)
 

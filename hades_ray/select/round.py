@@ -1,20 +1,17 @@
 """One selection round (paper §3.3): score, filter, rebalance and sample the next batch for judges.
 
-The driver plans and merges; workers do the rows. Round 0 samples the pool at random. Round K >= 1
-trains a detector on the judgments of the rounds before it (``select/detector.py``), has workers write
-p(H) of every pool instance (``select/scores.py``), places the p(H) band from the histograms in their
-markers, and then runs the selection pass (``select/candidates.py``): the paraphrase cut, the
-Date/Name swap drop (a Date or Name replaced by any Date or Name) and Eq. 1 subsampling as per-row
-seeded decisions, each shard's candidates written by its worker, and the batch drawn as the smallest
+Round 0 samples the pool at random. Round K >= 1 trains a detector on the judgments of the rounds
+before it (``select/detector.py``), has workers write p(H) of every pool instance (``select/scores.py``),
+places the p(H) band from the histograms in their markers, and then runs the selection pass
+(``select/candidates.py``): the paraphrase cut, the Date/Name swap drop (a Date or Name replaced by any
+Date or Name) and Eq. 1 subsampling as per-row seeded decisions, and the batch drawn as the smallest
 seeded sample keys. The model-free filters apply in every round, round 0 included.
 
-Features, scores and candidates are three jobs on the pipeline engine, run by the one ``Executor`` the
-round is given (``hades_ray/pipeline/executor.py``: lock, Ray, markers in ``_markers/``, skip policy),
-over one plan of the pool made when the round starts. So a rerun of a crashed round resumes: the
-features, its detector (reused from ``detector/trained.json``), its scores and its candidates are all
-kept where finished, and only the missing shards run. A setting changed since (the features', the
-rule's, the batch size) stops the round with the engine's message naming the shards; ``hades-ray round
---force`` redoes them. A selected round (its round.json) is never redone.
+The round is a step (``hades_ray/pipeline/steps.py``) over its passes, which run in ``_select`` in
+order: features, scores and candidates are sharded jobs on the round's ``Executor``, the detector's fit
+is a step. A rerun resumes each where it stopped; a selected round is returned as recorded. Other
+settings stop the round naming what they would redo, unless ``--force``; a round whose batch has
+judgments is never redone.
 """
 
 from __future__ import annotations
@@ -25,19 +22,21 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from hades_ray.config import save_config
 from hades_ray.pipeline.executor import Executor
-from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.lock import OutputLock
-from hades_ray.pipeline.storage import makedirs, write_json_atomic
+from hades_ray.pipeline.shards import finished_shards
+from hades_ray.pipeline.steps import Step, digest_of, run_step
+from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.select import filters
 from hades_ray.select.batch import chosen_rows, write_batch
 from hades_ray.select.candidates import batch_keys, candidates_dir, candidates_job
 from hades_ray.select.decide import Rule, rule_for
-from hades_ray.select.detector import train_round_detector
-from hades_ray.select.feature_job import ensure_features
+from hades_ray.select.detector import detector_step, record_detector, too_few
+from hades_ray.select.feature_job import feature_counts, features_job
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.schedule import round_size
 from hades_ray.select.scores import detector_token, histogram_total, scores_job
@@ -75,29 +74,120 @@ def assigned_ids(workdir: Path, before: int) -> set[str]:
     return ids
 
 
-def _check_round(workdir: Path, round_index: int) -> None:
-    out = round_dir(workdir, round_index)
-    if (out / "round.json").is_file():
-        raise FileExistsError(
-            f"round {round_index} was already selected ({out / 'round.json'}); "
-            "rounds are never overwritten: start the next round or a new work directory"
-        )
-    missing = [k for k in range(round_index) if k not in existing_rounds(workdir)]
-    if missing:
-        raise FileNotFoundError(f"round {round_index} needs rounds {missing} first")
-
-
 def run_round(
     config, workdir: str | Path, round_index: int, pool: str | None = None, executor: Executor | None = None
 ) -> dict:
     """Select round ``round_index``'s batch; writes batch.jsonl, candidates/, scores/ and round.json.
-    ``executor`` runs its passes (default: on Ray per the config, finished shards kept)."""
+    ``executor`` runs its passes (default: on Ray per the config, finished work kept)."""
     workdir = Path(workdir)
     if pool:
         set_pool(workdir, pool)
-    _check_round(workdir, round_index)
+    missing = [k for k in range(round_index) if k not in existing_rounds(workdir)]
+    if missing:
+        raise FileNotFoundError(f"round {round_index} needs rounds {missing} first")
+    executor = executor or Executor.of(config.ray)
     with OutputLock(workdir):
-        return _select(config, workdir, round_index, executor or Executor.of(config.ray))
+        return run_step(round_step(config, workdir, round_index, executor), executor.force)
+
+
+def round_step(config, workdir: Path, round_index: int, executor: Executor) -> Step:
+    """The round declared: what it reads (the pool, earlier batches and judgments), its settings, and its passes."""
+    from hades_ray.annotate.labels import consensus_items
+
+    out = round_dir(workdir, round_index)
+    older = (out / "round.json").is_file() and not finished_shards(out)  # selected before rounds were steps
+    if older or executor.force and any((out / "judgments").glob("import-*")):
+        raise FileExistsError(
+            f"round {round_index} was already selected ({out / 'round.json'}) and its batch may be judged; "
+            "rounds are never overwritten: start the next round or a new work directory"
+        )
+    shards = pool_shards(pool_dir(workdir))  # one plan of the pool for every pass of the round
+    taken = assigned_ids(workdir, round_index)
+    labeled = consensus_items(config, workdir, list(range(round_index))) if round_index else []
+    features = features_job(config, workdir, shards)
+    sel = config.select
+    random = too_few(labeled, round_index, sel.min_train_instances) if round_index else ""
+    trains = round_index and not random
+    detector = detector_step(config, workdir, round_index, labeled, executor.force) if trains else None
+    passes = Round(
+        select=sel,
+        detect=config.detect,
+        save_config=functools.partial(save_config, config),
+        workdir=workdir,
+        index=round_index,
+        size=round_size(sel, round_index),
+        rule=rule_for(sel, config.seed, round_index, taken),
+        taken=len(taken),
+        features=features,
+        detector=detector,
+        random=random,
+        judged=len(labeled),
+        shards=shards,
+        executor=executor,
+    )
+    band = (sel.candidate_target, sel.p_low, sel.p_high, sel.score_num_gpus)
+    settings = digest_of([features.digest, passes.rule.digest(), passes.size, band, random])
+    inputs = digest_of([[s.fingerprint("") for s in shards], detector.inputs if detector else ""])
+    digest = digest_of([settings, detector.digest if detector else ""])
+    return Step(f"round {round_index}", str(out), digest, functools.partial(_select, passes), inputs)
+
+
+@dataclasses.dataclass
+class Round:
+    """A round's passes and what they share, fixed before the first one runs."""
+
+    select: object  # the config's sections the passes read, and how the resolved config is written
+    detect: object
+    save_config: Callable[[Path], None]
+    workdir: Path
+    index: int
+    size: int
+    rule: Rule
+    taken: int
+    features: object  # the features job
+    detector: Step | None  # None: round 0, or too few judgments (``random`` says why)
+    random: str
+    judged: int
+    shards: list
+    executor: Executor
+
+
+def _select(r: Round) -> dict:
+    """The passes in order: features, the detector, scores and the band, candidates, the batch."""
+    summary: dict = {"round": r.index, "batch_size_target": r.size, "counts": {}, "messages": []}
+    clock = Clock()
+    summary["features"] = feature_counts(r.features, r.executor.run(r.features))
+    clock.lap("features")
+    if r.index:
+        summary["counts"]["judged_before"] = r.judged
+    if r.random:
+        log.warning(r.random)
+        summary["messages"].append(r.random)
+    trained = run_step(r.detector, r.executor.force) if r.detector else None
+    if trained:
+        record_detector(summary, trained)
+    clock.lap("detector")
+    rule, scores = r.rule, ""
+    if trained:
+        rule = _with_ratio(rule, summary)
+        job = _scores(r, Path(trained["model_dir"]), rule)
+        rule, scores = _band(r, rule, r.executor.run(job)["survivor_histogram"], summary), job.digest
+    clock.lap("scores")
+    decided = r.executor.run(candidates_job(r.workdir, r.index, r.shards, rule, r.size, r.features.digest, scores))
+    chosen = batch_keys(candidates_dir(r.workdir, r.index), r.size)
+    clock.lap("selection_pass")
+    counts = {**summary["counts"], **Counter(decided["counts"]), "assigned_before": r.taken, "batch": len(chosen)}
+    summary["counts"] = {k: int(counts[k]) for k in COUNT_ORDER if k in counts}
+    summary["batch_sample_key_max"] = chosen[-1][0] if chosen else None
+    if len(chosen) < r.size:
+        summary["messages"].append(short_batch_message(summary["counts"], r.size, rule))
+    out = round_dir(r.workdir, r.index)
+    write_batch(r.workdir, chosen_rows(r.workdir, chosen), out / "batch.jsonl")
+    clock.lap("batch")
+    summary["timings"] = clock.laps
+    r.save_config(out)
+    write_json_atomic(out / "round.json", summary)
+    return summary
 
 
 def _with_ratio(rule: Rule, summary: dict) -> Rule:
@@ -111,10 +201,18 @@ def _with_ratio(rule: Rule, summary: dict) -> Rule:
     return dataclasses.replace(rule, ratio=ratio.value)
 
 
-def _band(config, rule: Rule, histogram: dict[int, int], size: int, summary: dict) -> Rule:
+def _scores(r: Round, model_dir: Path, rule: Rule):
+    """The scores job of the round's detector; its stages (the detector's actors) are built when there is work."""
+    from hades_ray.detect.detector import Detector
+
+    stages = functools.partial(Detector.open(model_dir).stages, r.detect, num_gpus=r.select.score_num_gpus)
+    return scores_job(r.workdir, r.index, r.shards, stages, detector_token(model_dir), rule)
+
+
+def _band(r: Round, rule: Rule, histogram: dict[int, int], summary: dict) -> Rule:
     """The p(H) band placed on the pool's survivor histogram so that the candidate target is met
     after every filter (R included)."""
-    sel = config.select
+    sel, size = r.select, r.size
     target = sel.candidate_target or 3 * size
     low, high = filters.thresholds_from_histogram(histogram, target, sel.p_low, sel.p_high)
     available = histogram_total(histogram)
@@ -133,53 +231,6 @@ def _band(config, rule: Rule, histogram: dict[int, int], size: int, summary: dic
             "add to the pool, or relax select.paraphrase_threshold / select.date_name_drop_share"
         )
     return dataclasses.replace(rule, p_low=low, p_high=high)
-
-
-def _scores(config, workdir: Path, round_index: int, shards: list, model_dir: Path, rule: Rule) -> ShardJob:
-    """The scores job of the round's detector; its stages (the detector's actors) are built when there is work."""
-    from hades_ray.detect.detector import Detector
-
-    num_gpus = config.select.score_num_gpus
-    stages = functools.partial(Detector.open(model_dir).stages, config.detect, num_gpus=num_gpus)
-    return scores_job(workdir, round_index, shards, stages, detector_token(model_dir), rule)
-
-
-def _select(config, workdir: Path, round_index: int, executor: Executor) -> dict:
-    sel = config.select
-    size = round_size(sel, round_index)
-    out = round_dir(workdir, round_index)
-    clock = Clock()
-    shards = pool_shards(pool_dir(workdir))  # one plan of the pool for every pass of the round
-    summary: dict = {"round": round_index, "batch_size_target": size, "counts": {}, "messages": []}
-    summary["features"] = ensure_features(config, workdir, executor, shards)
-    clock.lap("features")
-    taken = assigned_ids(workdir, round_index)
-    makedirs(out)
-    rule = rule_for(config, round_index, taken)
-    model_dir = train_round_detector(config, workdir, round_index, out, summary) if round_index else None
-    clock.lap("detector")
-    scores = ""
-    if model_dir is not None:
-        rule = _with_ratio(rule, summary)
-        job = _scores(config, workdir, round_index, shards, model_dir, rule)
-        rule, scores = _band(config, rule, executor.run(job)["survivor_histogram"], size, summary), job.digest
-    clock.lap("scores")
-    counts = Counter(executor.run(candidates_job(config, workdir, round_index, shards, rule, size, scores))["counts"])
-    chosen = batch_keys(candidates_dir(workdir, round_index), size)
-    clock.lap("selection_pass")
-    counts.update(assigned_before=len(taken), batch=len(chosen))
-    summary["counts"] = {
-        k: int({**summary["counts"], **counts}[k]) for k in COUNT_ORDER if k in {**summary["counts"], **counts}
-    }
-    summary["batch_sample_key_max"] = chosen[-1][0] if chosen else None
-    if len(chosen) < size:
-        summary["messages"].append(short_batch_message(summary["counts"], size, rule))
-    write_batch(workdir, chosen_rows(workdir, chosen), out / "batch.jsonl")
-    clock.lap("batch")
-    summary["timings"] = clock.laps
-    save_config(config, out)
-    write_json_atomic(out / "round.json", summary)  # last: its presence marks the round as selected
-    return summary
 
 
 class Clock:

@@ -75,3 +75,21 @@ def test_cli_needs_resume_and_refuses_unrecorded_folders(sweep, tmp_path, capsys
     assert main([*args, "--resume"]) == 2
     err = capsys.readouterr().err
     assert "no record that hades-ray tune created this sweep" in err and "Traceback" not in err
+
+
+def test_a_finished_sweep_is_returned_as_recorded_and_other_settings_stop_it(tmp_path, monkeypatch):
+    from hades_ray.config import load_config
+    from hades_ray.detect import tune as tune_module
+    from hades_ray.pipeline.shards import StaleShardError
+
+    runs = []
+    monkeypatch.setattr(tune_module, "_sweep", lambda *args: runs.append(args) or {"best_score": 0.5})
+    data, output, config = tmp_path / "train.txt", tmp_path / "out", load_config()
+    data.write_text("{}\n")
+    assert tune_module.tune_detector(config, data, data, output) == {"best_score": 0.5}
+    assert tune_module.tune_detector(config, data, data, output) == {"best_score": 0.5} and len(runs) == 1
+    with pytest.raises(StaleShardError, match="the detector sweep .*rerun with --force"):
+        tune_module.tune_detector(config, data, data, output, num_samples=8)
+    data.write_text("{}\n{}\n")  # other data: the recorded sweep is stale too
+    with pytest.raises(StaleShardError, match="the detector sweep"):
+        tune_module.tune_detector(config, data, data, output)

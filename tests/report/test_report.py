@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hades_ray.cli import main as cli_main
-from hades_ray.perturb.schema import POOL_SCHEMA
 from hades_ray.report.inputs import ReportInputError
+from hades_ray.workdir import POOL_SCHEMA
 
 EVIL = "<script>alert('pwned')</script>"
 WORDS = "river castle summer garden people music winter forest village history".split()
@@ -94,8 +94,8 @@ def judge_round_zero(round_dir: Path) -> None:
 
 
 def make_dataset(folder: Path) -> Path:
-    """stats.json made by the dataset build's own code (hades_ray/select/dataset.py)."""
-    from hades_ray.select.dataset import dataset_stats
+    """stats.json made by the dataset build's own code (hades_ray/annotate/dataset.py)."""
+    from hades_ray.annotate.dataset import dataset_stats
 
     frame = pd.DataFrame({"id": [f"i{k}" for k in range(8)], "doc_id": ["a", "a", "b", "b", "c", "c", "d", "d"],
                           "label": [1, 0, 1, 1, 0, 0, 1, 0], "split": ["train"] * 4 + ["valid"] * 2 + ["test"] * 2,

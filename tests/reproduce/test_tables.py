@@ -85,6 +85,9 @@ def test_grid_fails_resumes_and_tables_come_from_predictions(tmp_path, dataset, 
     (pair,) = data["tables"]["offline"]["paired"]
     assert (pair["a"], pair["b"], pair["n"]) == ("LR", "BERT", 24) and 0 <= pair["mcnemar_exact_p"] <= 1
     assert "Table 2 (offline)" in (out / "tables.md").read_text()
+    assert main(_args(tmp_path, dataset, "--resume", "--set", "detect.linear_tol=0.001")) == 2
+    err = capsys.readouterr().err  # finished cells of another config: refused before any trial, never mixed
+    assert "trial LR-offline" in err and "other settings" in err and "Traceback" not in err
 
 
 def test_mcnemar_and_bootstrap_on_known_inputs():

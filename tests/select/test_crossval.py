@@ -5,7 +5,9 @@ rounds of tests/select/test_round.py)."""
 import json
 
 import numpy as np
+import pytest
 
+from hades_ray.pipeline.shards import StaleShardError
 from hades_ray.select.crossval import assign_folds, rated_mask
 
 
@@ -29,13 +31,14 @@ def check_out_of_fold_round(config, workdir) -> None:
     judgments. Called at the end of tests/select/test_round.py's two rounds (one pool and two judged
     rounds serve both tests; CI time is short)."""
     from hades_ray.annotate.labels import consensus_items
-    from hades_ray.select.detector import train_round_detector
+    from hades_ray.pipeline.steps import run_step
+    from hades_ray.select.detector import detector_step
     from hades_ray.select.ratio import detector_rates
 
     config.select.detector_training, config.select.folds = "crossval", 2
-    summary, out = {"counts": {}, "messages": []}, workdir / "round-002"
-    out.mkdir()
-    assert train_round_detector(config, workdir, 2, out, summary) is not None
+    out = workdir / "round-002"
+    summary = run_step(detector_step(config, workdir, 2, consensus_items(config, workdir, [0, 1])))
+    assert summary is not None
     judged = {str(r["id"]): r for r in consensus_items(config, workdir, [0, 1])}
     last_round = {i for i, r in judged.items() if r["round"] == 1}
     record = json.loads((out / "detector" / "crossval.json").read_text())
@@ -56,3 +59,8 @@ def check_out_of_fold_round(config, workdir) -> None:
     final = [json.loads(x)["id"] for x in (out / "detector" / "data" / "all.txt").read_text().splitlines()]
     assert set(map(str, final)) == set(judged) and summary["counts"]["train"] == len(judged)
     assert summary["detector"]["epochs"] == int(np.ceil(np.median(summary["detector"]["fold_best_epochs"]))) + 1
+    judgments = consensus_items(config, workdir, [0, 1])
+    assert run_step(detector_step(config, workdir, 2, judgments)) == summary  # the same settings: not retrained
+    config.detect.lr = 0.5
+    with pytest.raises(StaleShardError, match="round 2's detector .*--force"):
+        run_step(detector_step(config, workdir, 2, judgments))  # other settings: never reused

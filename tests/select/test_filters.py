@@ -8,12 +8,24 @@ from hades_ray.select.features import window_text
 from hades_ray.select.tune_selection import selection_score
 
 
+def find_thresholds(p_h: np.ndarray, target: int) -> tuple[float, float]:
+    """The band over the scores themselves, the exact reference for the histogram's: low/high p(H)
+    thresholds trimming both tails equally so that about ``target`` values remain."""
+    values = np.sort(np.asarray(p_h, dtype=float))
+    if target <= 0 or target >= len(values):
+        return 0.0, 1.0
+    excess = len(values) - target
+    drop_low = excess // 2
+    drop_high = excess - drop_low
+    return float(values[drop_low]), float(values[len(values) - drop_high - 1])
+
+
 def test_thresholds_found_for_target():
     p = np.linspace(0, 1, 101)
-    low, high = filters.find_thresholds(p, 51)
+    low, high = find_thresholds(p, 51)
     kept = filters.threshold_keep(p, low, high)
     assert kept.sum() == 51 and np.isclose(low, 0.25) and np.isclose(high, 0.75)
-    assert filters.find_thresholds(p, 500) == (0.0, 1.0)
+    assert find_thresholds(p, 500) == (0.0, 1.0)
 
 
 def test_histogram_thresholds_match_the_exact_ones():
@@ -23,7 +35,7 @@ def test_histogram_thresholds_match_the_exact_ones():
     merged = {b: halves[0].get(b, 0) + halves[1].get(b, 0) for b in set(halves[0]) | set(halves[1])}
     low, high = filters.thresholds_from_histogram(merged, 5_000)
     kept = filters.threshold_keep(p, low, high).sum()
-    exact_low, exact_high = filters.find_thresholds(p, 5_000)
+    exact_low, exact_high = find_thresholds(p, 5_000)
     assert 5_000 <= kept <= 5_000 + 20 and abs(low - exact_low) <= 1e-4 and abs(high - exact_high) <= 1e-4
     fixed_low, found_high = filters.thresholds_from_histogram(merged, 5_000, low=0.1)
     assert fixed_low == 0.1 and 5_000 <= filters.threshold_keep(p, 0.1, found_high).sum() <= 5_020

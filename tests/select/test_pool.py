@@ -116,23 +116,33 @@ class HashDetector(Stage):
         return {"p_hallucination": p, "pred": (p >= 0.5).astype(np.int8)}
 
 
+RATES = {"alpha": 0.8, "beta": 0.7, "gamma": 80 / 95, "false_omission": 0.2}  # Eq. 1 gives R = 3/13
+
+
+def _stand_in_scores(monkeypatch):
+    from hades_ray.detect.detector import Detector
+
+    monkeypatch.setattr(Detector, "open", classmethod(lambda cls, folder: cls(folder, {"type": "lr"})))
+    monkeypatch.setattr(Detector, "stages", lambda self, *a, **k: [HashDetector(Resources(batch_size=16))])
+
+
 @pytest.fixture
 def stand_in_detector(monkeypatch, tmp_path):
-    """Round K's detector replaced by fixed rates (Eq. 1 gives R = 3/13) and the hash stage."""
-    from hades_ray.detect.detector import Detector
+    """Round K's detector replaced by fixed rates and the hash stage (no judgments needed)."""
+    from hades_ray.pipeline.steps import Step
     from hades_ray.select import round as round_module
 
     model_dir = tmp_path / "detector"
     model_dir.mkdir()
     (model_dir / "weights").write_text("stand-in")
+    trained = {"model_dir": str(model_dir), "counts": {"rated": 10}, "rates": RATES, "detector": {}}
 
-    def train(config, workdir, round_index, out, summary):
-        summary["rates"] = {"alpha": 0.8, "beta": 0.7, "gamma": 80 / 95, "false_omission": 0.2}
-        return model_dir
+    def step(config, workdir, round_index, labeled, force=False):
+        return Step("stand-in detector", str(tmp_path / f"fit-{round_index}"), "stand-in", lambda: trained)
 
-    monkeypatch.setattr(round_module, "train_round_detector", train)
-    monkeypatch.setattr(Detector, "open", classmethod(lambda cls, folder: cls(folder, {"type": "lr"})))
-    monkeypatch.setattr(Detector, "stages", lambda self, *a, **k: [HashDetector(Resources(batch_size=16))])
+    monkeypatch.setattr(round_module, "too_few", lambda *args: "")
+    monkeypatch.setattr(round_module, "detector_step", step)
+    _stand_in_scores(monkeypatch)
 
 
 def test_candidate_target_accounts_for_r(micro_home, tmp_path, stand_in_detector):
@@ -232,3 +242,44 @@ def test_paper_rounds_train_a_bert_detector():
     assert round_detector_config(paper).detect.backbone == "bert-base-cased"
     assert paper.models.encoder == "roberta-large"  # the paraphrase similarity keeps the paper's encoder
     assert round_detector_config(load_config("local")).detect.backbone == ""  # local: models.encoder
+
+
+def test_a_changed_detector_setting_stops_the_round_or_retrains(micro_home, tmp_path, monkeypatch):
+    """A rerun never reuses a round's detector trained with other settings: it stops, naming the fit,
+    and --force retrains it."""
+    from hades_ray.annotate.simulate import simulate_judgments
+    from hades_ray.select import detector as detector_module
+    from hades_ray.select import round as round_module
+    from hades_ray.select.round import run_round
+
+    fits = []
+
+    def fit(config, labeled, labels, folder, round_index, *rest):
+        fits.append(config.detect.lr)
+        model = folder / "model"
+        model.mkdir(parents=True, exist_ok=True)
+        (model / "weights").write_text(f"fit {len(fits)}")
+        detector = {"model_dir": str(model), "lr": config.detect.lr}
+        return {"model_dir": model, "counts": {"rated": 10}, "rates": RATES, "detector": detector}
+
+    monkeypatch.setattr(detector_module, "split_detector", fit)
+    monkeypatch.setattr(detector_module, "crossval_detector", fit)
+    _stand_in_scores(monkeypatch)
+    workdir = tmp_path / "wd"
+    build_pool(workdir / "pool", n_docs=10, unfinished=False)
+    settings = ["select.min_train_instances=2", "select.paraphrase_threshold=1.0"]
+    config = _config(*settings)
+    run_round(config, workdir, 0, executor=LOCAL)
+    for _ in range(2):
+        simulate_judgments(config, workdir, 0)
+    save_config = round_module.save_config
+    monkeypatch.setattr(round_module, "save_config", _crash)  # the detector is trained, the round not selected
+    with pytest.raises(RuntimeError, match="died"):
+        run_round(config, workdir, 1, executor=LOCAL)
+    monkeypatch.setattr(round_module, "save_config", save_config)
+    changed = _config(*settings, "detect.lr=0.01")
+    with pytest.raises(StaleShardError, match="round 1's detector .*rerun with --force"):
+        run_round(changed, workdir, 1, executor=LOCAL)
+    assert len(fits) == 1 and fits[0] != 0.01
+    summary = run_round(changed, workdir, 1, executor=Executor("local", force=True))
+    assert fits[1:] == [0.01] and summary["detector"]["lr"] == 0.01

@@ -12,6 +12,8 @@ from hades_ray.pipeline.executor import Executor
 from tests.select.fake_pool import build_pool
 from tests.select.test_crossval import check_out_of_fold_round
 
+SETTINGS = ["select.round_sizes=[50,30]", "select.min_train_instances=10", "detect.epochs=1", "detect.window=32"]
+SETTINGS += ["detect.batch_size=16"]
 KEEPS = ["keep_threshold", "keep_paraphrase", "keep_swap", "keep_rebalance"]
 
 
@@ -21,22 +23,14 @@ def batch_ids_of(workdir, k: int) -> set[str]:
 
 @pytest.mark.ray
 def test_two_rounds_end_to_end(ray_local, tmp_path):
+    from hades_ray.annotate.dataset import build_dataset
     from hades_ray.annotate.labels import round_labels
-    from hades_ray.select.dataset import build_dataset
+    from hades_ray.annotate.simulate import simulate_judgments
     from hades_ray.select.round import run_round
-    from hades_ray.select.simulate import simulate_judgments
 
     workdir = tmp_path / "wd"
     build_pool(workdir / "pool", n_docs=10)
-    config = load_config(
-        overrides=[
-            "select.round_sizes=[50,30]",
-            "select.min_train_instances=10",
-            "detect.epochs=1",
-            "detect.window=32",
-            "detect.batch_size=16",
-        ]
-    )
+    config = load_config(overrides=SETTINGS)
     # Round 0 in-process (its Ray path and the same batch: tests/select/test_pool.py); round 1 on Ray.
     first = run_round(config, workdir, 0, executor=Executor("local"))
     assert first["counts"]["batch"] == 50 and "rates" not in first
@@ -72,9 +66,12 @@ def test_two_rounds_end_to_end(ray_local, tmp_path):
     batch_ids = {json.loads(x)["id"] for x in (workdir / "round-001" / "batch.jsonl").read_text().splitlines()}
     first_ids = {json.loads(x)["id"] for x in (workdir / "round-000" / "batch.jsonl").read_text().splitlines()}
     assert not batch_ids & first_ids
-    with pytest.raises(FileExistsError):
-        run_round(config, workdir, 1)  # rounds are never overwritten
+    assert run_round(config, workdir, 1) == saved  # a selected round is returned as recorded, not redone
+    with pytest.raises(FileExistsError, match="--force"):
+        run_round(load_config(overrides=[*SETTINGS, "seed=3"]), workdir, 1)  # other settings stop it
     simulate_judgments(config, workdir, 1)
+    with pytest.raises(FileExistsError, match="rounds are never overwritten"):
+        run_round(config, workdir, 1, executor=Executor("local", force=True))  # judged: never redone
     stats = build_dataset(config, workdir, tmp_path / "dataset")
     assert stats["instances"] > 0 and set(stats["splits"]) == {"train", "valid", "test"}
     docs = {}
