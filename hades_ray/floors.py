@@ -28,8 +28,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("config",),
     # The two engines over text: perturbation, and detectors (which reuse perturb's span bookkeeping).
     ("perturb", "detect"),
-    # Jobs built on detectors: scoring, guarded generation, judges' files, selection rounds, the service.
-    ("score", "guard", "annotate", "select", "serve"),
+    # Jobs built on detectors: training and sweeps, scoring, guarded generation, judges' files, selection
+    # rounds, the service.
+    ("train", "score", "guard", "annotate", "select", "serve"),
     # Reading results: cost plans and the analyses page.
     ("plan", "report"),
     # The paper's experiments over all of them (they read the report's statistics; the report reads their files).

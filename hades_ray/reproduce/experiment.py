@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from hades_ray.config import HadesConfig, save_config
-from hades_ray.detect.tune_record import ResumeRefused, check_resumable, record_sweep
+from hades_ray.train.tune_record import ResumeRefused, check_resumable, record_sweep
 from hades_ray.errors import UserError
 from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.reproduce.grid import Cell, Grid
@@ -59,7 +59,7 @@ def run_experiment(
     """Run (or resume) the experiment; returns one entry per trial: its cell and error, if any."""
     from ray import tune
 
-    from hades_ray.detect.tune import concurrent_trials
+    from hades_ray.train.tune import concurrent_trials
     from hades_ray.ray_runtime import init_ray
     from hades_ray.reproduce.trial import fault_setting, table_trial
 

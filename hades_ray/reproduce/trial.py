@@ -1,5 +1,5 @@
 """One trial of the grid: train one detector (a Ray Train fit for the transformers, scikit-learn for
-LR/SVM: ``detect.api.train_detector`` either way), score the test split with its best epoch, and write
+LR/SVM: ``train.fit.train_detector`` either way), score the test split with its best epoch, and write
 the predictions the tables are computed from.
 
 A trial's files live under ``OUT/cells/<row>-<mode>/`` (named by the cell, not by Tune's trial id), so
@@ -18,7 +18,7 @@ from hades_ray.pipeline.storage import write_json_atomic
 from hades_ray.reproduce.grid import Cell, Grid, cell_config
 
 PREDICTIONS = "predictions.json"
-# Test hook, as detect/train_loop.py's FAULT_ENV: "CELL_KEY:MARKER" makes that cell's trial raise once
+# Test hook, as hades_ray/train/loop.py's FAULT_ENV: "CELL_KEY:MARKER" makes that cell's trial raise once
 # (while MARKER does not exist), so a test can interrupt a grid and resume it.
 FAULT_ENV = "HADES_RAY_REPRODUCE_FAULT"
 
@@ -54,8 +54,8 @@ def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, 
     """Tune's function trainable: ``trial["cell"]`` is one (row, mode) of the grid."""
     from ray import tune
 
-    from hades_ray.detect.api import score_instances, train_detector
     from hades_ray.detect.detector import Detector
+    from hades_ray.train.fit import train_detector
 
     cell = Cell(**trial["cell"])
     config = cell_config(base, grid, cell)
@@ -73,7 +73,7 @@ def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, 
         config.detect.workers,
     )
     ids, items = test_items(dataset, config.reproduce.test_split, config.detect.skip_bad)
-    p, pred = score_instances(Detector.open(model), items, config)
+    p, pred = Detector.open(model).score_instances(items, config.detect)
     labels = [i.label for i in items]
     record = {
         "cell": {"row": cell.row, "mode": cell.mode},

@@ -40,7 +40,7 @@ from hades_ray.select.detector import train_round_detector
 from hades_ray.select.feature_job import ensure_features
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.schedule import round_size
-from hades_ray.select.scores import detector_token, histogram_total, scores_job
+from hades_ray.select.scores import histogram_total, scores_job
 from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
@@ -139,9 +139,9 @@ def _scores(config, workdir: Path, round_index: int, shards: list, model_dir: Pa
     """The scores job of the round's detector; its stages (the detector's actors) are built when there is work."""
     from hades_ray.detect.detector import Detector
 
-    num_gpus = config.select.score_num_gpus
-    stages = functools.partial(Detector.open(model_dir).stages, config.detect, num_gpus=num_gpus)
-    return scores_job(workdir, round_index, shards, stages, detector_token(model_dir), rule)
+    detector = Detector.open(model_dir)
+    stages = functools.partial(detector.stages, config.detect, num_gpus=config.select.score_num_gpus)
+    return scores_job(workdir, round_index, shards, stages, detector.identity(), rule)
 
 
 def _select(config, workdir: Path, round_index: int, executor: Executor) -> dict:

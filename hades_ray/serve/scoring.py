@@ -4,7 +4,7 @@ a batch of requests, and the records ``hades-ray score`` writes (``hades_ray/sco
 Nothing here is a second scorer: a request's texts become the in-memory shard ``--text`` makes
 (``memory_table``), run through the same target and score stages, and each text's record is
 ``text_record``. Each text's p(H) is the same bits alone or inside any batch
-(``hades_ray/score/scorer.py``), so batching callers together never changes an answer.
+(``hades_ray/detect/scorer.py``), so batching callers together never changes an answer.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class ServiceScorer:
         self.mode = self.detector.scoring_mode(s.mode)
         self.threshold = s.threshold if s.threshold is not None else self.detector.threshold
         self.words, self.max_chars = s.words, s.max_chars
-        self.stages = score_stages(str(model), s.mode, s.words, config, num_gpus, s.stride)
+        self.stages = score_stages(self.detector, s.mode, s.words, config, num_gpus, s.stride)
         for stage in self.stages:
             stage.setup()
 

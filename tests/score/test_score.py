@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hades_ray.cli import main
-from hades_ray.score.scorer import WordScorer
+from hades_ray.detect.detector import Detector
 from hades_ray.score.words import find_targets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def test_content_words_skip_stop_words_and_punctuation_and_keep_entities_whole()
 
 @pytest.mark.parametrize("which", ["causal", "encoder"])
 def test_a_text_scores_the_same_alone_and_inside_a_batch(which, request):
-    scorer = WordScorer(request.getfixturevalue(which))
+    scorer = Detector.open(request.getfixturevalue(which)).scorer()
     targets = _targets()
     together = scorer.score(targets)
     for k, t in enumerate(targets):
@@ -81,7 +81,7 @@ def test_a_text_scores_the_same_alone_and_inside_a_batch(which, request):
 def test_causal_online_uses_one_forward_and_matches_the_per_word_views(causal):
     from hades_ray.detect.scoring import score_items
 
-    scorer = WordScorer(causal)
+    scorer = Detector.open(causal).scorer()
     assert scorer.one_forward
     t = _targets()[0]
     fast = scorer.score([t])[0]
@@ -92,9 +92,9 @@ def test_causal_online_uses_one_forward_and_matches_the_per_word_views(causal):
 
 def test_offline_views_run_once_per_distinct_view_and_match_per_word_scoring(encoder):
     from hades_ray.detect.scoring import score_items
-    from hades_ray.score.views import shared_views
+    from hades_ray.detect.views import shared_views
 
-    scorer = WordScorer(encoder)
+    scorer = Detector.open(encoder).scorer()
     short, long = find_targets(TEXTS[1], "all"), find_targets(" ".join(TEXTS[:3]), "all")
     for t, one_view in ((short, True), (long, False)):
         items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
@@ -107,7 +107,7 @@ def test_offline_views_run_once_per_distinct_view_and_match_per_word_scoring(enc
 @pytest.mark.parametrize("window", [160, 12])  # 12: the text is cut into overlapping windows
 def test_online_scores_do_not_see_the_text_after_the_word(causal, tmp_path, window):
     detector = causal if window == 160 else _detector(tmp_path / "small", _backbone(causal), "online", window)
-    scorer = WordScorer(detector)
+    scorer = Detector.open(detector).scorer()
     base = TEXTS[0]
     changed = base.replace("radioactivity in Paris .", "mathematics in Warsaw and Vienna , long ago .")
     a, b = find_targets(base, "all"), find_targets(changed, "all")
@@ -226,7 +226,7 @@ def test_parquet_input_scores_texts_and_quarantines_missing_ones(causal, tmp_pat
 def test_stride_one_gives_each_word_its_trained_left_context(causal, tmp_path):
     from hades_ray.detect.scoring import score_items
 
-    scorer = WordScorer(_detector(tmp_path / "small", _backbone(causal), "online", 12), stride=1)
+    scorer = Detector.open(_detector(tmp_path / "small", _backbone(causal), "online", 12)).scorer(stride=1)
     t = find_targets(TEXTS[0], "all")
     items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
     naive = score_items(scorer.model, scorer.tokenizer, items, "online", scorer.window, 1)

@@ -4,7 +4,7 @@ every target span in it is pooled from that one set of hidden states.
 Offline, a target's view is the text around it cut to the detector's window
 (``hades_ray/detect/spans.py``): every word of a text that fits the window has the same view, the
 whole text, so one forward scores all of them. Online, each word's view ends at the word, and only a
-causal backbone lets one forward serve them all (``hades_ray/score/causal.py``). Span masks follow
+causal backbone lets one forward serve them all (``hades_ray/detect/causal.py``). Span masks follow
 ``encode_spans``: the tokens whose characters overlap the span.
 """
 
