@@ -54,11 +54,6 @@ def is_labelled(instance: Instance) -> bool:
     return instance.label in (0, 1)
 
 
-def load_all(path: str | Path, skip_bad: bool, report: LoadReport) -> list[Instance]:
-    """Every valid instance of ``path``, labelled or not."""
-    return [instance for _, instance in numbered_instances(path, skip_bad, report)]
-
-
 def load_labelled(path: str | Path, skip_bad: bool, report: LoadReport) -> list[Instance]:
     """Instances labelled 0 or 1; the -1 ones are counted in ``report`` and logged."""
     return [instance for _, instance in numbered_instances(path, skip_bad, report, labelled_only=True)]

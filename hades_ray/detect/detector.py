@@ -169,15 +169,15 @@ class Detector:
         each), or spaCy tags + MLM features + the linear model."""
         from hades_ray.pipeline.stage import Resources
 
-        if self.kind == "transformer":
-            from hades_ray.detect.scoring import SpanScoreStage
+        if self.route(self.mode) == "linear":
+            from hades_ray.detect.features.stages import LinearScoreStage, model_feature_stages
 
-            resources = Resources.of_detect(detect, num_gpus, batch_size=detect.score_batch_size * 8)
-            return [SpanScoreStage(resources, self.located(), detect.score_batch_size)]
-        from hades_ray.detect.features.stages import LinearScoreStage, model_feature_stages
+            linear = Resources(num_cpus=0.25, batch_size=1024)
+            return [*model_feature_stages(self.meta, detect), LinearScoreStage(linear, str(self.folder.resolve()))]
+        from hades_ray.detect.scoring import SpanScoreStage
 
-        linear = Resources(num_cpus=0.25, batch_size=1024)
-        return [*model_feature_stages(self.meta, detect), LinearScoreStage(linear, str(self.folder.resolve()))]
+        resources = Resources.of_detect(detect, num_gpus, batch_size=detect.score_batch_size * 8)
+        return [SpanScoreStage(resources, self.located(), detect.score_batch_size)]
 
     def score_instances(self, instances: list, detect) -> tuple[np.ndarray, np.ndarray]:
         """(p(H), pred) of in-memory HaDes instances, in this process: ``stages`` over them, cut into the

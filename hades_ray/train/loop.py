@@ -17,10 +17,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hades_ray.detect.spans import encode_spans, rows_to_items, window_unit
+from hades_ray.detect.spans import encode_spans, window_unit
 from hades_ray.metrics import binary_metrics
 
 FAULT_ENV = "HADES_RAY_INJECT_FAULT"  # marker-file path: one worker raises once after epoch 0 (tests)
+
+
+def rows_to_items(rows: dict) -> list[dict]:
+    """Ray Data batch columns (``text``, ``start``, ``end``) back to word lists."""
+    return [
+        {"words": str(t).split(" "), "start": int(s), "end": int(e)}
+        for t, s, e in zip(rows["text"], rows["start"], rows["end"])
+    ]
 
 
 def _resume(model, optimizer, checkpoint) -> tuple[int, float]:

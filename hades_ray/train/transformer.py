@@ -7,7 +7,6 @@ Ray's own run folder (every kept checkpoint) stays under ``output_dir/ray_train`
 from __future__ import annotations
 
 import logging
-import math
 import os
 import shutil
 from pathlib import Path
@@ -111,7 +110,3 @@ def export_best(checkpoint, settings: dict, output_dir: Path) -> Path:
         state = load_file(os.path.join(folder, "weights.safetensors"))
     tokenizer = load_tokenizer(resolve_model(settings["backbone"]), settings.get("revision"))
     return export_detector(output_dir, state, settings, tokenizer)
-
-
-def nan_to_none(metrics: dict) -> dict:
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}

@@ -1,9 +1,6 @@
-"""Span features of the LR/SVM detectors as pipeline stages: spaCy tags and MLM probability/entropy
-(actor pools that load their model once), then the corpus statistics and the linear model (CPU).
-
-Scoring a pool runs these stages on the executor shard by shard, so the scores are written by
-workers; ``feature_matrix`` runs the same feature stages through the executor's in-process path
-(``run_stages``) for the judged sets a detector trains on, and stacks them as ``LinearScoreStage`` does.
+"""Span features of the LR/SVM detectors as pipeline stages: spaCy tags and MLM probability/entropy,
+then the corpus statistics and the linear model. ``feature_matrix`` runs the same feature stages in
+this process for the judged sets a detector trains on, and stacks them as ``LinearScoreStage`` does.
 """
 
 from __future__ import annotations
