@@ -276,14 +276,13 @@ def generated_words(prompt: str, generation: str) -> tuple[list[str], list[int]]
 
 def online_p(judge, texts: list[tuple[str, str]]) -> list[np.ndarray]:
     """Online p(H) of every generated content word, each from its left context only (one batched call)."""
-    from hades_ray.detect.scoring import score_items
 
     items, owners = [], []
     for k, (prompt, generation) in enumerate(texts):
         words, picked = generated_words(prompt, generation)
         items += [{"words": words, "start": i, "end": i} for i in picked]
         owners += [k] * len(picked)
-    p = score_items(judge.model, judge.tokenizer, items, "online", judge.window, 64)
+    p = judge.scorer.score_spans(items)
     return [p[np.array(owners) == k] for k in range(len(texts))]
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hades_ray.detect.scoring import score_items, spans_table
+from hades_ray.detect.scoring import spans_table
+from hades_ray.detect.views import score_spans
 
 
 class Scorer:
@@ -42,32 +43,22 @@ class Scorer:
         return self.route == "windows"
 
     def score_spans(self, items: list[dict]) -> np.ndarray:
-        """p(H) of ``{"words", "start", "end"}`` items, each in its own view."""
+        """p(H) of ``{"words", "start", "end"}`` items, each in its own view (each distinct view run once)."""
         if self.route == "linear":
             return self._linear(items)
-        return score_items(self.model, self.tokenizer, items, self.mode, self.window, self.forward_batch, self.unit)
+        return score_spans(self.model, self.tokenizer, items, self.mode, self.window, self.forward_batch, self.unit)
 
     def score(self, texts: list) -> list[np.ndarray]:
         """Each text's p(H) per target (``Targets``: ``words``, and ``first``/``last`` unit per target)."""
         if self.route == "windows":
             return self._score_windows(texts)
         items = [{"words": t.words, "start": f, "end": la} for t in texts for f, la in zip(t.first, t.last)]
-        p = self._linear(items) if self.route == "linear" else self.score_views(items)
+        p = self.score_spans(items)
         out, cursor = [], 0
         for t in texts:
             out.append(p[cursor : cursor + len(t.first)])
             cursor += len(t.first)
         return out
-
-    def score_views(self, items: list[dict]) -> np.ndarray:
-        """p(H) of span items, each distinct view run once."""
-        from hades_ray.detect.views import score_views, shared_views
-
-        if not items:
-            return np.zeros(0)
-        jobs, places = shared_views(self.tokenizer, items, self.mode, self.window, self.unit)
-        p = score_views(self.model, jobs, self.forward_batch)
-        return np.array([p[job][row] for job, row in places], dtype=np.float64)
 
     def _linear(self, items: list[dict]) -> np.ndarray:
         if not items:
@@ -99,6 +90,6 @@ class Scorer:
             items = [
                 {"words": texts[k].words, "start": texts[k].first[j], "end": texts[k].last[j]} for k, j in leftovers
             ]
-            for (k, j), p in zip(leftovers, self.score_views(items)):
+            for (k, j), p in zip(leftovers, self.score_spans(items)):
                 out[k][j] = p
         return out

@@ -26,6 +26,18 @@ def overlap_mask(offsets: list[tuple[int, int]], start: int, end: int) -> np.nda
     return mask
 
 
+def score_spans(
+    model, tokenizer, items: list[dict], mode: str, window: int, forward_batch: int = 32, unit: str = TOKENS
+) -> np.ndarray:
+    """p(H) of ``{"words", "start", "end"}`` items, each in its own view (each distinct view run once)."""
+    model.eval()
+    if not items:
+        return np.zeros(0, dtype=np.float64)
+    jobs, places = shared_views(tokenizer, items, mode, window, unit)
+    p = score_views(model, jobs, forward_batch)
+    return np.array([p[job][row] for job, row in places], dtype=np.float64)
+
+
 def shared_views(
     tokenizer, items: list[dict], mode: str, window: int, unit: str = TOKENS
 ) -> tuple[list[dict], list[tuple[int, int]]]:

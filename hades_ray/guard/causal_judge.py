@@ -144,7 +144,7 @@ class CausalJudge:
     def _leftovers(self, items, leftovers) -> dict[tuple[int, int], float]:
         """Targets longer than a stride: their own online view, as ``score`` falls back to."""
         views = [{name: items[k][j][name] for name in ("words", "start", "end")} for k, j in leftovers]
-        return {key: float(p) for key, p in zip(leftovers, self.scorer.score_views(views))}
+        return {key: float(p) for key, p in zip(leftovers, self.scorer.score_spans(views))}
 
 
 def _first_target_token(job: _Job, length: int) -> int:

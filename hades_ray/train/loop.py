@@ -61,13 +61,13 @@ def _save(model, optimizer, epoch: int, metrics: dict, best: float, cfg: dict) -
 
 
 def _validate(model, tokenizer, cfg: dict) -> dict:
-    from hades_ray.detect.scoring import score_items
+    from hades_ray.detect.views import score_spans
 
     items, labels = cfg["valid_items"], [it["label"] for it in cfg["valid_items"]]
     net = getattr(model, "module", model)
     settings = cfg["settings"]
     view = settings["mode"], settings["window"]
-    p = score_items(net, tokenizer, items, *view, cfg["batch_size"], window_unit(settings))
+    p = score_spans(net, tokenizer, items, *view, cfg["batch_size"], window_unit(settings))
     return binary_metrics(labels, (p >= 0.5).astype(int), p)
 
 

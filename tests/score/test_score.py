@@ -25,6 +25,17 @@ TEXTS = [
 ]
 
 
+def _per_word(scorer, items: list[dict], mode: str) -> np.ndarray:
+    """Each span alone through the classifier's own forward on its ``encode_spans`` view: the reference."""
+    import torch
+
+    from hades_ray.detect.spans import encode_spans
+
+    with torch.no_grad():
+        views = [encode_spans(scorer.tokenizer, [item], mode, scorer.window) for item in items]
+        return np.array([torch.softmax(scorer.model(**view), -1)[0, 1].item() for view in views])
+
+
 def _detector(directory: Path, backbone: str, mode: str, window: int, seed: int = 0) -> Path:
     """A real detector folder (random head) exported the way training exports one."""
     import torch
@@ -79,19 +90,15 @@ def test_a_text_scores_the_same_alone_and_inside_a_batch(which, request):
 
 
 def test_causal_online_uses_one_forward_and_matches_the_per_word_views(causal):
-    from hades_ray.detect.scoring import score_items
-
     scorer = Detector.open(causal).scorer()
     assert scorer.one_forward
     t = _targets()[0]
     fast = scorer.score([t])[0]
     items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
-    naive = score_items(scorer.model, scorer.tokenizer, items, "online", scorer.window, 1)
-    np.testing.assert_allclose(fast, naive, atol=1e-6)
+    np.testing.assert_allclose(fast, _per_word(scorer, items, "online"), atol=1e-6)
 
 
 def test_offline_views_run_once_per_distinct_view_and_match_per_word_scoring(encoder):
-    from hades_ray.detect.scoring import score_items
     from hades_ray.detect.views import shared_views
 
     scorer = Detector.open(encoder).scorer()
@@ -100,8 +107,7 @@ def test_offline_views_run_once_per_distinct_view_and_match_per_word_scoring(enc
         items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
         jobs, _ = shared_views(scorer.tokenizer, items, "offline", scorer.window)
         assert (len(jobs) == 1) == one_view and len(jobs) <= len(items)
-        naive = score_items(scorer.model, scorer.tokenizer, items, "offline", scorer.window, 1)
-        np.testing.assert_allclose(scorer.score([t])[0], naive, atol=1e-6)
+        np.testing.assert_allclose(scorer.score([t])[0], _per_word(scorer, items, "offline"), atol=1e-6)
 
 
 @pytest.mark.parametrize("window", [160, 12])  # 12: the text is cut into overlapping windows
@@ -224,13 +230,10 @@ def test_parquet_input_scores_texts_and_quarantines_missing_ones(causal, tmp_pat
 
 
 def test_stride_one_gives_each_word_its_trained_left_context(causal, tmp_path):
-    from hades_ray.detect.scoring import score_items
-
     scorer = Detector.open(_detector(tmp_path / "small", _backbone(causal), "online", 12)).scorer(stride=1)
     t = find_targets(TEXTS[0], "all")
     items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
-    naive = score_items(scorer.model, scorer.tokenizer, items, "online", scorer.window, 1)
-    np.testing.assert_allclose(scorer.score([t])[0], naive, atol=1e-6)
+    np.testing.assert_allclose(scorer.score([t])[0], _per_word(scorer, items, "online"), atol=1e-6)
 
 
 def test_a_rerun_skips_finished_shards_and_a_new_threshold_is_refused_without_force_and_redone_with_it(
