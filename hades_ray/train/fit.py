@@ -61,23 +61,9 @@ def _train_transformer(config: HadesConfig, mode: str, workers: int, train, vali
 
     _, best, best_metrics = fit_transformer(config, train, valid, out, mode, workers)
     export_best(best, detector_settings(config, mode), out)
-    keep = (
-        "epoch",
-        "train_loss",
-        "examples_per_s",
-        "selection_score",
-        "n",
-        "accuracy",
-        "h_precision",
-        "h_recall",
-        "h_f1",
-        "n_precision",
-        "n_recall",
-        "n_f1",
-        "gmean",
-        "bss",
-        "auc",
-    )
+    # metrics.json: the best epoch's training figures and validation metrics (not Ray's bookkeeping).
+    keep = "epoch train_loss examples_per_s selection_score n accuracy h_precision h_recall h_f1".split()
+    keep += "n_precision n_recall n_f1 gmean bss auc".split()
     return {k: best_metrics[k] for k in keep if k in best_metrics}
 
 

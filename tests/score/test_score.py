@@ -284,3 +284,15 @@ def test_a_text_rerun_is_skipped_and_another_text_is_refused_without_force(causa
     assert json.loads((out / "scores.jsonl").read_text())["text"] == TEXTS[0]
     assert _run_cli([*args, "--text", TEXTS[1], "--force"]) == 0
     assert json.loads((out / "scores.jsonl").read_text())["text"] == TEXTS[1]
+
+
+def test_executor_auto_runs_in_memory_input_in_process_and_files_on_ray():
+    from hades_ray.config import default_config
+    from hades_ray.pipeline.executor import Executor
+    from hades_ray.score.runner import in_memory
+
+    ray = default_config().ray
+    assert Executor.of(ray, "auto", in_memory=in_memory(None, "one text")).kind == "local"
+    assert Executor.of(ray, "auto", in_memory=in_memory("-", None)).kind == "local"
+    assert Executor.of(ray, "auto", in_memory=in_memory("texts.jsonl", None)).kind == "ray"
+    assert Executor.of(ray, "ray", in_memory=True).kind == "ray"  # an explicit choice stands
