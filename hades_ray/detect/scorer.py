@@ -19,6 +19,7 @@ import numpy as np
 
 from hades_ray.detect.scoring import spans_table
 from hades_ray.detect.views import score_spans
+from hades_ray.pipeline.executor import run_stages
 
 
 class Scorer:
@@ -63,9 +64,7 @@ class Scorer:
     def _linear(self, items: list[dict]) -> np.ndarray:
         if not items:
             return np.zeros(0)
-        table = spans_table(items)
-        for stage in self.stages:
-            table = stage(table)
+        table = run_stages(spans_table(items), self.stages, setup=False)
         return np.asarray(table.column("p_hallucination").to_numpy(zero_copy_only=False), dtype=np.float64)
 
     def _score_windows(self, texts: list) -> list[np.ndarray]:

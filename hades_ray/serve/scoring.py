@@ -14,6 +14,7 @@ import json
 import pyarrow as pa
 
 from hades_ray.detect.detector import Detector
+from hades_ray.pipeline.executor import run_stages
 from hades_ray.score.inputs import memory_table
 from hades_ray.score.stages import score_stages
 from hades_ray.score.writer import text_record
@@ -57,10 +58,7 @@ class ServiceScorer:
 
     def score_tables(self, tables: list[pa.Table]) -> list[list[dict]]:
         """Each request's rows with their targets and p(H), all requests' texts in one pass."""
-        scored = pa.concat_tables(tables)
-        for stage in self.stages:
-            scored = stage(scored)
-        rows, out, cursor = scored.to_pylist(), [], 0
+        rows, out, cursor = run_stages(pa.concat_tables(tables), self.stages, setup=False).to_pylist(), [], 0
         for table in tables:
             out.append(rows[cursor : cursor + table.num_rows])
             cursor += table.num_rows
