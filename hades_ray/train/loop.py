@@ -18,9 +18,18 @@ import numpy as np
 import torch
 
 from hades_ray.detect.spans import encode_spans, window_unit
+from hades_ray.io.hades_format import Instance
 from hades_ray.metrics import binary_metrics
 
 FAULT_ENV = "HADES_RAY_INJECT_FAULT"  # marker-file path: one worker raises once after epoch 0 (tests)
+
+
+def to_rows(instances: list[Instance]) -> list[dict]:
+    """Flat rows for Ray Data: words joined by single spaces so word offsets are plain arithmetic."""
+    return [
+        {"row": i, "text": " ".join(inst.words), "start": inst.start, "end": inst.end, "label": inst.label}
+        for i, inst in enumerate(instances)
+    ]
 
 
 def rows_to_items(rows: dict) -> list[dict]:

@@ -12,10 +12,9 @@ import shutil
 from pathlib import Path
 
 from hades_ray.config import HadesConfig
-from hades_ray.detect.data import to_rows
 from hades_ray.train.learning_rate import resolve_lr
 from hades_ray.detect.settings import TOKENS
-from hades_ray.train.loop import FAULT_ENV, class_weights, train_loop_per_worker
+from hades_ray.train.loop import FAULT_ENV, class_weights, to_rows, train_loop_per_worker
 from hades_ray.io.hades_format import Instance
 
 log = logging.getLogger(__name__)

@@ -52,8 +52,8 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
     from ray.train.torch import TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
 
-    from hades_ray.detect.data import LoadReport, load_labelled, to_rows
-    from hades_ray.train.loop import train_loop_per_worker
+    from hades_ray.detect.data import LoadReport, load_labelled
+    from hades_ray.train.loop import to_rows, train_loop_per_worker
     from hades_ray.train.transformer import loop_config
 
     config = apply_trial(base, trial)
