@@ -28,8 +28,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("config",),
     # The two engines over text: perturbation, and detectors (which reuse perturb's span bookkeeping).
     ("perturb", "detect"),
-    # Jobs built on detectors: scoring, guarded generation, judges' files, selection rounds, the service.
-    ("score", "guard", "annotate", "select", "serve"),
+    # Jobs built on detectors: training and sweeps, scoring, guarded generation, judges' files, selection
+    # rounds, the service.
+    ("train", "score", "guard", "annotate", "select", "serve"),
     # Annotation commands over selected rounds: the simulated panel and the dataset build read the pool's features.
     ("annotate.simulate", "annotate.dataset"),
     # Reading results: cost plans and the analyses page.

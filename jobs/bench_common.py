@@ -220,7 +220,7 @@ def learnability_files(config, work: Path, docs: int, shares: dict[str, float], 
     else of the first ``docs`` enwiki leads perturbed into work/perturb (unless done), split by document
     in ``shares`` and written to work/NAME.jsonl: their ``paths``, counts (``instances``) and, when the
     perturbation ran now, its ``perturb_seconds``."""
-    from hades_ray.detect.learnability import pool_instances, split_by_doc
+    from hades_ray.train.learnability import pool_instances, split_by_doc
     from hades_ray.io.hades_format import write_instances
     from hades_ray.perturb.runner import run_perturb
     from hades_ray.pipeline.executor import Executor

@@ -30,9 +30,9 @@ def plain_loop(config, rows: list[dict], threads: int) -> float:
     import torch
 
     from hades_ray.detect.model import build_classifier
-    from hades_ray.detect.learning_rate import resolve_lr
+    from hades_ray.train.learning_rate import resolve_lr
     from hades_ray.detect.spans import encode_spans
-    from hades_ray.detect.trainer import detector_settings
+    from hades_ray.train.transformer import detector_settings
     from hades_ray.models.registry import resolve_model
 
     torch.set_num_threads(threads)
@@ -56,7 +56,7 @@ def plain_loop(config, rows: list[dict], threads: int) -> float:
 
 def throughput(config, n: int) -> dict:
     from hades_ray.detect.synthetic import toy_instances
-    from hades_ray.detect.trainer import fit_transformer
+    from hades_ray.train.transformer import fit_transformer
 
     train, valid = toy_instances(n, seed=1), toy_instances(16, seed=2)
     rows = [{"words": i.words, "start": i.start, "end": i.end, "label": i.label} for i in train]
@@ -80,7 +80,9 @@ def throughput(config, n: int) -> dict:
 
 
 def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
-    from hades_ray.detect.api import evaluate_file, train_detector
+    from hades_ray.detect.detector import Detector
+    from hades_ray.detect.score_job import evaluate_file
+    from hades_ray.train.fit import train_detector
 
     data = learnability_files(config, work, docs, {"train": 0.7, "valid": 0.1, "test": 0.2}, pool_dir)
     train, valid, test = data["paths"]
@@ -94,7 +96,7 @@ def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
         name = f"{detector} ({mode})" if detector == "transformer" else detector.upper()
         laps = Laps()
         model = train_detector(config, train, valid, work / f"{detector}_{mode}", detector, mode, 1)
-        out["metrics"][name] = evaluate_file(model, test)
+        out["metrics"][name] = evaluate_file(Detector.open(model), test)
         out["seconds"][name] = laps.lap()
     return out
 

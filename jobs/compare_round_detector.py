@@ -37,7 +37,7 @@ def _ratio(rates: dict) -> float | None:
 
 def compare(config, workdir: Path, test_round: int, output: Path, training: str) -> dict:
     from hades_ray.annotate.labels import consensus_items
-    from hades_ray.detect.api import predict_records
+    from hades_ray.detect.detector import Detector
     from hades_ray.metrics import binary_metrics
     from hades_ray.select.crossval import HADES_KEYS, crossval_detector
     from hades_ray.select.detector import round_detector_config, split_detector
@@ -53,7 +53,7 @@ def compare(config, workdir: Path, test_round: int, output: Path, training: str)
     seconds = time.perf_counter() - began
     test = consensus_items(config, workdir, [test_round])
     y = np.array([r["hallucination"] for r in test], dtype=int)
-    p, pred = predict_records(result["model_dir"], [{k: r[k] for k in HADES_KEYS} for r in test])
+    p, pred = Detector.open(result["model_dir"]).score_records([{k: r[k] for k in HADES_KEYS} for r in test])
     actual = detector_rates(y, pred)
     estimated = result["rates"]
     return {

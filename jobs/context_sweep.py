@@ -3,7 +3,7 @@ trained with each context window as one Ray Tune grid (mode x window), scored on
 The paper's windows are 5/10/20/40/80/160 words around the target (``detect.window_unit=words``,
 hades_ray/detect/spans.py); ``write_outputs`` draws them as its Fig. 6 (context_length.md/.png).
 
-Each trial is the detector's Tune trial (``hades_ray.detect.tune.detector_trial``: the detect
+Each trial is the detector's Tune trial (``hades_ray.train.tune.detector_trial``: the detect
 package's ``TorchTrainer`` reporting every epoch through ``TuneReportCallback``). The epochs are fixed
 and nothing is chosen on the held-out part, so a trial's last report is its test score.
 """
@@ -15,7 +15,7 @@ import random
 import shutil
 from pathlib import Path
 
-from hades_ray.detect.learnability import pool_instances, split_by_doc
+from hades_ray.train.learnability import pool_instances, split_by_doc
 from hades_ray.io.hades_format import write_instances
 from hades_ray.pipeline import storage
 from hades_ray.report.labelled import LEARNABILITY
@@ -58,7 +58,7 @@ def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_
     the results analyses.json holds."""
     from ray import tune
 
-    from hades_ray.detect.tune import concurrent_trials, detector_trial
+    from hades_ray.train.tune import concurrent_trials, detector_trial
     from hades_ray.ray_runtime import init_ray
 
     folder = folder.resolve()

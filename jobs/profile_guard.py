@@ -37,6 +37,7 @@ def main(argv=None) -> int:
     import torch
 
     from hades_ray.config import load_config
+    from hades_ray.detect.detector import Detector
     from hades_ray.guard.causal_judge import CausalJudge
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import Sampling, plain_generate, prepare_tokenizer
@@ -53,7 +54,8 @@ def main(argv=None) -> int:
     limit = context_limit(model) - args.new_tokens
     fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
     prompts = [p["prompt"] for p in held_out_prompts(load_spacy(config.spacy_model), 60, args.prompts, fits)[0]]
-    judge = CausalJudge(args.detector, None, "content", "cpu", args.stride or config.score.stride)
+    scorer = Detector.open(args.detector).scorer("online", stride=args.stride or config.score.stride)
+    judge = CausalJudge(scorer, None, "content")
     sampling = Sampling(max_new_tokens=args.new_tokens, top_k=50, no_end=True)
     steps = ForwardClock(model)  # counts the generator's forwards (one per step, plus the prompt's)
     began = time.process_time()

@@ -97,7 +97,6 @@ def ray_local(micro_home):
     ray.shutdown()
 
 
-
 @pytest.fixture(scope="session")
 def s3():
     """A moto S3 server on 127.0.0.1 with a bucket ``hades``, one for the run; yields the AWS_* variables

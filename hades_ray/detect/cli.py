@@ -1,4 +1,5 @@
-"""``hades-ray train | evaluate | predict | tune``: thin handlers over ``hades_ray.detect.api`` and ``.tune``."""
+"""``hades-ray train | evaluate | predict | tune``: thin handlers over ``hades_ray.train`` (training, sweeps)
+and ``hades_ray.detect.score_job`` (a detector scoring a file)."""
 
 from __future__ import annotations
 
@@ -28,56 +29,58 @@ def _config(args: argparse.Namespace):
 
 
 def _train(args: argparse.Namespace) -> int:
-    from hades_ray.detect.api import train_detector
+    from hades_ray.detect.detector import Detector
+    from hades_ray.train.fit import train_detector
 
     config = _config(args)
     workers = args.workers or config.detect.workers
     mode = args.mode or config.detect.mode
     out = train_detector(config, args.train, args.valid, args.output, args.detector, mode, workers)
     if args.test:
-        _evaluate_into(out, args.test, out / "test", config)
+        _evaluate_into(Detector.open(out), args.test, out / "test", config)
     print((out / "metrics.md").read_text(encoding="utf-8"), end="")
     return 0
 
 
-def _evaluate_into(model: Path, data: str, out: Path, config=None, executor=None, parts: Path | None = None) -> dict:
-    from hades_ray.detect.api import evaluate_file
+def _evaluate_into(detector, data: str, out: Path, config=None, executor=None, parts: Path | None = None) -> dict:
+    from hades_ray.detect.score_job import evaluate_file
     from hades_ray.metrics import write_metrics
 
-    metrics = evaluate_file(model, data, config, executor, parts)
-    write_metrics(metrics, out, name=Path(model).name)
+    metrics = evaluate_file(detector, data, config, executor, parts)
+    write_metrics(metrics, out, name=detector.folder.name)
     return metrics
 
 
-def _scoring_config(args: argparse.Namespace):
-    """The flags over the preset, or (none given) the config the detector trained with."""
+def _scoring(args: argparse.Namespace):
+    """The detector, and the flags over the preset or (none given) the config the detector trained with."""
     from hades_ray.detect.detector import Detector
 
+    detector = Detector.open(args.model)
     if args.overrides or args.config_file or args.preset or args.skip_bad:
-        return _config(args)
-    return Detector.open(args.model).config()
+        return detector, _config(args)
+    return detector, detector.config()
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    config = _scoring_config(args)
+    detector, config = _scoring(args)
     out = Path(args.output) if args.output else Path(args.model) / "eval" / Path(args.data).stem
     executor = executor_from_args(args, config)
-    metrics = _evaluate_into(Path(args.model), args.data, out, config, executor, out / "parts")
+    metrics = _evaluate_into(detector, args.data, out, config, executor, out / "parts")
     print((out / "metrics.md").read_text(encoding="utf-8"), end="")
     print(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}))
     return 0
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from hades_ray.detect.api import predict_file
+    from hades_ray.detect.score_job import predict_file
 
-    config = _scoring_config(args)
-    print(predict_file(args.model, args.data, args.output, config, executor_from_args(args, config)))
+    detector, config = _scoring(args)
+    print(predict_file(detector, args.data, args.output, config, executor_from_args(args, config)))
     return 0
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from hades_ray.detect.tune import tune_detector
+    from hades_ray.train.tune import tune_detector
 
     summary = tune_detector(
         config_from_args(args),

@@ -54,11 +54,6 @@ def is_labelled(instance: Instance) -> bool:
     return instance.label in (0, 1)
 
 
-def load_all(path: str | Path, skip_bad: bool, report: LoadReport) -> list[Instance]:
-    """Every valid instance of ``path``, labelled or not."""
-    return [instance for _, instance in numbered_instances(path, skip_bad, report)]
-
-
 def load_labelled(path: str | Path, skip_bad: bool, report: LoadReport) -> list[Instance]:
     """Instances labelled 0 or 1; the -1 ones are counted in ``report`` and logged."""
     return [instance for _, instance in numbered_instances(path, skip_bad, report, labelled_only=True)]
@@ -67,11 +62,3 @@ def load_labelled(path: str | Path, skip_bad: bool, report: LoadReport) -> list[
 def instances_from_records(records: list[dict]) -> list[Instance]:
     """Parse in-memory records (``score_records``); errors name the record's position."""
     return [parse_instance(record, f"record {i}") for i, record in enumerate(records)]
-
-
-def to_rows(instances: list[Instance]) -> list[dict]:
-    """Flat rows for Ray Data: words joined by single spaces so word offsets are plain arithmetic."""
-    return [
-        {"row": i, "text": " ".join(inst.words), "start": inst.start, "end": inst.end, "label": inst.label}
-        for i, inst in enumerate(instances)
-    ]

@@ -1,7 +1,10 @@
-"""A trained detector folder: its kind, mode, threshold, backbone and revision, and its scoring stages.
+"""A trained detector folder, opened once: its description, its identity, and every way it scores.
 
-``Detector.open`` reads the folder's ``detector.json`` through ``hades_ray/detect/description.py``; the
-stages are the ones ``predict``, ``evaluate``, ``score`` (LR/SVM) and the selection rounds run.
+``Detector.open`` reads ``detector.json`` (``hades_ray/detect/description.py``); everything after that
+works from the object. ``route`` is the one place that decides how a detector scores (its kind, the
+mode asked for, its window unit and whether its backbone is causal). It scores spans and words in
+memory (``scorer``, ``score_instances``), or as pipeline stages for a sharded job (``stages``:
+``predict``, ``evaluate``, ``score``, the selection rounds).
 """
 
 from __future__ import annotations
@@ -10,10 +13,14 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
+import numpy as np
+
 from hades_ray.detect.description import read_description, write_description
-from hades_ray.detect.settings import MODES
+from hades_ray.detect.settings import MODES, TOKENS
+from hades_ray.detect.spans import window_unit
 from hades_ray.detect.threshold import DEFAULT_THRESHOLD
 
 
@@ -38,6 +45,16 @@ class Detector:
     def mode(self) -> str:
         """The context it trained with: ``online`` (left context only) or ``offline``."""
         return self.meta.get("mode", "offline")
+
+    @property
+    def window(self) -> int | None:
+        """The span classifier's context window (None for a feature detector)."""
+        return self.meta.get("window")
+
+    @property
+    def window_unit(self) -> str:
+        """What ``window`` counts (tokens or words)."""
+        return window_unit(self.meta)
 
     @property
     def backbone(self) -> str:
@@ -90,6 +107,26 @@ class Detector:
                 f"but this one was trained with mode={self.mode!r}; train one with --mode online"
             )
 
+    @cached_property
+    def causal(self) -> bool:
+        """Whether the span classifier's backbone is a decoder, read from its configuration (no weights)."""
+        from transformers import AutoConfig
+
+        from hades_ray.detect.causal import is_causal_config
+        from hades_ray.models.registry import resolve_model
+
+        return is_causal_config(AutoConfig.from_pretrained(resolve_model(self.backbone), revision=self.revision))
+
+    def route(self, mode: str) -> str:
+        """How this detector scores a text's words in ``mode``: ``linear`` (LR/SVM: its feature and linear
+        stages), ``windows`` (a causal backbone online with a token window: one forward per text window,
+        ``hades_ray/detect/causal.py``) or ``views`` (each target's own view, ``hades_ray/detect/views.py``)."""
+        if self.kind != "transformer":
+            return "linear"
+        if mode == "online" and self.window_unit == TOKENS and self.causal:
+            return "windows"
+        return "views"
+
     def identity(self) -> str:
         """The folder and its files' names, sizes and times: scores kept from another (or a retrained)
         detector never pass as this one's."""
@@ -105,19 +142,61 @@ class Detector:
 
         return config_from_dict(yaml.safe_load((self.folder / "config.resolved.yaml").read_text(encoding="utf-8")))
 
+    def load_model(self, device: str = "cpu") -> tuple:
+        """(tokenizer, span classifier in eval mode on ``device``); every weight is checked."""
+        from hades_ray.detect.model import load_classifier
+        from hades_ray.models.registry import CheckpointError
+
+        if self.kind != "transformer":
+            raise CheckpointError(f"{self.folder} is an {self.kind} detector, not a span classifier")
+        return load_classifier(self.folder, self.meta, device)
+
+    def located(self) -> Detector:
+        """This detector named by its absolute folder, for stages on workers (which need not share the
+        driver's working directory)."""
+        return Detector(self.folder.resolve(), self.meta)
+
+    def scorer(self, mode: str | None = None, device: str = "cpu", forward_batch: int = 32, stride: int = 0):
+        """The detector loaded in this process, scoring in ``mode`` (None: its own) with the route it takes
+        there (``hades_ray/detect/scorer.py``)."""
+        from hades_ray.detect.scorer import Scorer
+
+        return Scorer(self, mode, device, forward_batch, stride)
+
     def stages(self, detect, num_gpus: float = 0.0) -> list:
         """The pipeline stages that add ``p_hallucination`` and ``pred`` to a table of ``words``, ``start``,
         ``end``, with the ``detect`` section's resources: the span classifier (an actor pool, ``num_gpus``
         each), or spaCy tags + MLM features + the linear model."""
         from hades_ray.pipeline.stage import Resources
 
-        folder = str(self.folder.resolve())
-        if self.kind == "transformer":
-            from hades_ray.detect.scoring import SpanScoreStage
+        if self.route(self.mode) == "linear":
+            from hades_ray.detect.features.stages import LinearScoreStage, model_feature_stages
 
-            resources = Resources(**detect.actor_resources(num_gpus, batch_size=detect.score_batch_size * 8))
-            return [SpanScoreStage(resources, folder, detect.score_batch_size)]
-        from hades_ray.detect.feature_pipeline import LinearScoreStage, model_feature_stages
+            linear = Resources(num_cpus=0.25, batch_size=1024)
+            return [*model_feature_stages(self.meta, detect), LinearScoreStage(linear, str(self.folder.resolve()))]
+        from hades_ray.detect.scoring import SpanScoreStage
 
-        linear = Resources(num_cpus=0.25, batch_size=1024)
-        return [*model_feature_stages(self.meta, detect), LinearScoreStage(linear, folder)]
+        resources = Resources(**detect.actor_resources(num_gpus, batch_size=detect.score_batch_size * 8))
+        return [SpanScoreStage(resources, self.located(), detect.score_batch_size)]
+
+    def score_instances(self, instances: list, detect) -> tuple[np.ndarray, np.ndarray]:
+        """(p(H), pred) of in-memory HaDes instances, in this process: ``stages`` over them, cut into the
+        sharded job's shards (``SHARD_ROWS``), so they score exactly as ``predict`` scores them from a file."""
+        from hades_ray.detect.scoring import SHARD_ROWS, instances_table
+        from hades_ray.pipeline.executor import run_stages
+
+        stages = self.stages(detect)
+        for stage in stages:
+            stage.setup()
+        p, pred = [np.zeros(0)], [np.zeros(0, dtype=int)]
+        for lo in range(0, len(instances), SHARD_ROWS):
+            table = run_stages(instances_table(instances[lo : lo + SHARD_ROWS]), stages, setup=False)
+            p.append(table.column("p_hallucination").to_numpy().astype(np.float64))
+            pred.append(table.column("pred").to_numpy().astype(int))
+        return np.concatenate(p), np.concatenate(pred)
+
+    def score_records(self, records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+        """(p(H), pred) of in-memory HaDes records, under the config the detector trained with."""
+        from hades_ray.detect.data import instances_from_records
+
+        return self.score_instances(instances_from_records(records), self.config().detect)

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from hades_ray.detect.description import DETECTOR_JSON, SPAN_FORMAT, read_description, write_description
+from hades_ray.detect.description import DETECTOR_JSON, SPAN_FORMAT, write_description
 from hades_ray.pipeline import storage
 
 WEIGHTS, TOKENIZER = "weights.safetensors", "tokenizer"
@@ -136,18 +136,15 @@ def check_state(model: nn.Module, state: dict[str, torch.Tensor], where: Path) -
         )
 
 
-def load_detector(directory: str | Path, device: str = "cpu"):
-    """(tokenizer, model in eval mode, settings) from an exported detector folder; every key is checked."""
+def load_classifier(directory: str | Path, settings: dict, device: str = "cpu"):
+    """(tokenizer, model in eval mode) of the span classifier in ``directory``, described by ``settings``
+    (its ``detector.json``, read once by ``Detector.open``); every weight is checked."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     from hades_ray.models.registry import CheckpointError, ModelNotFoundError, resolve_model
 
-    directory = Path(directory)
-    settings = read_description(directory)
-    if settings["type"] != "transformer":
-        raise CheckpointError(f"{directory} is an {settings['type']} detector, not a span classifier")
-    weights = directory / WEIGHTS
+    weights = Path(directory) / WEIGHTS
     if not weights.is_file():
         raise ModelNotFoundError(f"{directory}: no {WEIGHTS}")
     try:
@@ -157,4 +154,4 @@ def load_detector(directory: str | Path, device: str = "cpu"):
     _, model = build_classifier(resolve_model(settings["backbone"]), settings)
     check_state(model, state, weights)
     model.load_state_dict(state, strict=False)  # strict would also demand the frozen backbone's keys
-    return load_tokenizer(str(directory / TOKENIZER)), model.eval().to(device), settings
+    return load_tokenizer(str(Path(directory) / TOKENIZER)), model.eval().to(device)

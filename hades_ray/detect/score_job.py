@@ -1,17 +1,11 @@
-"""``predict``'s and ``evaluate``'s scoring of a HaDes file, as a job the executor runs
-(``hades_ray/pipeline/job.py``).
+"""``predict``'s and ``evaluate``'s scoring of a HaDes file, as a sharded job.
 
-The driver reads the file first (a bad line fails naming file:line, or is quarantined) and plans: shard k
-is the lines that hold the scored instances ``k * SHARD_ROWS`` to ``(k + 1) * SHARD_ROWS - 1`` (every
-valid instance for predict, the labelled ones for evaluate), so the detector scores the same batches
-whatever else the file holds. Workers read their shard's lines themselves, run ``Detector.stages`` and
-write ``scores/part-NNNNN.parquet`` (``row``: the instance's 0-based line in the file,
-``p_hallucination``, ``pred``); the markers in ``_markers/`` let an interrupted run resume. The driver
-then streams the parts back in row order.
-
-Where the job's folder lives is the caller's choice (``predict``: ``OUTPUT.parts/`` beside its JSONL;
-``evaluate``: ``parts/`` in its metrics folder; library calls: a temporary folder); ``scoring_folder``
-removes it once the caller's output is written, so it only ever outlives an interrupted run.
+The driver reads the file first (a bad line fails naming file:line, or is quarantined); shard k is the
+lines that hold the scored instances ``k * SHARD_ROWS`` to ``(k + 1) * SHARD_ROWS - 1`` (every valid
+instance for predict, the labelled ones for evaluate), so the detector scores the same batches whatever
+else the file holds. Parts: ``scores/part-NNNNN.parquet`` (``row``: the instance's 0-based line in the
+file, ``p_hallucination``, ``pred``), streamed back in row order; ``scoring_folder`` removes the job's
+folder once the caller's output is written.
 """
 
 from __future__ import annotations
@@ -29,16 +23,16 @@ import pyarrow as pa
 
 from hades_ray.detect.data import LoadReport, is_labelled, numbered_instances
 from hades_ray.detect.detector import Detector
-from hades_ray.detect.scoring import instances_table
+from hades_ray.detect.scoring import SHARD_ROWS, instances_table
 from hades_ray.errors import UserError
-from hades_ray.io.hades_format import HadesFormatError, instance_from_line
+from hades_ray.io.hades_format import HadesFormatError, instance_from_line, write_instances
 from hades_ray.io.readers import file_identity, index_jsonl, shard_lines
+from hades_ray.metrics import binary_metrics
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import Executor
 from hades_ray.pipeline.job import Mapper, ShardJob
 from hades_ray.pipeline.shards import Shard, part_name
 
-SHARD_ROWS = 2048  # scored instances per shard
 SCORES = "scores"
 PART_SCHEMA = pa.schema([("row", pa.int64()), ("p_hallucination", pa.float64()), ("pred", pa.int8())])
 
@@ -154,3 +148,36 @@ def score_arrays(scores: Iterator[tuple[int, float, int]]) -> tuple[np.ndarray, 
     triples = list(scores)
     p = np.array([p for _, p, _ in triples], dtype=np.float64)
     return p, np.array([pred for _, _, pred in triples], dtype=int)
+
+
+def predict_file(detector: Detector, data_path, output_path, config=None, executor: Executor | None = None) -> Path:
+    """Score every instance of ``data_path`` (labelled or not), on Ray per the config unless ``executor``
+    says otherwise; writes JSONL with the input records plus ``p_hallucination`` and ``pred``. The shard
+    parts live in ``OUTPUT.parts/`` until the JSONL is written (an interrupted run resumes from them)."""
+    config = config or detector.config()
+    report = LoadReport()
+    output = Path(output_path)
+    rows = [row for row, _ in numbered_instances(data_path, config.detect.skip_bad, report)]
+    report.write_quarantine(output.parent)
+    executor = executor or Executor.of(config.ray)
+    with scoring_folder(output.with_name(output.name + ".parts")) as folder:
+        scores = score_rows(detector, config.detect, data_path, rows, folder, executor, labelled_only=False)
+        return write_instances(predicted_records(data_path, scores), output)
+
+
+def evaluate_file(
+    detector: Detector, data_path, config=None, executor: Executor | None = None, parts: Path | None = None
+) -> dict:
+    """The paper's metrics on the labelled instances of ``data_path`` (-1 ones are ignored), scored on
+    Ray per the config unless ``executor`` says otherwise; the shard parts live in ``parts`` (or a
+    temporary folder) until the metrics are computed."""
+    config = config or detector.config()
+    report = LoadReport()
+    rows, labels = [], []
+    for row, instance in numbered_instances(data_path, config.detect.skip_bad, report, labelled_only=True):
+        rows.append(row)
+        labels.append(instance.label)
+    executor = executor or Executor.of(config.ray)
+    with scoring_folder(parts) as folder:
+        p, pred = score_arrays(score_rows(detector, config.detect, data_path, rows, folder, executor, True))
+    return {**binary_metrics(labels, pred, p), **report.summary()}

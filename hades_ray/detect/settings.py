@@ -27,7 +27,7 @@ class DetectConfig:
     # all: the backbone is frozen and only the MLP head trains (the paper) | last_layer: the last block
     # trains too | none: everything trains. The presets set it (paper: all; local: see local.yaml).
     freeze: str = key("all", choices=("last_layer", "all", "none"))
-    lr: float = key(0.0, "[0, 1]")  # 0: by backbone family, as the paper (detect/learning_rate.py); else used as is
+    lr: float = key(0.0, "[0, 1]")  # 0: by backbone family, as the paper (train/learning_rate.py); else used as is
     epochs: int = key(3, "[1, 10000]", help="training epochs (transformer detectors)")
     batch_size: int = key(16, "[1, 100000]")
     class_weighting: str = key("balanced", choices=("balanced", "none"))  # balanced: inverse class frequency

@@ -124,11 +124,3 @@ def encode_spans(tokenizer, items: list[dict], mode: str, window: int, unit: str
         last = enc["attention_mask"].sum(dim=1) - 1
         span[empty, last[empty]] = True
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "span_mask": span}
-
-
-def rows_to_items(rows: dict) -> list[dict]:
-    """Ray Data batch columns (``text``, ``start``, ``end``) back to word lists."""
-    return [
-        {"words": str(t).split(" "), "start": int(s), "end": int(e)}
-        for t, s, e in zip(rows["text"], rows["start"], rows["end"])
-    ]

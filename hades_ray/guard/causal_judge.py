@@ -1,7 +1,7 @@
 """A causal online judge that scores as the text grows: each row keeps the key/value cache of the window
 it is being scored in, so judging costs about one backbone forward per new judge token, not one per word.
 
-It follows ``hades-ray score``'s windows exactly (``hades_ray/score/causal.py``): a text longer than
+It follows ``hades-ray score``'s windows exactly (``hades_ray/detect/causal.py``): a text longer than
 the detector's window is cut into windows of ``window`` tokens starting every ``stride`` tokens, and a
 word is scored in the first window that holds it whole. A window's tokens are its own encoding (its
 words joined by single spaces, with the tokenizer's specials), so a row's cache belongs to one window:
@@ -41,16 +41,11 @@ class _Job:
 class CausalJudge:
     """p(H) of each chunk's judged words from a span classifier with a causal backbone, cached per row."""
 
-    def __init__(self, model_dir: str, threshold: float | None, words: str = "content", device="cpu", stride=0):
-        from hades_ray.detect.detector import Detector
-        from hades_ray.detect.model import load_detector
-
-        detector = Detector.open(model_dir)
-        detector.require_online()
-        self.tokenizer, self.model, settings = load_detector(model_dir, device=device)
-        self.window = settings["window"]
-        self.stride = stride or max(1, self.window // 4)  # score's default (hades_ray/score/scorer.py)
-        self.threshold = detector.threshold if threshold is None else float(threshold)
+    def __init__(self, scorer, threshold: float | None, words: str = "content"):
+        scorer.detector.require_online()
+        self.scorer, self.tokenizer, self.model = scorer, scorer.tokenizer, scorer.model
+        self.window, self.stride = scorer.window, scorer.stride
+        self.threshold = scorer.detector.threshold if threshold is None else float(threshold)
         self.words = words
         self.caches = RowCaches(0, self.window)
         self.text_tokens = TextTokens(self.tokenizer)  # each row's text's tokens, tokenized as it grows
@@ -90,7 +85,7 @@ class CausalJudge:
         """Each request's window jobs (in window order), and the targets no window holds whole. Only each
         request's new words are tokenized (one call for all), and a window's tokens come from its text's
         (hades_ray/guard/word_tokens.py)."""
-        from hades_ray.score.causal import assign_targets, text_windows
+        from hades_ray.detect.causal import assign_targets, text_windows
 
         asked = [k for k, its in enumerate(items) if its]
         tok_words = self.text_tokens.of([requests[k][0] for k in asked], [items[k][0]["words"] for k in asked])
@@ -148,14 +143,8 @@ class CausalJudge:
 
     def _leftovers(self, items, leftovers) -> dict[tuple[int, int], float]:
         """Targets longer than a stride: their own online view, as ``score`` falls back to."""
-        if not leftovers:
-            return {}
-        from hades_ray.score.views import score_views, shared_views
-
         views = [{name: items[k][j][name] for name in ("words", "start", "end")} for k, j in leftovers]
-        jobs, places = shared_views(self.tokenizer, views, "online", self.window)
-        p = score_views(self.model, jobs, 32)
-        return {key: float(p[job][row]) for key, (job, row) in zip(leftovers, places)}
+        return {key: float(p) for key, p in zip(leftovers, self.scorer.score_spans(views))}
 
 
 def _first_target_token(job: _Job, length: int) -> int:

@@ -4,8 +4,8 @@ Every judge has ``threshold``, ``begin(rows)`` (a new batch of texts) and ``scor
 called once per generation step with every waiting row's ``(row, prefix, chunk)``:
 
 - ``EncoderJudge``: a span classifier on an encoder (MiniLM, RoBERTa). Each word needs its own forward
-  over its left-context view; all rows' pending words of a step go through ``score_items`` together
-  (forwards grouped by token length, so a word's p(H) is the same bits alone or in any batch).
+  over its left-context view; all rows' pending words of a step go through ``Scorer.score_spans``
+  together (forwards grouped by token length, so a word's p(H) is the same bits alone or in any batch).
 - ``CausalJudge`` (hades_ray/guard/causal_judge.py): a causal backbone, scored incrementally with each
   row's key/value cache: about one forward per generated token.
 - ``HttpJudge`` (hades_ray/guard/http_judge.py): a detector served by ``hades-ray serve``.
@@ -19,51 +19,32 @@ from hades_ray.guard.words import chunk_items
 
 
 def open_judge(guard: str, threshold: float | None, words: str = "content", device: str = "cpu", stride: int = 0):
-    """The judge for ``--guard``: a served detector's URL, or an online detector folder (a causal backbone
-    with a window in tokens gets the cached judge, with ``stride`` as ``score.stride``; a window in words
-    scores each word's own view, as ``score`` does)."""
+    """The judge for ``--guard``: a served detector's URL, or an online detector folder, scored by the
+    route the detector takes online (``Detector.route``): windows (a causal backbone, a window in tokens)
+    get the cached judge, with ``stride`` as ``score.stride``; views score each word's own view."""
+    from hades_ray.detect.detector import Detector
     from hades_ray.guard.http_judge import HttpJudge, is_url
 
     if is_url(guard):
         return HttpJudge(guard, threshold)
-    from hades_ray.detect.detector import Detector
-    from hades_ray.detect.settings import TOKENS
-    from hades_ray.detect.spans import window_unit
-
     detector = Detector.open(guard)
     detector.require_online()
-    if is_causal_detector(guard) and window_unit(detector.meta) == TOKENS:  # score's windows are in tokens
+    scorer = detector.scorer("online", device, stride=stride)
+    if scorer.one_forward:
         from hades_ray.guard.causal_judge import CausalJudge
 
-        return CausalJudge(guard, threshold, words, device, stride)
-    return EncoderJudge(guard, threshold, words, device)
-
-
-def is_causal_detector(folder: str) -> bool:
-    """Whether the detector's backbone is a decoder, read from its configuration (no weights loaded)."""
-    from transformers import AutoConfig
-
-    from hades_ray.detect.detector import Detector
-    from hades_ray.models.registry import resolve_model
-    from hades_ray.score.causal import is_causal_config
-
-    detector = Detector.open(folder)
-    return is_causal_config(AutoConfig.from_pretrained(resolve_model(detector.backbone), revision=detector.revision))
+        return CausalJudge(scorer, threshold, words)
+    return EncoderJudge(scorer, threshold, words)
 
 
 class EncoderJudge:
-    """p(H) of each chunk's judged words, batched across prompts: one ``score_items`` call per step."""
+    """p(H) of each chunk's judged words, batched across prompts: one ``score_spans`` call per step."""
 
-    def __init__(self, model_dir: str, threshold: float | None, words: str = "content", device: str = "cpu"):
-        from hades_ray.detect.detector import Detector
-        from hades_ray.detect.model import load_detector
-
-        detector = Detector.open(model_dir)
-        detector.require_online()
-        self.tokenizer, self.model, self.settings = load_detector(model_dir, device=device)
-        self.threshold = detector.threshold if threshold is None else float(threshold)
+    def __init__(self, scorer, threshold: float | None, words: str = "content"):
+        scorer.detector.require_online()
+        self.scorer, self.model, self.tokenizer, self.window = scorer, scorer.model, scorer.tokenizer, scorer.window
+        self.threshold = scorer.detector.threshold if threshold is None else float(threshold)
         self.words = words
-        self.batch_size = 32
 
     def begin(self, rows: int) -> None:
         """Nothing to reset: every word's view is encoded afresh."""
@@ -72,16 +53,12 @@ class EncoderJudge:
         """For each ``(row, prefix, chunk)``: its judged words as ``{"start", "end", "word", "p"}``
         (characters in the chunk), scored in one batched call; an empty list where it has none
         (punctuation, stop words)."""
-        from hades_ray.detect.scoring import score_items
-        from hades_ray.detect.spans import window_unit
-
         items, owner = [], []
         for k, (_, prefix, chunk) in enumerate(requests):
             for item in chunk_items(prefix, chunk, self.words):
                 items.append(item)
                 owner.append(k)
-        window, unit = self.settings["window"], window_unit(self.settings)
-        p = score_items(self.model, self.tokenizer, items, "online", window, self.batch_size, unit)
+        p = self.scorer.score_spans(items)
         scored: list[list[dict]] = [[] for _ in requests]
         for k, item, value in zip(owner, items, np.asarray(p, dtype=float)):
             start, end = item["span"]
@@ -115,7 +92,7 @@ class RecordingJudge:
 
 
 def score_differences(scorer, calls: list[tuple[str, str, list[dict]]], threshold: float) -> dict:
-    """Each recorded word's p(H) against ``scorer`` (a ``WordScorer``: what ``hades-ray score`` computes) on
+    """Each recorded word's p(H) against ``scorer`` (a ``Scorer``: what ``hades-ray score`` computes) on
     the same text, the chunk's words as targets: how many, max |diff|, and flags that differ. A word is
     the text's unit holding its first character (a chunk that continues the prompt's last word is
     judged as that whole word)."""

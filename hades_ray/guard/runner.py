@@ -1,8 +1,6 @@
-"""The generation job, declared for the executor: shards over the prompts file, the generation stage
-(one actor holds the generator and, with the guard on, the online detector), the shard writer, the
-settings digest and the summary's layout. ``Executor.run`` does the rest (lock, Ray, resource check,
-skip policy, markers, merge into ``generations.jsonl``, ``interventions.jsonl``, ``quarantine.jsonl``
-and ``summary.json``, progress); ``report.html`` is drawn from the merged views afterwards, on request.
+"""The generation job: shards over the prompts file, the generation stage (one actor holds the
+generator and, with the guard on, the online detector), the shard writer, the settings digest and the
+summary's layout; ``report.html`` is drawn from the merged views afterwards, on request.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Each row's growing text as tokens, tokenizing only the words its previous text did not have.
 
 The causal judge needs, at every step, the token-to-word map of a row's whole text (to place ``score``'s
-windows, hades_ray/score/causal.py) and the tokens of the window that scores the new word. The text only
+windows, hades_ray/detect/causal.py) and the tokens of the window that scores the new word. The text only
 grows at its end, or is cut back to a word's start by a rollback, so the words it shares with the
 previous step's text keep their tokens wherever the tokenizer cuts a text at the space before a word
 exactly as it cuts the longer text there: byte-level BPE with GPT-2's pre-tokenizing pattern and no
@@ -100,7 +100,7 @@ class TextTokens:
     def windows(self, rows: list[int], windows: list[tuple[list[str], int, int]]) -> list[tuple[list[int], np.ndarray]]:
         """``encode_windows(tokenizer, windows)``, window ``k`` cut from the text row ``rows[k]`` held at the
         last ``of``: its first word's own tokens, then the text's tokens up to its last word's end."""
-        from hades_ray.score.causal import encode_windows
+        from hades_ray.detect.causal import encode_windows
 
         known = all(self.memo.get(r, _Tokens()).words == words for r, (words, _, _) in zip(rows, windows))
         if not (self.plain_windows and known):

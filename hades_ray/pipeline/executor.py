@@ -1,13 +1,5 @@
-"""One executor for every sharded job (``hades_ray/pipeline/job.py`` declares one): it owns the output
-lock, joining or starting Ray, the resource check, the skip policy, the markers, the completeness
-check, the merge of the shards' stats into ``summary.json``, and progress.
-
-On Ray the stages run on Ray Data (actor pools that live for the whole job); ``kind="local"`` runs the
-same stages serially in this process, for debugging and small inputs. The reader turns one shard into
-one block and every stage takes whole blocks (``batch_size=None``), so a shard's rows stay together
-from reader to writer; stages cut blocks into their own batches. The writer runs on a worker, writes
-the shard's files and its marker, and returns one small stats row: all the driver ever receives.
-"""
+"""One executor for every sharded job (``hades_ray/pipeline/job.py`` declares one); README.md says
+what it owns and how it runs a job on Ray Data or in this process."""
 
 from __future__ import annotations
 
@@ -39,6 +31,7 @@ SHARD_BLOCK_BYTES = 2 * 1024**3  # a shard stays one block: Ray Data must never 
 
 
 EXECUTORS = ("ray", "local")
+AUTO = "auto"  # a command's --executor choice: local for input held in memory, ray for files
 
 
 @dataclass(frozen=True)
@@ -57,8 +50,11 @@ class Executor:
             raise ValueError(f"executor {self.kind!r}: choose one of {', '.join(EXECUTORS)}")
 
     @classmethod
-    def of(cls, ray_config, kind: str = "ray", force: bool = False) -> Executor:
-        """From the config's ``ray`` section and the command's ``--executor`` and ``--force``."""
+    def of(cls, ray_config, kind: str = "ray", force: bool = False, in_memory: bool = False) -> Executor:
+        """From the config's ``ray`` section and the command's ``--executor`` and ``--force``; ``auto``
+        runs in this process when the job's input is ``in_memory``, on Ray otherwise."""
+        if kind == AUTO:
+            kind = "local" if in_memory else "ray"
         return cls(kind, force, ray_config.address, ray_config.num_cpus, ray_config.check_resources)
 
     def mapper(self) -> Mapper:

@@ -63,9 +63,9 @@ def eval_instances(files: list[Path], min_round: int) -> list:
 
 def from_detector(name: str, model_dir: Path, instances: list) -> Scored:
     """A detector folder scored in-process on the evaluation instances."""
-    from hades_ray.detect.api import predict_records
+    from hades_ray.detect.detector import Detector
 
-    p, pred = predict_records(model_dir, [i.to_json() for i in instances])
+    p, pred = Detector.open(model_dir).score_records([i.to_json() for i in instances])
     ids = [str(i.extra.get("id", k)) for k, i in enumerate(instances)]
     return Scored(name, ids, np.array([i.label for i in instances]), p, pred)
 

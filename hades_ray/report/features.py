@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from hades_ray.detect.lexical import LexicalStats
+from hades_ray.detect.features.lexical import LexicalStats
 from hades_ray.io.hades_format import Instance
 from hades_ray.report import paper_figures, plots
 from hades_ray.report.model import Figure, Section, Table, fmt
@@ -21,12 +21,12 @@ TITLES = {"mlm_prob": "MLM word probability", "mlm_entropy": "MLM entropy", "tfi
 
 
 def mlm_features(source: str, instances: list[Instance], window: int, batch: int = 16) -> np.ndarray:
-    """``[n, 2]`` MLM probability and entropy of each masked span (hades_ray/detect/features.py)."""
+    """``[n, 2]`` MLM probability and entropy of each masked span (hades_ray/detect/features/span_features.py)."""
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from hades_ray.detect.features import mlm_span_features
+    from hades_ray.detect.features.span_features import mlm_span_features
 
     hf_logging.disable_progress_bar()  # the report's own log lines say what runs
     torch.set_num_threads(1)  # the report runs beside other jobs; one thread keeps it polite

@@ -13,7 +13,7 @@ from hades_ray.report.inputs import ReportInputError
 
 SPLIT_FILES = ("train.txt", "valid.txt", "test.txt")
 LEARNABILITY = (
-    "learnability labels (detect/learnability.py: replaced spans H, untouched content words of the same texts N)"
+    "learnability labels (train/learnability.py: replaced spans H, untouched content words of the same texts N)"
 )
 
 
@@ -37,7 +37,7 @@ def labelled_instances(
     if dataset is not None:
         instances, source = dataset_instances(dataset), f"the dataset's labels ({dataset})"
     elif pool is not None:
-        from hades_ray.detect.learnability import pool_instances
+        from hades_ray.train.learnability import pool_instances
 
         instances, source = pool_instances(pool / "pool", seed=seed, limit_docs=max_docs), LEARNABILITY
     else:

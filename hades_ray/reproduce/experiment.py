@@ -39,7 +39,7 @@ def run_experiment(
     """Run (or resume) the experiment; returns one entry per trial: its cell and error, if any."""
     from ray import tune
 
-    from hades_ray.detect.tune import concurrent_trials
+    from hades_ray.train.tune import concurrent_trials
     from hades_ray.ray_runtime import init_ray
     from hades_ray.reproduce.trial import cell_step, fault_setting, table_trial
 

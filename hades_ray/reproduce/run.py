@@ -61,8 +61,10 @@ def epoch_note(config: HadesConfig) -> str:
         return (f"Each detector's epoch was picked on a seeded {share:.0%} of train.txt's documents (seed "
                 f"{config.seed}), held out of its training.")  # fmt: skip
     if config.reproduce.test_split == "valid":
-        return ("valid.txt is both the scored split and the one that picked each detector's epoch, so the figures "
-                "lean optimistic; --set reproduce.epoch_split=train_slice picks the epoch on a slice of train.txt.")
+        return (
+            "valid.txt is both the scored split and the one that picked each detector's epoch, so the figures "
+            "lean optimistic; --set reproduce.epoch_split=train_slice picks the epoch on a slice of train.txt."
+        )
     return "Each detector's epoch was picked on valid.txt."
 
 

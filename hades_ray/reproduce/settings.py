@@ -36,7 +36,7 @@ class ReproduceConfig:
     # Where the test labels come from, as the tables say: auto reads the dataset's work directory
     # (simulated judges leave import-NNN.simulated.csv files); human, simulated or synthetic say it outright.
     labels: str = key("auto", choices=LABEL_KINDS, help="where the test labels come from")
-    # 0: as many as the cluster's CPUs allow (detect/tune.py concurrent_trials)
+    # 0: as many as the cluster's CPUs allow (train/tune.py concurrent_trials)
     max_concurrent_trials: int = key(0, "[0, 10000]")
 
     def validate(self) -> None:

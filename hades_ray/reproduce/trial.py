@@ -1,5 +1,5 @@
 """One trial of the grid: train one detector (a Ray Train fit for the transformers, scikit-learn for
-LR/SVM: ``detect.api.train_detector`` either way), score the test split with its best epoch, and write
+LR/SVM: ``train.fit.train_detector`` either way), score the test split with its best epoch, and write
 the predictions the tables are computed from.
 
 A trial is a step (``hades_ray/pipeline/steps.py``) in ``OUT/cells/<row>-<mode>/`` (named by the cell,
@@ -21,7 +21,7 @@ from hades_ray.pipeline.storage import delete, write, write_json_atomic
 from hades_ray.reproduce.grid import Cell, Grid, cell_config
 
 PREDICTIONS = "predictions.json"
-# Test hook, as detect/train_loop.py's FAULT_ENV: "CELL_KEY:MARKER" makes that cell's trial raise once
+# Test hook, as hades_ray/train/loop.py's FAULT_ENV: "CELL_KEY:MARKER" makes that cell's trial raise once
 # (while MARKER does not exist), so a test can interrupt a grid and resume it.
 FAULT_ENV = "HADES_RAY_REPRODUCE_FAULT"
 
@@ -49,7 +49,7 @@ def training_files(config, dataset: str | Path, folder: Path) -> tuple[Path, Pat
     """(what trains, what picks the epoch): train.txt and valid.txt, or with ``train_slice`` train.txt cut
     in two by a seeded hash of each instance's document (its line where the file names none), written
     under ``folder``. Every trial cuts the same way, so every row is picked on the same slice."""
-    from hades_ray.detect.learnability import split_by_doc
+    from hades_ray.train.learnability import split_by_doc
     from hades_ray.io.hades_format import read_instances, write_instances
 
     if epoch_split(config) == "valid":
@@ -102,8 +102,8 @@ def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, 
 
 
 def _fit(config, grid: Grid, cell: Cell, dataset: str, folder: Path, fault: str) -> None:
-    from hades_ray.detect.api import score_instances, train_detector
     from hades_ray.detect.detector import Detector
+    from hades_ray.train.fit import train_detector
 
     delete(folder / PREDICTIONS)  # a restarted trial never leaves an older cell's file
     _maybe_fail(cell, fault)
@@ -117,7 +117,7 @@ def _fit(config, grid: Grid, cell: Cell, dataset: str, folder: Path, fault: str)
         config.detect.workers,
     )
     ids, items = test_items(dataset, config.reproduce.test_split, config.detect.skip_bad)
-    p, pred = score_instances(Detector.open(model), items, config)
+    p, pred = Detector.open(model).score_instances(items, config.detect)
     record = {
         "cell": {"row": cell.row, "mode": cell.mode},
         "detector": detector,

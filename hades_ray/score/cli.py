@@ -11,18 +11,18 @@ from hades_ray.cli_common import (
     add_job_args,
     add_key_flags,
     config_from_args,
-    executor_from_args,
 )
 
 
 def _score(args: argparse.Namespace) -> int:
     from hades_ray.errors import UserError
-    from hades_ray.score.runner import auto_kind, run_score
+    from hades_ray.pipeline.executor import Executor
+    from hades_ray.score.runner import in_memory, run_score
 
     if (args.input is None) == (args.text is None):
         raise UserError("give --input FILE (or - for stdin) or --text TEXT, one of the two")
     config = config_from_args(args)
-    executor = executor_from_args(args, config, auto_kind(args.executor, args.input, args.text))
+    executor = Executor.of(config.ray, args.executor, args.force, in_memory(args.input, args.text))
     summary = run_score(config, args.model, args.output, input=args.input, text=args.text, executor=executor)
     keys = ("scored_texts", "quarantined", "scored_words", "flagged", "flagged_share", "mean_p", "threshold")
     print(json.dumps({k: summary.get(k) for k in keys}))

@@ -1,11 +1,7 @@
-"""The score job, declared for the executor: shards of the input (or the one in-memory shard of
-``--text`` or stdin), the target and score stages, the shard writer, the settings digest and the
-summary's layout. ``Executor.run`` does the rest (lock, Ray, skip policy, markers, merge, progress);
-``report.html`` is drawn from the merged ``scores.jsonl`` afterwards, on request.
-
-A shard's fingerprint covers the detector (its folder and its files' times) and every setting its
-output depends on, the threshold included: a rerun skips the finished shards, and one with other
-settings stops naming them unless ``--force``.
+"""The score job: shards of the input (or the one in-memory shard of ``--text`` or stdin), the target
+and score stages, the shard writer, the settings digest (the detector's identity and every setting a
+shard's output depends on, the threshold included) and the summary's layout; ``report.html`` is drawn
+from the merged ``scores.jsonl`` afterwards, on request.
 """
 
 from __future__ import annotations
@@ -14,7 +10,6 @@ import functools
 import hashlib
 import itertools
 import json
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -33,11 +28,8 @@ HTML_TEXTS = 200  # texts shown in report.html (the most suspicious words are ta
 COUNTS = ("rows", "scored_texts", "quarantined", "scored_words", "flagged")
 
 
-def settings_digest(model: str, settings: ScoreConfig, threshold: float) -> str:
-    """The detector (folder and its files' times) and every setting a shard's output depends on."""
-    folder = Path(model).resolve()
-    stamps = sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
-    key = [str(folder), stamps, settings.mode, settings.words, threshold, settings.max_chars, settings.stride]
+def settings_digest(detector: Detector, settings: ScoreConfig, threshold: float) -> str:
+    key = [detector.identity(), settings.mode, settings.words, threshold, settings.max_chars, settings.stride]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
@@ -46,15 +38,16 @@ def in_memory(input: str | None, text: str | None) -> bool:
     return text is not None or input == "-"
 
 
-def auto_kind(kind: str, input: str | None, text: str | None) -> str:
-    """``--executor auto``: in-process for ``--text`` and stdin, Ray Data for files."""
-    return ("local" if in_memory(input, text) else "ray") if kind == "auto" else kind
-
-
 def score_job(
-    config: HadesConfig, model: str, output: str, threshold: float, header: dict, input: str | None, text: str | None
+    config: HadesConfig,
+    detector: Detector,
+    output: str,
+    threshold: float,
+    header: dict,
+    input: str | None,
+    text: str | None,
 ) -> ShardJob:
-    """Scoring ``text``, or the texts of ``input`` ("-": stdin lines), with the detector ``model``."""
+    """Scoring ``text``, or the texts of ``input`` ("-": stdin lines), with ``detector``."""
     s = config.score
     if in_memory(input, text):
         shard, table = memory_input(text, s.max_chars)
@@ -65,10 +58,10 @@ def score_job(
     return ShardJob(
         name="score",
         output=output,
-        digest=settings_digest(model, s, threshold),
+        digest=settings_digest(detector, s, threshold),
         plan=plan,
         read=read,
-        stages=functools.partial(score_stages, model, s.mode, s.words, config, s.num_gpus, s.stride),
+        stages=functools.partial(score_stages, detector.located(), s.mode, s.words, config, s.num_gpus, s.stride),
         write=functools.partial(write_shard, output=output, threshold=threshold),
         summarize=functools.partial(summarize, header),
         views=("scores", "quarantine"),
@@ -96,7 +89,7 @@ def run_score(
     detector = Detector.open(model)  # a missing or broken detector fails here, before any worker starts
     mode = detector.scoring_mode(settings.mode)
     threshold = settings.threshold if settings.threshold is not None else detector.threshold
-    executor = executor or Executor.of(config.ray, auto_kind("auto", input, text))
+    executor = executor or Executor.of(config.ray, "auto", in_memory=in_memory(input, text))
     header = {
         "detector": str(model),
         "mode": mode,
@@ -105,7 +98,7 @@ def run_score(
         "threshold_from": "--threshold" if settings.threshold is not None else "detector",
         "executor": executor.kind,
     }
-    summary = executor.run(score_job(config, model, str(output), threshold, header, input, text))
+    summary = executor.run(score_job(config, detector, str(output), threshold, header, input, text))
     if settings.html:
         write_html(str(output), threshold, summary["scored_texts"])
     return summary

@@ -63,23 +63,19 @@ class WordScoreStage(Stage):
     inputs = TARGET_COLUMNS
     outputs = {"p": pa.list_(pa.float64())}
 
-    def __init__(self, resources: Resources, model_dir: str, mode: str | None, forward_batch: int, stride: int = 0):
+    def __init__(self, resources: Resources, detector, mode: str | None, forward_batch: int, stride: int = 0):
         super().__init__(resources)
-        self.model_dir, self.mode, self.forward_batch, self.stride = model_dir, mode, forward_batch, stride
+        self.detector, self.mode, self.forward_batch, self.stride = detector, mode, forward_batch, stride
 
     def setup(self) -> None:
-        from hades_ray.score.scorer import WordScorer
-
         device = setup_torch(self.resources)
-        self.scorer = WordScorer(self.model_dir, self.mode, device, self.forward_batch, self.stride)
+        self.scorer = self.detector.scorer(self.mode, device, self.forward_batch, self.stride)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         return {"p": [p.tolist() for p in self.scorer.score(targets_of(batch))]}
 
 
-def score_stages(
-    model_dir: str, mode: str | None, words: str, config, num_gpus: float = 0.0, stride: int = 0
-) -> list[Stage]:
+def score_stages(detector, mode: str | None, words: str, config, num_gpus: float = 0.0, stride: int = 0) -> list[Stage]:
     """The two stages with the detect section's resources (``detect.actors``, ``detect.actor_cpus``);
     ``num_gpus`` per scoring actor (0: CPU)."""
     d = config.detect
@@ -87,5 +83,5 @@ def score_stages(
     model = Resources(**d.actor_resources(num_gpus, batch_size=d.score_batch_size * 4))
     return [
         TargetsStage(cpu, words, config.spacy_model),
-        WordScoreStage(model, model_dir, mode, d.score_batch_size, stride),
+        WordScoreStage(model, detector, mode, d.score_batch_size, stride),
     ]

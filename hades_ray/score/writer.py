@@ -1,9 +1,6 @@
-"""The score job's shard writer, run on a worker: one file per shard and view, each atomic; the
-executor writes the shard's marker (``_markers/``) after them and merges the views and the stats.
-
-Per shard ``part-NNNNN``: ``scores/`` (one JSON line per text: its scored words with character
-offsets, p(H) and the flag) and ``quarantine/`` (rejected rows with their reason).
-"""
+"""The score job's shard writer: per shard ``part-NNNNN``, ``scores/`` (one JSON line per text: its
+scored words with character offsets, p(H) and the flag) and ``quarantine/`` (rejected rows with their
+reason)."""
 
 from __future__ import annotations
 

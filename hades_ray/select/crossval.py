@@ -63,10 +63,10 @@ def backbone_of(config) -> str:
 
 
 def _train(config, train: Path, valid: Path, output: Path) -> tuple[Path, dict]:
-    from hades_ray.detect import api
+    from hades_ray.train.fit import train_detector
 
     sel = config.select
-    model_dir = Path(api.train_detector(config, train, valid, output, detector=sel.detector, mode="offline",
+    model_dir = Path(train_detector(config, train, valid, output, detector=sel.detector, mode="offline",
                                         workers=sel.detector_workers))  # fmt: skip
     return model_dir, json.loads((model_dir / "metrics.json").read_text(encoding="utf-8"))
 
@@ -81,13 +81,13 @@ def _fixed_epochs(config, epochs: int):
 
 def _fold(config, labeled: list[dict], held: np.ndarray, base: Path) -> dict:
     """Train on the items not ``held``, pick the epoch on the held ones: their p(H) and the fold's record."""
-    from hades_ray.detect import api
+    from hades_ray.detect.detector import Detector
 
     train = [r for r, h in zip(labeled, held) if not h]
     predicted = [r for r, h in zip(labeled, held) if h]
     paths = write_records(train, base / "train.txt"), write_records(predicted, base / "predicted.txt")
     model_dir, metrics = _train(config, *paths, base / "model")
-    p = api.predict_records(model_dir, [{k: r[k] for k in HADES_KEYS} for r in predicted])[0]
+    p = Detector.open(model_dir).score_records([{k: r[k] for k in HADES_KEYS} for r in predicted])[0]
     record = {"train_ids": [str(r["id"]) for r in train], "predicted_ids": [str(r["id"]) for r in predicted],
               "best_epoch": int(metrics.get("epoch", config.detect.epochs - 1))}  # fmt: skip
     return {"p": [float(v) for v in p], "record": record}

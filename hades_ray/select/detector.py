@@ -112,8 +112,10 @@ def record_detector(summary: dict, trained: dict) -> None:
 
 def split_detector(config, labeled: list[dict], labels: np.ndarray, folder: Path, round_index: int) -> dict:
     """Train on the training part, pick the epoch on the held-out part, rate on the calibration part."""
-    from hades_ray.detect import api
     from hades_ray.detect.data import LoadReport
+    from hades_ray.detect.detector import Detector
+    from hades_ray.detect.score_job import evaluate_file
+    from hades_ray.train.fit import train_detector
     from hades_ray.metrics import binary_metrics
 
     sel = config.select
@@ -121,19 +123,20 @@ def split_detector(config, labeled: list[dict], labels: np.ndarray, folder: Path
     paths = {part: write_records([r for r, p in zip(labeled, parts) if p == part], folder / "data" / f"{part}.txt")
              for part in PARTS}  # fmt: skip
     model_dir = Path(
-        api.train_detector(
+        train_detector(
             config, paths["train"], paths["heldout"], folder / "model",
             detector=sel.detector, mode="offline", workers=sel.detector_workers,
         )
     )  # fmt: skip
     calibration = [r for r, p in zip(labeled, parts) if p == "calibration"]
-    p, pred = api.predict_records(model_dir, [{k: r[k] for k in HADES_KEYS} for r in calibration])
+    trained = Detector.open(model_dir)
+    p, pred = trained.score_records([{k: r[k] for k in HADES_KEYS} for r in calibration])
     calibration_labels = labels[parts == "calibration"]
     rates = {**detector_rates(calibration_labels, pred), "source": "calibration split"}
     detector = {
         "model_dir": str(model_dir),
         "backbone": backbone_of(config),
-        "heldout_metrics": api.evaluate_file(model_dir, paths["heldout"]),
+        "heldout_metrics": evaluate_file(trained, paths["heldout"]),
         # The calibration part is scored once (above, in-process): evaluate_file would score the same
         # items again from their file, on Ray, for the same metrics (none is quarantined: we wrote them).
         "calibration_metrics": {**binary_metrics(calibration_labels, pred, p), **LoadReport().summary()},

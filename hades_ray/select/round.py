@@ -39,7 +39,7 @@ from hades_ray.select.detector import detector_step, record_detector, too_few
 from hades_ray.select.feature_job import feature_counts, features_job
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.schedule import round_size
-from hades_ray.select.scores import detector_token, histogram_total, scores_job
+from hades_ray.select.scores import histogram_total, scores_job
 from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
@@ -205,8 +205,9 @@ def _scores(r: Round, model_dir: Path, rule: Rule):
     """The scores job of the round's detector; its stages (the detector's actors) are built when there is work."""
     from hades_ray.detect.detector import Detector
 
-    stages = functools.partial(Detector.open(model_dir).stages, r.detect, num_gpus=r.select.score_num_gpus)
-    return scores_job(r.workdir, r.index, r.shards, stages, detector_token(model_dir), rule)
+    detector = Detector.open(model_dir)
+    stages = functools.partial(detector.stages, r.detect, num_gpus=r.select.score_num_gpus)
+    return scores_job(r.workdir, r.index, r.shards, stages, detector.identity(), rule)
 
 
 def _band(r: Round, rule: Rule, histogram: dict[int, int], summary: dict) -> Rule:

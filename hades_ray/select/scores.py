@@ -1,25 +1,16 @@
-"""A round's p(H) of every pool instance: a job on the pipeline engine whose workers write
-``round-K/scores/part-NNNNN.parquet`` (``id``, ``p_hallucination``, ``pred``) and then
-``scores/_markers/part-NNNNN.json``.
+"""A round's p(H) of every pool instance, by the round detector's stages: ``round-K/scores/part-NNNNN.parquet``
+(``id``, ``p_hallucination``, ``pred``), its digest the detector's identity and the round's rule.
 
-The detector's stages run on the executor (actor pools that load the detector once). Each shard's
-writer returns the p(H) histogram of its unjudged rows that pass every other filter (paraphrase,
-Date/Name, Eq. 1), which becomes part of its marker; the engine sums the markers' histograms one
-marker at a time to place the p(H) band, so no array of scores ever reaches the driver.
-
-The scores of a round are tied to its detector (its weights' files) and rule: that is the digest in
-every shard's fingerprint. A rerun of a crashed round reuses the detector it trained
-(``select/detector.py``), so it rescores only the shards without a marker; scores from another
-detector or rule stop the round naming the shards, unless ``--force`` redoes them.
+Each shard's writer returns the p(H) histogram of its unjudged rows that pass every other filter
+(paraphrase, Date/Name, Eq. 1); the summed histograms place the p(H) band, so no array of scores ever
+reaches the driver.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -39,10 +30,6 @@ RULE_COLUMNS = ["similarity", "orig_ent", "repl_ent"]
 
 def scores_dir(workdir, round_index: int) -> str:
     return storage.join(str(round_dir(workdir, round_index)), "scores")
-
-
-def scores_digest(detector_token: str, rule: Rule) -> str:
-    return rule.digest(detector=detector_token)
 
 
 def read_with_features(
@@ -71,14 +58,15 @@ def write_scores(output: str, rule: Rule, index: int, table: pa.Table) -> dict:
 
 
 def scores_job(
-    workdir, round_index: int, shards: list[Shard], stages: Callable[[], list[Stage]], token: str, rule: Rule
+    workdir, round_index: int, shards: list[Shard], stages: Callable[[], list[Stage]], identity: str, rule: Rule
 ) -> ShardJob:
-    """p(H) of the pool shards ``shards`` by the detector whose ``stages`` are built when there is work."""
+    """p(H) of the pool shards ``shards`` by the detector whose ``stages`` are built when there is work
+    (``identity``: ``Detector.identity``)."""
     output = scores_dir(workdir, round_index)
     return ShardJob(
         name="scores",
         output=output,
-        digest=scores_digest(token, rule),
+        digest=rule.digest(detector=identity),
         plan=lambda _mapper: shards,
         read=functools.partial(
             read_with_features, str(workdir), pool_columns=("id", "words", "start", "end"), feature_columns=RULE_COLUMNS
@@ -99,11 +87,3 @@ def survivor_histogram(merged: dict) -> dict:
 
 def histogram_total(counts: dict[int, int]) -> int:
     return int(np.sum(list(counts.values()))) if counts else 0
-
-
-def detector_token(model_dir: Path) -> str:
-    """Identifies one trained detector (its weights' size and time): scores from another are stale."""
-    files = sorted(p for p in Path(model_dir).iterdir() if p.is_file())
-    return hashlib.sha256(
-        "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files).encode()
-    ).hexdigest()[:16]

@@ -4,7 +4,7 @@ a batch of requests, and the records ``hades-ray score`` writes (``hades_ray/sco
 Nothing here is a second scorer: a request's texts become the in-memory shard ``--text`` makes
 (``memory_table``), run through the same target and score stages, and each text's record is
 ``text_record``. Each text's p(H) is the same bits alone or inside any batch
-(``hades_ray/score/scorer.py``), so batching callers together never changes an answer.
+(``hades_ray/detect/scorer.py``), so batching callers together never changes an answer.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import pyarrow as pa
 
 from hades_ray.detect.detector import Detector
+from hades_ray.pipeline.executor import run_stages
 from hades_ray.score.inputs import memory_table
 from hades_ray.score.stages import score_stages
 from hades_ray.score.writer import text_record
@@ -38,7 +39,7 @@ class ServiceScorer:
         self.mode = self.detector.scoring_mode(s.mode)
         self.threshold = s.threshold if s.threshold is not None else self.detector.threshold
         self.words, self.max_chars = s.words, s.max_chars
-        self.stages = score_stages(str(model), s.mode, s.words, config, num_gpus, s.stride)
+        self.stages = score_stages(self.detector, s.mode, s.words, config, num_gpus, s.stride)
         for stage in self.stages:
             stage.setup()
 
@@ -57,10 +58,7 @@ class ServiceScorer:
 
     def score_tables(self, tables: list[pa.Table]) -> list[list[dict]]:
         """Each request's rows with their targets and p(H), all requests' texts in one pass."""
-        scored = pa.concat_tables(tables)
-        for stage in self.stages:
-            scored = stage(scored)
-        rows, out, cursor = scored.to_pylist(), [], 0
+        rows, out, cursor = run_stages(pa.concat_tables(tables), self.stages, setup=False).to_pylist(), [], 0
         for table in tables:
             out.append(rows[cursor : cursor + table.num_rows])
             cursor += table.num_rows

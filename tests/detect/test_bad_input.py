@@ -80,26 +80,28 @@ def _truncate(path):
 
 @pytest.mark.parametrize("name,damage,expected", BAD_FOLDERS, ids=[b[0] for b in BAD_FOLDERS])
 def test_broken_detector_folder_is_one_clear_error(good_detector, tmp_path, name, damage, expected):
-    from hades_ray.detect.model import load_detector
+    from hades_ray.detect.detector import Detector
 
     folder = shutil.copytree(good_detector, tmp_path / "broken")
     damage(folder)
     with pytest.raises(USER_ERRORS) as error:
-        load_detector(folder)
+        Detector.open(folder).load_model()
     assert expected in str(error.value) and "\n" not in str(error.value)
 
 
 def test_good_detector_loads_and_count(good_detector, capsys):
-    from hades_ray.detect.model import load_detector
+    from hades_ray.detect.detector import Detector
 
-    _, model, settings = load_detector(good_detector)
-    assert settings["backbone"] == "local:mlm" and not model.training
+    detector = Detector.open(good_detector)
+    _, model = detector.load_model()
+    assert detector.meta["backbone"] == "local:mlm" and not model.training
     with capsys.disabled():
         print(f"\ndetector folders: {len(BAD_FOLDERS)} bad-input classes")
 
 
 def test_export_is_staged_and_renamed_into_place(good_detector, tmp_path):
-    from hades_ray.detect.model import export_detector, load_detector, load_tokenizer
+    from hades_ray.detect.detector import Detector
+    from hades_ray.detect.model import export_detector, load_tokenizer
     from hades_ray.models.registry import resolve_model
 
     folder = shutil.copytree(good_detector, tmp_path / "again")
@@ -108,7 +110,7 @@ def test_export_is_staged_and_renamed_into_place(good_detector, tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["detector.json", "tokenizer", "weights.safetensors"]
     reloaded = load_file(str(folder / "weights.safetensors"))
     assert all(torch.equal(reloaded[k], state[k]) for k in state)
-    load_detector(folder)
+    Detector.open(folder).load_model()
 
 
 def test_a_detector_describes_itself_and_gives_its_scoring_stages(good_detector, tmp_path):
@@ -128,7 +130,7 @@ def test_a_detector_describes_itself_and_gives_its_scoring_stages(good_detector,
     assert Detector.open(detector.folder).threshold == 0.25
     assert sorted(p.name for p in detector.folder.iterdir()) == ["detector.json", "tokenizer", "weights.safetensors"]
     [stage] = detector.stages(default_config().detect, num_gpus=0.0)
-    assert stage.name == "detector" and stage.model_dir == str(detector.folder.resolve())
+    assert stage.name == "detector" and stage.detector.folder == detector.folder.resolve()
     with pytest.raises(UserError, match="needs an online detector"):
         detector.require_online()
     with pytest.raises(UserError, match="scores offline only"):

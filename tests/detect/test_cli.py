@@ -62,13 +62,12 @@ def test_transformer_train_evaluate_predict(data, micro_home, ray_local, capsys)
 
 def _threshold_is_the_validation_choice(model, valid):
     """Training stored the threshold that maximises G-Mean on the validation set, and score flags at it."""
-    from hades_ray.detect.api import score_records
     from hades_ray.detect.detector import Detector
     from hades_ray.detect.threshold import choose_threshold
     from hades_ray.io.hades_format import read_instances
 
     instances = read_instances(valid)
-    p = score_records(model, [i.to_json() for i in instances])
+    p, _ = Detector.open(model).score_records([i.to_json() for i in instances])
     expected = choose_threshold([i.label for i in instances], p)
     assert Detector.open(model).threshold == expected["threshold"] and 0 < expected["threshold"] <= 1
     out = model.parent / f"{model.name}-score"
@@ -80,15 +79,16 @@ def _threshold_is_the_validation_choice(model, valid):
 
 
 def test_lr_train_evaluate(data, micro_home, ray_local):
-    from hades_ray.detect.api import evaluate_file, score_records
+    from hades_ray.detect.detector import Detector
+    from hades_ray.detect.score_job import evaluate_file
 
     root, train, valid, _ = data
     model = root / "lr"
     args = ["train", "--detector", "lr", "--train", str(train), "--valid", str(valid), "--output", str(model)]
     assert main(args + TINY) == 0
     assert json.loads((model / "linear.json").read_text())["iterations"] <= 100
-    metrics = evaluate_file(model, valid)
-    p = score_records(model, [i.to_json() for i in toy_instances(8, seed=2)])
+    metrics = evaluate_file(Detector.open(model), valid)
+    p, _ = Detector.open(model).score_records([i.to_json() for i in toy_instances(8, seed=2)])
     assert metrics["n"] == 8 and p.shape == (8,)
     assert main(args + ["--mode", "online"] + TINY) == 2  # feature detectors are offline only
     _threshold_is_the_validation_choice(model, valid)

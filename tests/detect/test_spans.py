@@ -39,15 +39,15 @@ def test_windows_cut_at_word_boundaries(micro):
 
 
 def test_online_score_ignores_text_after_the_span(micro):
-    from hades_ray.detect.scoring import score_items
+    from hades_ray.detect.views import score_spans
 
     tokenizer, model = micro
     words = ["the", "museum", "opened", "in", "vienna", "in", "1891", "and"]
     base = {"words": words + ["it", "has", "stayed", "open", "ever", "since", "."], "start": 4, "end": 4}
     other = {"words": words + ["zebras", "sang", "loudly", "on", "the", "moon", "all", "night"], "start": 4, "end": 4}
-    online = [score_items(model, tokenizer, [item], "online", 64)[0] for item in (base, other)]
+    online = [score_spans(model, tokenizer, [item], "online", 64)[0] for item in (base, other)]
     assert online[0] == online[1]  # bit-identical, not approximately equal
-    offline = [score_items(model, tokenizer, [item], "offline", 64)[0] for item in (base, other)]
+    offline = [score_spans(model, tokenizer, [item], "offline", 64)[0] for item in (base, other)]
     assert offline[0] != offline[1]  # the offline detector does read the right context
 
 
@@ -102,13 +102,13 @@ def test_window_5_words_accepted_5_tokens_refused():
 
 def test_a_word_window_detector_scores_with_its_own_window(micro):
     """The unit reaches scoring: a right context beyond the word window changes nothing offline."""
-    from hades_ray.detect.scoring import score_items
+    from hades_ray.detect.views import score_spans
 
     tokenizer, model = micro
     words = ["the", "museum", "opened", "in", "vienna", "in", "1891", "and", "it", "stayed", "open"]
     base = {"words": words + ["ever", "since", "."], "start": 4, "end": 4}
     other = {"words": words + ["zebras", "sang", "loudly"], "start": 4, "end": 4}
-    near = [score_items(model, tokenizer, [item], "offline", 6, 8, "words")[0] for item in (base, other)]
+    near = [score_spans(model, tokenizer, [item], "offline", 6, 8, "words")[0] for item in (base, other)]
     assert near[0] == near[1]  # 3 words either side: the differing tail is out of sight
-    wide = [score_items(model, tokenizer, [item], "offline", 16, 8, "words")[0] for item in (base, other)]
+    wide = [score_spans(model, tokenizer, [item], "offline", 16, 8, "words")[0] for item in (base, other)]
     assert wide[0] != wide[1]

@@ -33,9 +33,9 @@ class ScratchJudge:
     """A judge without any cache: each chunk's words scored by ``score``'s own scorer on the text so far."""
 
     def __init__(self, folder, threshold: float):
-        from hades_ray.score.scorer import WordScorer
+        from hades_ray.detect.detector import Detector
 
-        self.scorer, self.threshold = WordScorer(folder), threshold
+        self.scorer, self.threshold = Detector.open(folder).scorer(), threshold
 
     def begin(self, rows: int) -> None:
         pass
@@ -73,7 +73,7 @@ def test_cached_causal_judge_records_what_score_gives_the_same_text(generator, c
     """Every word the cached judge scored (rejected ones too, after rollbacks and window restarts) has
     the p(H) ``score``'s scorer gives the text it was judged in, to float rounding."""
     from hades_ray.guard.judge import RecordingJudge, open_judge, score_differences
-    from hades_ray.score.scorer import WordScorer
+    from hades_ray.detect.detector import Detector
 
     tokenizer, model = generator
     judge = open_judge(str(causal), None, "all")
@@ -83,7 +83,7 @@ def test_cached_causal_judge_records_what_score_gives_the_same_text(generator, c
     recorder = RecordingJudge(judge)
     got = guarded_generate(model, tokenizer, PROMPTS, sampling, recorder, GuardSettings(judge.threshold, 2), 4)
     assert sum(len(g["interventions"]) for g in got) > 3  # rollbacks happened
-    scorer = WordScorer(causal)
+    scorer = Detector.open(causal).scorer()
     assert max(len(scorer.tokenizer(p + c)["input_ids"]) for p, c, _ in recorder.calls) > 2 * WINDOW
     check = score_differences(scorer, recorder.calls, judge.threshold)
     assert check["words"] > 60 and check["unmatched"] == 0
@@ -153,7 +153,7 @@ def test_after_a_rollback_the_generator_continues_as_a_fresh_run_of_the_kept_tex
 
 def test_encoder_judge_scores_all_rows_together_as_one_by_one_and_as_score(encoder):
     from hades_ray.guard.judge import open_judge
-    from hades_ray.score.scorer import WordScorer
+    from hades_ray.detect.detector import Detector
     from hades_ray.score.words import find_targets
 
     judge = open_judge(str(encoder), 0.5, "all")
@@ -164,7 +164,7 @@ def test_encoder_judge_scores_all_rows_together_as_one_by_one_and_as_score(encod
     together = judge.score_chunks(requests)
     alone = [judge.score_chunks([r])[0] for r in requests]
     assert together == alone and all(together)
-    scorer = WordScorer(encoder)
+    scorer = Detector.open(encoder).scorer()
     for (_, prefix, chunk), scored in zip(requests, together):
         targets = find_targets(prefix + chunk, "all")
         p = dict(zip((targets.starts[f] for f in targets.first), scorer.score([targets])[0]))

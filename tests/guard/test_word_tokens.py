@@ -42,7 +42,7 @@ def test_growing_texts_map_tokens_to_words_as_the_whole_text_does():
 
 def test_windows_cut_from_the_text_are_the_windows_score_encodes():
     from hades_ray.models.train_gpt2 import train_bpe_tokenizer
-    from hades_ray.score.causal import encode_windows
+    from hades_ray.detect.causal import encode_windows
 
     rng = random.Random(1)
     tokenizer = train_bpe_tokenizer([" ".join(rng.choices(WORDS, k=30)) for _ in range(200)], vocab_size=400)

@@ -208,7 +208,7 @@ def test_a_real_run_has_no_artifacts(shared_data, micro_home, tmp_path):
 
 def test_paper_preset_detector_trains_only_the_head(micro_home):
     from hades_ray.detect.model import build_classifier
-    from hades_ray.detect.trainer import detector_settings
+    from hades_ray.train.transformer import detector_settings
     from hades_ray.models.registry import resolve_model
 
     backbone = str(micro_home / "models" / "mlm")  # a BERT; the paper's roberta-large is not offline
@@ -220,7 +220,7 @@ def test_paper_preset_detector_trains_only_the_head(micro_home):
 
 
 def test_learning_rate_follows_the_backbone_family_unless_set(micro_home):
-    from hades_ray.detect.learning_rate import resolve_lr
+    from hades_ray.train.learning_rate import resolve_lr
 
     bert = str(micro_home / "models" / "mlm")
     gpt2 = str(micro_home / "models" / "gpt2")
@@ -231,7 +231,7 @@ def test_learning_rate_follows_the_backbone_family_unless_set(micro_home):
 
 
 def test_tune_range_holds_the_papers_learning_rates():
-    from hades_ray.detect.tune import default_space
+    from hades_ray.train.tune import default_space
 
     space = default_space()["detect.lr"]
     assert space.lower <= 1e-3 and space.upper >= 5e-3

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hades_ray.cli import main
-from hades_ray.score.scorer import WordScorer
+from hades_ray.detect.detector import Detector
 from hades_ray.score.words import find_targets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +23,17 @@ TEXTS = [
     "He won the award in 1998 and retired two years later to a farm in Ohio where he wrote poems.",
     "Short one here.",
 ]
+
+
+def _per_word(scorer, items: list[dict], mode: str) -> np.ndarray:
+    """Each span alone through the classifier's own forward on its ``encode_spans`` view: the reference."""
+    import torch
+
+    from hades_ray.detect.spans import encode_spans
+
+    with torch.no_grad():
+        views = [encode_spans(scorer.tokenizer, [item], mode, scorer.window) for item in items]
+        return np.array([torch.softmax(scorer.model(**view), -1)[0, 1].item() for view in views])
 
 
 def _detector(directory: Path, backbone: str, mode: str, window: int, seed: int = 0) -> Path:
@@ -70,7 +81,7 @@ def test_content_words_skip_stop_words_and_punctuation_and_keep_entities_whole()
 
 @pytest.mark.parametrize("which", ["causal", "encoder"])
 def test_a_text_scores_the_same_alone_and_inside_a_batch(which, request):
-    scorer = WordScorer(request.getfixturevalue(which))
+    scorer = Detector.open(request.getfixturevalue(which)).scorer()
     targets = _targets()
     together = scorer.score(targets)
     for k, t in enumerate(targets):
@@ -79,35 +90,30 @@ def test_a_text_scores_the_same_alone_and_inside_a_batch(which, request):
 
 
 def test_causal_online_uses_one_forward_and_matches_the_per_word_views(causal):
-    from hades_ray.detect.scoring import score_items
-
-    scorer = WordScorer(causal)
+    scorer = Detector.open(causal).scorer()
     assert scorer.one_forward
     t = _targets()[0]
     fast = scorer.score([t])[0]
     items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
-    naive = score_items(scorer.model, scorer.tokenizer, items, "online", scorer.window, 1)
-    np.testing.assert_allclose(fast, naive, atol=1e-6)
+    np.testing.assert_allclose(fast, _per_word(scorer, items, "online"), atol=1e-6)
 
 
 def test_offline_views_run_once_per_distinct_view_and_match_per_word_scoring(encoder):
-    from hades_ray.detect.scoring import score_items
-    from hades_ray.score.views import shared_views
+    from hades_ray.detect.views import shared_views
 
-    scorer = WordScorer(encoder)
+    scorer = Detector.open(encoder).scorer()
     short, long = find_targets(TEXTS[1], "all"), find_targets(" ".join(TEXTS[:3]), "all")
     for t, one_view in ((short, True), (long, False)):
         items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
         jobs, _ = shared_views(scorer.tokenizer, items, "offline", scorer.window)
         assert (len(jobs) == 1) == one_view and len(jobs) <= len(items)
-        naive = score_items(scorer.model, scorer.tokenizer, items, "offline", scorer.window, 1)
-        np.testing.assert_allclose(scorer.score([t])[0], naive, atol=1e-6)
+        np.testing.assert_allclose(scorer.score([t])[0], _per_word(scorer, items, "offline"), atol=1e-6)
 
 
 @pytest.mark.parametrize("window", [160, 12])  # 12: the text is cut into overlapping windows
 def test_online_scores_do_not_see_the_text_after_the_word(causal, tmp_path, window):
     detector = causal if window == 160 else _detector(tmp_path / "small", _backbone(causal), "online", window)
-    scorer = WordScorer(detector)
+    scorer = Detector.open(detector).scorer()
     base = TEXTS[0]
     changed = base.replace("radioactivity in Paris .", "mathematics in Warsaw and Vienna , long ago .")
     a, b = find_targets(base, "all"), find_targets(changed, "all")
@@ -224,13 +230,10 @@ def test_parquet_input_scores_texts_and_quarantines_missing_ones(causal, tmp_pat
 
 
 def test_stride_one_gives_each_word_its_trained_left_context(causal, tmp_path):
-    from hades_ray.detect.scoring import score_items
-
-    scorer = WordScorer(_detector(tmp_path / "small", _backbone(causal), "online", 12), stride=1)
+    scorer = Detector.open(_detector(tmp_path / "small", _backbone(causal), "online", 12)).scorer(stride=1)
     t = find_targets(TEXTS[0], "all")
     items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
-    naive = score_items(scorer.model, scorer.tokenizer, items, "online", scorer.window, 1)
-    np.testing.assert_allclose(scorer.score([t])[0], naive, atol=1e-6)
+    np.testing.assert_allclose(scorer.score([t])[0], _per_word(scorer, items, "online"), atol=1e-6)
 
 
 def test_a_rerun_skips_finished_shards_and_a_new_threshold_is_refused_without_force_and_redone_with_it(
@@ -281,3 +284,15 @@ def test_a_text_rerun_is_skipped_and_another_text_is_refused_without_force(causa
     assert json.loads((out / "scores.jsonl").read_text())["text"] == TEXTS[0]
     assert _run_cli([*args, "--text", TEXTS[1], "--force"]) == 0
     assert json.loads((out / "scores.jsonl").read_text())["text"] == TEXTS[1]
+
+
+def test_executor_auto_runs_in_memory_input_in_process_and_files_on_ray():
+    from hades_ray.config import default_config
+    from hades_ray.pipeline.executor import Executor
+    from hades_ray.score.runner import in_memory
+
+    ray = default_config().ray
+    assert Executor.of(ray, "auto", in_memory=in_memory(None, "one text")).kind == "local"
+    assert Executor.of(ray, "auto", in_memory=in_memory("-", None)).kind == "local"
+    assert Executor.of(ray, "auto", in_memory=in_memory("texts.jsonl", None)).kind == "ray"
+    assert Executor.of(ray, "ray", in_memory=True).kind == "ray"  # an explicit choice stands

@@ -1,7 +1,7 @@
 """The learning rate a detector actually trains with: the paper's rate by backbone family when unset."""
 
 from hades_ray.config import load_config
-from hades_ray.detect.trainer import loop_config
+from hades_ray.train.transformer import loop_config
 from hades_ray.io.hades_format import parse_instance
 
 RECORD = {"replaced": "a ===b=== c", "replaced_ids": [1, 1], "hallucination": 1}

@@ -7,15 +7,13 @@ Ray's own run folder (every kept checkpoint) stays under ``output_dir/ray_train`
 from __future__ import annotations
 
 import logging
-import math
 import os
 from pathlib import Path
 
 from hades_ray.config import HadesConfig
-from hades_ray.detect.data import to_rows
-from hades_ray.detect.learning_rate import resolve_lr
+from hades_ray.train.learning_rate import resolve_lr
 from hades_ray.detect.settings import TOKENS
-from hades_ray.detect.train_loop import FAULT_ENV, class_weights, train_loop_per_worker
+from hades_ray.train.loop import FAULT_ENV, class_weights, to_rows, train_loop_per_worker
 from hades_ray.io.hades_format import Instance
 from hades_ray.pipeline.storage import delete
 
@@ -111,7 +109,3 @@ def export_best(checkpoint, settings: dict, output_dir: Path) -> Path:
         state = load_file(os.path.join(folder, "weights.safetensors"))
     tokenizer = load_tokenizer(resolve_model(settings["backbone"]), settings.get("revision"))
     return export_detector(output_dir, state, settings, tokenizer)
-
-
-def nan_to_none(metrics: dict) -> dict:
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}

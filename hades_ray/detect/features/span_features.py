@@ -1,10 +1,8 @@
-"""Model-based span features of the paper's feature detectors, as two Ray Data stages.
+"""Model-based span features of the paper's feature detectors (their stages: ``stages.py``).
 
 * ``mlm_span_features``: the span masked (all its subwords at once), context on both sides; the
   average probability the MLM gives the original subwords and the average entropy at those positions.
 * ``tag_spans``: the share of the span's words with each spaCy POS tag and entity type.
-
-Each is a pure function over a batch plus a callable class that loads its model once per actor.
 """
 
 from __future__ import annotations
@@ -12,47 +10,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from hades_ray.detect.spans import encode_spans, rows_to_items
+from hades_ray.detect.spans import encode_spans
 
-UPOS = (
-    "ADJ",
-    "ADP",
-    "ADV",
-    "AUX",
-    "CCONJ",
-    "DET",
-    "INTJ",
-    "NOUN",
-    "NUM",
-    "PART",
-    "PRON",
-    "PROPN",
-    "PUNCT",
-    "SCONJ",
-    "SYM",
-    "VERB",
-    "X",
-)
-ENTITY_TYPES = (
-    "O",
-    "CARDINAL",
-    "DATE",
-    "EVENT",
-    "FAC",
-    "GPE",
-    "LANGUAGE",
-    "LAW",
-    "LOC",
-    "MONEY",
-    "NORP",
-    "ORDINAL",
-    "ORG",
-    "PERCENT",
-    "PERSON",
-    "PRODUCT",
-    "QUANTITY",
-    "TIME",
-    "WORK_OF_ART",
+# spaCy's coarse part-of-speech tags (Universal Dependencies) and its English entity types.
+UPOS = tuple("ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split())
+ENTITY_TYPES = tuple(
+    "O CARDINAL DATE EVENT FAC GPE LANGUAGE LAW LOC MONEY NORP ORDINAL ORG PERCENT PERSON PRODUCT QUANTITY TIME"
+    " WORK_OF_ART".split()
 )
 TAG_NAMES = tuple(f"pos_{t}" for t in UPOS) + tuple(f"ner_{t}" for t in ENTITY_TYPES)
 
@@ -93,32 +57,3 @@ def tag_spans(nlp, items: list[dict]) -> np.ndarray:
             out[row, ent_index.get(token.ent_type_ or "O", ent_index["O"])] += 1
         out[row] /= max(len(span), 1)
     return out
-
-
-class SpanTagger:
-    """Ray Data stage: spaCy POS/NER shares per span (CPU)."""
-
-    def __init__(self, spacy_model: str):
-        import spacy
-
-        self.nlp = spacy.load(spacy_model, exclude=["lemmatizer"])
-
-    def __call__(self, batch: dict) -> dict:
-        return {**batch, "tags": tag_spans(self.nlp, rows_to_items(batch))}
-
-
-class MlmFeaturizer:
-    """Ray Data stage: MLM probability and entropy of the masked span (model loaded once per actor)."""
-
-    def __init__(self, source: str, window: int, torch_threads: int = 1):
-        from transformers import AutoModelForMaskedLM, AutoTokenizer
-
-        torch.set_num_threads(torch_threads)
-        self.tokenizer = AutoTokenizer.from_pretrained(source)
-        self.model = AutoModelForMaskedLM.from_pretrained(source).eval()
-        if torch.cuda.is_available():
-            self.model = self.model.to("cuda")
-        self.window = window
-
-    def __call__(self, batch: dict) -> dict:
-        return {**batch, "mlm": mlm_span_features(self.model, self.tokenizer, rows_to_items(batch), self.window)}

@@ -15,11 +15,28 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hades_ray.detect.spans import encode_spans, rows_to_items, window_unit
+from hades_ray.detect.spans import encode_spans, window_unit
+from hades_ray.io.hades_format import Instance
 from hades_ray.metrics import binary_metrics
 from hades_ray.pipeline import storage
 
 FAULT_ENV = "HADES_RAY_INJECT_FAULT"  # marker-file path: one worker raises once after epoch 0 (tests)
+
+
+def to_rows(instances: list[Instance]) -> list[dict]:
+    """Flat rows for Ray Data: words joined by single spaces so word offsets are plain arithmetic."""
+    return [
+        {"row": i, "text": " ".join(inst.words), "start": inst.start, "end": inst.end, "label": inst.label}
+        for i, inst in enumerate(instances)
+    ]
+
+
+def rows_to_items(rows: dict) -> list[dict]:
+    """Ray Data batch columns (``text``, ``start``, ``end``) back to word lists."""
+    return [
+        {"words": str(t).split(" "), "start": int(s), "end": int(e)}
+        for t, s, e in zip(rows["text"], rows["start"], rows["end"])
+    ]
 
 
 def _resume(model, optimizer, checkpoint) -> tuple[int, float]:
@@ -49,13 +66,13 @@ def _save(folder: Path, model, optimizer, epoch: int, metrics: dict, best: float
 
 
 def _validate(model, tokenizer, cfg: dict) -> dict:
-    from hades_ray.detect.scoring import score_items
+    from hades_ray.detect.views import score_spans
 
     items, labels = cfg["valid_items"], [it["label"] for it in cfg["valid_items"]]
     net = getattr(model, "module", model)
     settings = cfg["settings"]
     view = settings["mode"], settings["window"]
-    p = score_items(net, tokenizer, items, *view, cfg["batch_size"], window_unit(settings))
+    p = score_spans(net, tokenizer, items, *view, cfg["batch_size"], window_unit(settings))
     return binary_metrics(labels, (p >= 0.5).astype(int), p)
 
 

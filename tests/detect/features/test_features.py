@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hades_ray.detect.features import TAG_NAMES, mlm_span_features, tag_spans
-from hades_ray.detect.lexical import LexicalStats
+from hades_ray.detect.features.span_features import TAG_NAMES, mlm_span_features, tag_spans
+from hades_ray.detect.features.lexical import LexicalStats
 
 ROWS = [
     {"words": ["the", "bridge", "was", "built", "in", "paris", "in", "1850", "."], "start": 5, "end": 5},
@@ -56,7 +56,7 @@ def test_lexical_stats_roundtrip(tmp_path):
 @pytest.mark.parametrize("kind", ["lr", "svm"])
 def test_linear_roundtrip(tmp_path, kind):
     from hades_ray.config import load_config
-    from hades_ray.detect.linear import fit_linear, load_linear, predict_linear, save_linear
+    from hades_ray.detect.features.linear import fit_linear, load_linear, predict_linear, save_linear
 
     rng = np.random.default_rng(0)
     y = np.array([0, 1] * 30)

@@ -4,7 +4,7 @@ every target span in it is pooled from that one set of hidden states.
 Offline, a target's view is the text around it cut to the detector's window
 (``hades_ray/detect/spans.py``): every word of a text that fits the window has the same view, the
 whole text, so one forward scores all of them. Online, each word's view ends at the word, and only a
-causal backbone lets one forward serve them all (``hades_ray/score/causal.py``). Span masks follow
+causal backbone lets one forward serve them all (``hades_ray/detect/causal.py``). Span masks follow
 ``encode_spans``: the tokens whose characters overlap the span.
 """
 
@@ -24,6 +24,18 @@ def overlap_mask(offsets: list[tuple[int, int]], start: int, end: int) -> np.nda
     if not mask.any():
         mask[len(offsets) - 1] = True
     return mask
+
+
+def score_spans(
+    model, tokenizer, items: list[dict], mode: str, window: int, forward_batch: int = 32, unit: str = TOKENS
+) -> np.ndarray:
+    """p(H) of ``{"words", "start", "end"}`` items, each in its own view (each distinct view run once)."""
+    model.eval()
+    if not items:
+        return np.zeros(0, dtype=np.float64)
+    jobs, places = shared_views(tokenizer, items, mode, window, unit)
+    p = score_views(model, jobs, forward_batch)
+    return np.array([p[job][row] for job, row in places], dtype=np.float64)
 
 
 def shared_views(

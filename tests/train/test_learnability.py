@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hades_ray.detect.learnability import pool_instances, split_by_doc
+from hades_ray.train.learnability import pool_instances, split_by_doc
 
 
 def _span(text, orig_text, word, replacement):

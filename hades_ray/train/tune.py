@@ -18,8 +18,8 @@ import logging
 from pathlib import Path
 
 from hades_ray.config import config_from_dict, save_config, set_dotted, validate
-from hades_ray.detect.tune_record import check_resumable, record_sweep
 from hades_ray.pipeline.steps import Step, digest_of, files_identity, run_step
+from hades_ray.train.tune_record import check_resumable, record_sweep
 from hades_ray.pipeline.storage import write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -55,9 +55,9 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
     from ray.train.torch import TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
 
-    from hades_ray.detect.data import LoadReport, load_labelled, to_rows
-    from hades_ray.detect.train_loop import train_loop_per_worker
-    from hades_ray.detect.trainer import loop_config
+    from hades_ray.detect.data import LoadReport, load_labelled
+    from hades_ray.train.loop import to_rows, train_loop_per_worker
+    from hades_ray.train.transformer import loop_config
 
     config = apply_trial(base, trial)
     d = config.detect

@@ -16,8 +16,9 @@ pytestmark = pytest.mark.ray
 
 
 def test_two_workers_resume_after_a_worker_fails(tmp_path, micro_home, ray_local, monkeypatch):
-    from hades_ray.detect.api import score_records, train_detector
-    from hades_ray.detect.train_loop import FAULT_ENV
+    from hades_ray.detect.detector import Detector
+    from hades_ray.train.fit import train_detector
+    from hades_ray.train.loop import FAULT_ENV
 
     train = write_instances(toy_instances(32, seed=1), tmp_path / "train.jsonl")
     valid = write_instances(toy_instances(12, seed=2), tmp_path / "valid.jsonl")
@@ -41,5 +42,5 @@ def test_two_workers_resume_after_a_worker_fails(tmp_path, micro_home, ray_local
     states = {json.loads(p.read_text())["epoch"]: json.loads(p.read_text()) for p in state_files}
     assert max(states) == 1 and states[1]["metrics"]["resumed"]  # epoch 1 ran in the restarted group
     assert (out / "weights.safetensors").is_file() and (out / "tokenizer").is_dir()
-    p = score_records(out, [i.to_json() for i in toy_instances(4, seed=3)])
+    p, _ = Detector.open(out).score_records([i.to_json() for i in toy_instances(4, seed=3)])
     assert p.shape == (4,) and np.all((p >= 0) & (p <= 1))

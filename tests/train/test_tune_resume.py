@@ -8,8 +8,8 @@ import os
 import pytest
 
 from hades_ray.cli import main
-from hades_ray.detect.tune import EXPERIMENT
-from hades_ray.detect.tune_record import ResumeRefused, check_resumable, record_sweep
+from hades_ray.train.tune import EXPERIMENT
+from hades_ray.train.tune_record import ResumeRefused, check_resumable, record_sweep
 
 
 def _trivial(config):

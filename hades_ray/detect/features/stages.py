@@ -1,9 +1,6 @@
-"""Span features of the LR/SVM detectors as pipeline stages: spaCy tags and MLM probability/entropy
-(actor pools that load their model once), then the corpus statistics and the linear model (CPU).
-
-Scoring a pool runs these stages on the executor shard by shard, so the scores are written by
-workers; ``feature_matrix`` runs the same feature stages through the executor's in-process path
-(``run_stages``) for the judged sets a detector trains on, and stacks them as ``LinearScoreStage`` does.
+"""Span features of the LR/SVM detectors as pipeline stages: spaCy tags and MLM probability/entropy,
+then the corpus statistics and the linear model. ``feature_matrix`` runs the same feature stages in
+this process for the judged sets a detector trains on, and stacks them as ``LinearScoreStage`` does.
 """
 
 from __future__ import annotations
@@ -11,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from hades_ray.detect.features import TAG_NAMES, mlm_span_features, tag_spans
-from hades_ray.detect.lexical import LexicalStats
+from hades_ray.detect.features.span_features import TAG_NAMES, mlm_span_features, tag_spans
+from hades_ray.detect.features.lexical import LexicalStats
 from hades_ray.detect.scoring import SCORE_OUTPUTS, SPAN_INPUTS, instances_table, items_from_table
 from hades_ray.io.hades_format import Instance
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
@@ -87,12 +84,12 @@ class LinearScoreStage(Stage):
         self.model_dir = model_dir
 
     def setup(self) -> None:
-        from hades_ray.detect.linear import load_linear
+        from hades_ray.detect.features.linear import load_linear
 
         self.lexical, self.params = LexicalStats.load(self.model_dir), load_linear(self.model_dir)
 
     def process(self, batch: pa.Table) -> dict[str, np.ndarray]:
-        from hades_ray.detect.linear import predict_linear
+        from hades_ray.detect.features.linear import predict_linear
 
         p, pred = predict_linear(self.params, stack_features(batch, corpus_features(self.lexical, batch)))
         return {"p_hallucination": p, "pred": pred.astype(np.int8)}

@@ -20,11 +20,6 @@ import numpy as np
 from hades_ray.detect.spans import special_token_count, token_words, word_range
 
 
-def is_causal(model) -> bool:
-    """Whether the span classifier's backbone is a decoder (GPT-2 and its kin)."""
-    return is_causal_config(model.backbone.config)
-
-
 def is_causal_config(config) -> bool:
     """Whether a backbone's ``config`` describes a decoder."""
     return (

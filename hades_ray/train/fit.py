@@ -1,0 +1,125 @@
+"""``hades-ray train``: a detector trained on a judged set, written as a detector folder with
+``metrics.json`` of its best epoch on the validation set and the threshold chosen there.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from hades_ray.config import ConfigError, HadesConfig, save_config
+from hades_ray.detect.data import LoadReport, load_labelled
+from hades_ray.detect.description import write_description
+from hades_ray.detect.detector import Detector
+from hades_ray.detect.settings import DETECTORS, MODES
+from hades_ray.io.hades_format import Instance
+from hades_ray.metrics import binary_metrics, write_metrics
+from hades_ray.pipeline import storage
+
+log = logging.getLogger(__name__)
+
+
+def _ray(config: HadesConfig):
+    from hades_ray.ray_runtime import init_ray
+
+    return init_ray(config.ray.address, config.ray.num_cpus)
+
+
+def _linear_settings(config: HadesConfig, kind: str) -> dict:
+    d = config.detect
+    return {
+        "type": kind,
+        "mode": "offline",
+        "mlm": config.models.mlm,
+        "feature_window": d.feature_window,
+        "spacy_model": config.spacy_model,
+    }
+
+
+def _train_linear(config: HadesConfig, kind: str, train: list[Instance], valid: list[Instance], out: Path) -> dict:
+    from hades_ray.detect.features.stages import FEATURE_NAMES, feature_matrix
+    from hades_ray.detect.features.lexical import LexicalStats
+    from hades_ray.detect.features.linear import fit_linear, predict_linear, save_linear
+
+    d = config.detect
+    settings = _linear_settings(config, kind)
+    lexical = LexicalStats.fit([i.words for i in train], d.ppmi_vocab, d.ppmi_window)
+    X = feature_matrix(train + valid, lexical, settings, d)  # judged sets: small, in-process
+    y = np.array([i.label for i in train])
+    params = fit_linear(kind, X[: len(train)], y, d, config.seed, list(FEATURE_NAMES))
+    p, pred = predict_linear(params, X[len(train) :])
+    save_linear(params, out)
+    lexical.save(out)
+    write_description(out, settings)
+    return {"iterations": params["iterations"], **binary_metrics([i.label for i in valid], pred, p)}
+
+
+def _train_transformer(config: HadesConfig, mode: str, workers: int, train, valid, out: Path) -> dict:
+    from hades_ray.train.transformer import detector_settings, export_best, fit_transformer
+
+    _, best, best_metrics = fit_transformer(config, train, valid, out, mode, workers)
+    export_best(best, detector_settings(config, mode), out)
+    # metrics.json: the best epoch's training figures and validation metrics (not Ray's bookkeeping).
+    keep = "epoch train_loss examples_per_s selection_score n accuracy h_precision h_recall h_f1".split()
+    keep += "n_precision n_recall n_f1 gmean bss auc".split()
+    return {k: best_metrics[k] for k in keep if k in best_metrics}
+
+
+def train_detector(
+    config: HadesConfig,
+    train_path,
+    valid_path,
+    output_dir,
+    detector: str = "transformer",
+    mode: str = "offline",
+    workers: int = 1,
+) -> Path:
+    """Train a detector; returns its folder, holding ``metrics.json`` of the best epoch on ``valid_path``."""
+    if detector not in DETECTORS:
+        raise ConfigError(f"detector {detector!r}: choose one of {', '.join(DETECTORS)}")
+    if mode not in MODES:
+        raise ConfigError(f"mode {mode!r}: choose offline or online")
+    if detector != "transformer" and mode != "offline":
+        raise ConfigError("the feature detectors (lr, svm) are offline only, as in the paper")
+    out = Path(output_dir)
+    storage.makedirs(out)
+    report = LoadReport()
+    train = load_labelled(train_path, config.detect.skip_bad, report)
+    valid = load_labelled(valid_path, config.detect.skip_bad, report)
+    if len({i.label for i in train}) < 2:
+        raise ConfigError(f"{train_path}: training needs both labels 0 and 1 among the labelled instances")
+    report.write_quarantine(out)
+    save_config(config, out)
+    _ray(config)
+    if detector == "transformer":
+        metrics = _train_transformer(config, mode, workers, train, valid, out)
+    else:
+        metrics = _train_linear(config, detector, train, valid, out)
+    write_metrics(metrics, out, name=f"{detector} ({mode})")
+    threshold = _store_validation_threshold(out, valid, config)
+    summary = {
+        "detector": detector,
+        "mode": mode,
+        "workers": workers,
+        "train": len(train),
+        "valid": len(valid),
+        "threshold": threshold,
+        **report.summary(),
+    }
+    storage.write(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    log.info("detector saved to %s: %s", out, summary)
+    return out
+
+
+def _store_validation_threshold(model_dir: Path, valid: list[Instance], config: HadesConfig) -> dict:
+    """Score the validation set with the exported detector and store the threshold ``score`` flags at."""
+    from hades_ray.detect.threshold import choose_threshold
+
+    detector = Detector.open(model_dir)
+    p, _ = detector.score_instances(valid, config.detect)
+    choice = choose_threshold([i.label for i in valid], p)
+    detector.store_threshold(choice)
+    return choice
