@@ -79,7 +79,7 @@ def test_cli_needs_resume_and_refuses_unrecorded_folders(sweep, tmp_path, capsys
 
 def test_a_finished_sweep_is_returned_as_recorded_and_other_settings_stop_it(tmp_path, monkeypatch):
     from hades_ray.config import load_config
-    from hades_ray.detect import tune as tune_module
+    from hades_ray.train import tune as tune_module
     from hades_ray.pipeline.shards import StaleShardError
 
     runs = []
