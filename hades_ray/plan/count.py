@@ -195,11 +195,9 @@ def count_prepared(
     """REPLACE's and RANK's work on a prepared sample, batched by the config's batch sizes and packed
     as the job packs them on ``device`` ("cpu" or "cuda"); ``keep_groups`` keeps the model calls'
     inputs for ``measure``."""
-    from hades_ray.perturb.replace import vocabulary_bans
-
     perturb = config.perturb
     stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
-    bans = vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
+    bans = replace.vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
     mlm_packing = packing_of(perturb.replace, device, tokenizers.mlm_positions)
     lm_packing = packing_of(perturb.rank, device, tokenizers.lm_positions)
     counts, statuses = SampleCounts(), Counter()
@@ -222,15 +220,7 @@ def count_prepared(
     return counts
 
 
-def count_sample(
-    config: HadesConfig,
-    input_path: str,
-    tokenizers: Tokenizers,
-    limit: int | None = None,
-    sample: int | None = None,
-    keep_groups: bool = False,
-    device: str = "cpu",
-) -> SampleCounts:
-    """Read ``input_path`` as the job does, run MASK, and count the model work on ``device``."""
+def count_sample(config: HadesConfig, input_path: str, tokenizers: Tokenizers, limit=None, sample=None, **options):
+    """Read ``input_path`` as the job does, run MASK, and count the model work (``options``: ``count_prepared``'s)."""
     prepared = prepare_sample(config, input_path, tokenizers, limit, sample)
-    return count_prepared(prepared, config, tokenizers, keep_groups, device)
+    return count_prepared(prepared, config, tokenizers, **options)
