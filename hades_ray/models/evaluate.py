@@ -82,7 +82,7 @@ def _training_record(root: Path, names) -> dict:
 
 def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: KitConfig | None = None) -> dict:
     """Measure every built model of ``names`` on held-out leads; write and return the report."""
-    from hades_ray.models.kit_data import demo_split
+    from hades_ray.models.kit import demo_split
     from hades_ray.models.registry import load_causal_lm
 
     config = config or KitConfig()

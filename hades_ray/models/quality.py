@@ -44,6 +44,17 @@ def topk_hits(logits: np.ndarray, targets: np.ndarray, k: int = 10) -> np.ndarra
     return (top == targets[:, None]).any(axis=1)
 
 
+def _padded(rows: list[list[int]], pad_id: int):
+    """(ids, attention mask) of ``rows``, padded on the right to the longest."""
+    import torch
+
+    ids = torch.full((len(rows), max(len(row) for row in rows)), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)], mask[r, : len(row)] = torch.tensor(row), 1
+    return ids, mask
+
+
 def mlm_topk_hit_rate(model, tokenizer, cases, k: int = 10, batch_size: int = 32) -> dict:
     """Share of cases whose original word is in the model's top ``k`` at the mask, with ``n``."""
     import torch
@@ -51,11 +62,7 @@ def mlm_topk_hit_rate(model, tokenizer, cases, k: int = 10, batch_size: int = 32
     hits = []
     for start in range(0, len(cases), batch_size):
         rows = cases[start : start + batch_size]
-        width = max(len(ids) for ids, _, _ in rows)
-        ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, (row_ids, _, _) in enumerate(rows):
-            ids[r, : len(row_ids)], mask[r, : len(row_ids)] = torch.tensor(row_ids), 1
+        ids, mask = _padded([row_ids for row_ids, _, _ in rows], tokenizer.pad_token_id)
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits
         at_mask = logits[torch.arange(len(rows)), torch.tensor([p for _, p, _ in rows])].float().numpy()
@@ -120,12 +127,7 @@ def perplexities(model, tokenizer, texts: list[str], max_length: int | None = No
     rows = [([bos] + ids)[:max_length] for ids in tokenizer(texts, verbose=False)["input_ids"]]
     out = []
     for start in range(0, len(rows), batch_size):
-        batch = rows[start : start + batch_size]
-        width = max(len(r) for r in batch)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for r, row in enumerate(batch):
-            ids[r, : len(row)], mask[r, : len(row)] = torch.tensor(row), 1
+        ids, mask = _padded(rows[start : start + batch_size], 0)
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
         nll = next_token_nll(logits, ids[:, 1:])
