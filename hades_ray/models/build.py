@@ -12,7 +12,7 @@ from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
 
-from hades_ray.models.evaluate import evaluate_models
+from hades_ray.models.quality import evaluate_models
 from hades_ray.models.kit import INFO_FILE, MODEL_NAMES, KitConfig, is_built, kit_config, models_root
 from hades_ray.models.train_gpt2 import Gpt2TrainConfig
 from hades_ray.models.train_mlm import MlmTrainConfig

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from hades_ray.models.build import build_models
-from hades_ray.models.evaluate import QUALITY_FILE, evaluate_models
+from hades_ray.models.quality import QUALITY_FILE, evaluate_models
 from hades_ray.models.kit import MODEL_NAMES, kit_config, model_status, models_root
 
 

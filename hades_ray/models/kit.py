@@ -1,5 +1,5 @@
 """The offline model kit's layout, settings and text: ``$HADES_RAY_HOME/models/{mlm,gpt2}``, each finished
-folder marked by its ``build_info.json``; what building (build.py) and evaluating (evaluate.py) share.
+folder marked by its ``build_info.json``; what building (build.py) and evaluating (quality.py) share.
 
 The kit's text is the demo corpus's leads, split into train and held-out by a hash of the record id, so the
 split never depends on corpus order or on which records a later corpus version adds; only the held-out
