@@ -22,13 +22,10 @@ def register(subparsers) -> None:
     box = "time box in minutes, cutting the steps short on a slow machine (the kit is then not reproducible)"
     build.add_argument("--mlm-minutes", type=float, default=None, help=f"MLM {box}; default and 0: none")
     build.add_argument("--gpt2-minutes", type=float, default=None, help=f"GPT-2 {box}; default and 0: none")
-    steps = kit_config()
-    build.add_argument(
-        "--mlm-steps", type=int, default=None, help=f"MLM training steps (default {steps.mlm.limits.max_steps})"
-    )
-    build.add_argument(
-        "--gpt2-steps", type=int, default=None, help=f"GPT-2 training steps (default {steps.gpt2.limits.max_steps})"
-    )
+    defaults = kit_config()
+    for name, label in (("mlm", "MLM"), ("gpt2", "GPT-2")):
+        steps = getattr(defaults, name).limits.max_steps
+        build.add_argument(f"--{name}-steps", type=int, help=f"{label} training steps (default {steps})")
     build.add_argument("--no-evaluate", action="store_true", help="skip the held-out quality report")
     build.set_defaults(func=run_build)
     status = commands.add_parser("status", help="show which kit models are built and where")
