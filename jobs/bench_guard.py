@@ -71,7 +71,7 @@ TIMES = ("seconds", "cpu_seconds", "generator_forward_seconds", "judge_forward_s
 def held_out_prompts(nlp, skip: int, count: int, fits) -> tuple[list[dict], int]:
     """First two sentences of ``count`` leads after line ``skip``, in the kit's held-out split, whose
     prompt ``fits`` the generator's context with the new tokens; also how many did not fit."""
-    from hades_ray.models.kit_data import is_heldout
+    from hades_ray.models.kit import is_heldout
 
     prompts, too_long = [], 0
     with ENWIKI.open(encoding="utf-8") as handle:

@@ -9,9 +9,10 @@ import json
 import logging
 import time
 from dataclasses import asdict
+from importlib.metadata import version
 from pathlib import Path
 
-from hades_ray.models.evaluate import evaluate_models
+from hades_ray.models.quality import evaluate_models
 from hades_ray.models.kit import INFO_FILE, MODEL_NAMES, KitConfig, is_built, kit_config, models_root
 from hades_ray.models.train_gpt2 import Gpt2TrainConfig
 from hades_ray.models.train_mlm import MlmTrainConfig
@@ -22,58 +23,54 @@ log = logging.getLogger(__name__)
 NUM_THREADS = 2
 
 
-def _library_versions() -> dict:
-    import tokenizers
-    import torch
-    import transformers
-
-    return {"torch": torch.__version__, "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
-
-
-def build_mlm(directory: Path, train_texts: list[str], config: MlmTrainConfig) -> dict:
-    """Grow the masked LM from MiniLM, train it, save it; returns its build info."""
+def _train_mlm(train_texts: list[str], config: MlmTrainConfig):
+    """Grow the masked LM from MiniLM and train it: (model, tokenizer, stats)."""
     import torch
 
     from hades_ray.models.train_mlm import encode_chunks, init_masked_lm, masked_positions_loss, mlm_batches
     from hades_ray.models.training import train_model
 
-    started = time.perf_counter()
     torch.manual_seed(config.seed)
     tokenizer, model = init_masked_lm(config.encoder_path)
     chunks = encode_chunks(train_texts, tokenizer, config.max_length)
-    stats = train_model(model, mlm_batches(chunks, tokenizer, config), config.limits, masked_positions_loss)
-    return _save(directory, model, tokenizer, started, stats, asdict(config), len(train_texts))
+    return (
+        model,
+        tokenizer,
+        train_model(model, mlm_batches(chunks, tokenizer, config), config.limits, masked_positions_loss),
+    )
 
 
-def build_gpt2(directory: Path, train_texts: list[str], config: Gpt2TrainConfig) -> dict:
-    """Fit a BPE, train a small GPT-2 from scratch, save both; returns its build info."""
+def _train_gpt2(train_texts: list[str], config: Gpt2TrainConfig):
+    """Fit a BPE and train a small GPT-2 from scratch: (model, tokenizer, stats)."""
     from hades_ray.models.train_gpt2 import gpt2_batches, init_gpt2, token_stream, train_bpe_tokenizer
     from hades_ray.models.training import train_model
 
-    started = time.perf_counter()
     tokenizer = train_bpe_tokenizer(train_texts, config.vocab_size, config.n_positions)
     model = init_gpt2(tokenizer, config)
     stream = token_stream(train_texts, tokenizer)
     stats = train_model(model, gpt2_batches(stream, config), config.limits)
-    stats["train_tokens"] = len(stream)
-    return _save(directory, model, tokenizer, started, stats, asdict(config), len(train_texts))
+    return model, tokenizer, stats | {"train_tokens": len(stream)}
 
 
-def _save(directory: Path, model, tokenizer, started: float, stats: dict, config: dict, n_texts: int) -> dict:
+def _build(directory: Path, train_texts: list[str], config) -> dict:
+    """Train one kit model, save it with its build info (the marker, written last); returns the info."""
+    started = time.perf_counter()
+    train = _train_mlm if isinstance(config, MlmTrainConfig) else _train_gpt2
+    model, tokenizer, stats = train(train_texts, config)
     with storage.staged_folder(directory) as staging:
         storage.save_pretrained(model, staging)
         storage.save_pretrained(tokenizer, staging)
         info = {
             "model": directory.name,
             "architecture": type(model).__name__,
-            "train_texts": n_texts,
+            "train_texts": len(train_texts),
             **stats,
             "build_seconds": round(time.perf_counter() - started, 1),
-            "seed": config["seed"],
-            "config": config,
-            "versions": _library_versions(),
+            "seed": config.seed,
+            "config": asdict(config),
+            "versions": {name: version(name) for name in ("torch", "transformers", "tokenizers")},
         }
-        storage.write(staging / INFO_FILE, json.dumps(info, indent=2, default=str) + "\n")  # the marker, last
+        storage.write(staging / INFO_FILE, json.dumps(info, indent=2, default=str) + "\n")
     log.info("built %s in %.0fs (%d steps)", directory, info["build_seconds"], info["steps"])
     return info
 
@@ -88,7 +85,7 @@ def build_models(
     """Build the named models that are missing (all with ``force``); evaluate if any was built."""
     import torch
 
-    from hades_ray.models.kit_data import demo_split
+    from hades_ray.models.kit import demo_split
 
     config = config or kit_config()
     root = models_root(home)
@@ -97,12 +94,8 @@ def build_models(
     if todo:
         torch.set_num_threads(NUM_THREADS)
         train_texts, _ = demo_split(config.heldout_fraction)
-        builders = {
-            "mlm": lambda d: build_mlm(d, train_texts, config.mlm),
-            "gpt2": lambda d: build_gpt2(d, train_texts, config.gpt2),
-        }
         for name in todo:
-            info = builders[name](root / name)
+            info = _build(root / name, train_texts, getattr(config, name))
             outcome[name] = f"built in {info['build_seconds']}s, {info['steps']} steps"
         if evaluate:
             evaluate_models(home, config=config)
@@ -110,7 +103,7 @@ def build_models(
 
 
 def ensure_models(names=MODEL_NAMES, home: str | Path | None = None) -> list[str]:
-    """Build whichever of ``names`` is missing (used by ``make demo``); returns those built."""
+    """Build whichever of ``names`` is missing; returns those built."""
     missing = [n for n in names if not is_built(models_root(home) / n)]
     if missing:
         build_models(missing, home)

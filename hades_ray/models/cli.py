@@ -6,6 +6,7 @@ import argparse
 import json
 
 from hades_ray.models.build import build_models
+from hades_ray.models.quality import QUALITY_FILE, evaluate_models
 from hades_ray.models.kit import MODEL_NAMES, kit_config, model_status, models_root
 
 
@@ -21,13 +22,10 @@ def register(subparsers) -> None:
     box = "time box in minutes, cutting the steps short on a slow machine (the kit is then not reproducible)"
     build.add_argument("--mlm-minutes", type=float, default=None, help=f"MLM {box}; default and 0: none")
     build.add_argument("--gpt2-minutes", type=float, default=None, help=f"GPT-2 {box}; default and 0: none")
-    steps = kit_config()
-    build.add_argument(
-        "--mlm-steps", type=int, default=None, help=f"MLM training steps (default {steps.mlm.limits.max_steps})"
-    )
-    build.add_argument(
-        "--gpt2-steps", type=int, default=None, help=f"GPT-2 training steps (default {steps.gpt2.limits.max_steps})"
-    )
+    defaults = kit_config()
+    for name, label in (("mlm", "MLM"), ("gpt2", "GPT-2")):
+        steps = getattr(defaults, name).limits.max_steps
+        build.add_argument(f"--{name}-steps", type=int, help=f"{label} training steps (default {steps})")
     build.add_argument("--no-evaluate", action="store_true", help="skip the held-out quality report")
     build.set_defaults(func=run_build)
     status = commands.add_parser("status", help="show which kit models are built and where")
@@ -51,7 +49,7 @@ def run_build(args: argparse.Namespace) -> int:
     )
     for name, what in outcome.items():
         print(f"{name:5s} {what}")
-    _print_quality(models_root(args.home) / "quality.json")
+    _print_quality(args.home)
     return 0
 
 
@@ -60,17 +58,15 @@ def run_status(args: argparse.Namespace) -> int:
         info = entry["info"] or {}
         detail = f"{info.get('steps')} steps, {info.get('build_seconds')}s" if entry["built"] else "not built"
         print(f"{name:5s} {'built' if entry['built'] else 'MISSING':8s} {entry['path']}  ({detail})")
-    _print_quality(models_root(args.home) / "quality.json")
+    _print_quality(args.home)
     return 0
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from hades_ray.models.evaluate import evaluate_models
-
     config = kit_config(args.seed)
     config.baseline = not args.no_baseline
     evaluate_models(args.home, config=config)
-    _print_quality(models_root(args.home) / "quality.json")
+    _print_quality(args.home)
     return 0
 
 
@@ -85,18 +81,14 @@ def quality_rows(report: dict) -> list[tuple[str, str, str]]:
             rows.append(("minilm", "same, untrained MLM head (baseline)", f"{base['top10']} (n={base['n']})"))
     gpt2 = report.get("gpt2")
     if gpt2:
+        medians = f"{gpt2['median_ppl_original']} / {gpt2['median_ppl_swapped']}"
         rows.append(("gpt2", "original < 3-words-swapped perplexity", f"{gpt2['pairwise_accuracy']} (n={gpt2['n']})"))
-        rows.append(
-            (
-                "gpt2",
-                "median perplexity original / swapped",
-                f"{gpt2['median_ppl_original']} / {gpt2['median_ppl_swapped']}",
-            )
-        )
+        rows.append(("gpt2", "median perplexity original / swapped", medians))
     return rows
 
 
-def _print_quality(path) -> None:
+def _print_quality(home) -> None:
+    path = models_root(home) / QUALITY_FILE
     if not path.is_file():
         return
     print(f"\nheld-out quality ({path}):")

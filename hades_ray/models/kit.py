@@ -1,8 +1,14 @@
-"""The offline model kit's layout and settings: ``$HADES_RAY_HOME/models/{mlm,gpt2}``, each finished
-folder marked by its ``build_info.json``; what building (build.py) and evaluating (evaluate.py) share."""
+"""The offline model kit's layout, settings and text: ``$HADES_RAY_HOME/models/{mlm,gpt2}``, each finished
+folder marked by its ``build_info.json``; what building (build.py) and evaluating (quality.py) share.
+
+The kit's text is the demo corpus's leads, split into train and held-out by a hash of the record id, so the
+split never depends on corpus order or on which records a later corpus version adds; only the held-out
+split is kept out of training, nothing else.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +18,7 @@ from hades_ray.models.train_mlm import MlmTrainConfig
 
 MODEL_NAMES = ("mlm", "gpt2")
 INFO_FILE = "build_info.json"
+HELDOUT_FRACTION = 0.1
 
 
 @dataclass
@@ -20,7 +27,7 @@ class KitConfig:
 
     mlm: MlmTrainConfig = field(default_factory=MlmTrainConfig)
     gpt2: Gpt2TrainConfig = field(default_factory=Gpt2TrainConfig)
-    heldout_fraction: float = 0.1
+    heldout_fraction: float = HELDOUT_FRACTION
     mlm_eval_texts: int = 150
     gpt2_pairs: int = 200
     baseline: bool = False  # also score MiniLM with an untrained head (``models evaluate`` does)
@@ -69,3 +76,26 @@ def model_status(home: str | Path | None = None) -> dict[str, dict]:
         info = json.loads((directory / INFO_FILE).read_text()) if built else None
         status[name] = {"path": str(directory), "built": built, "info": info}
     return status
+
+
+def is_heldout(record_id: str, fraction: float = HELDOUT_FRACTION) -> bool:
+    """Whether a record belongs to the held-out split (stable across runs and machines)."""
+    digest = hashlib.sha256(record_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def split_texts(records: list[dict], fraction: float = HELDOUT_FRACTION) -> tuple[list[str], list[str]]:
+    """(train texts, held-out texts) of the records with non-empty text, each in input order."""
+    train, heldout = [], []
+    for record in records:
+        text = (record.get("text") or "").strip()
+        if text:
+            (heldout if is_heldout(record["id"], fraction) else train).append(text)
+    return train, heldout
+
+
+def demo_split(fraction: float = HELDOUT_FRACTION) -> tuple[list[str], list[str]]:
+    """The demo corpus split into (train, held-out) leads."""
+    from hades_ray.io.demo_corpus import read_demo_records
+
+    return split_texts(read_demo_records(), fraction)

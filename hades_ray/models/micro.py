@@ -49,44 +49,37 @@ def build_micro_mlm(directory: str | Path, seed: int = 0, initializer_range: flo
     range (0.02) its predictions are nearly uniform over the vocabulary (every word's entropy within
     1e-5 of the uniform's); a wider range (0.1) makes them differ from word to word by about 1e-3, far
     more than two CPUs' rounding (tests/golden/jobs.py uses one for its LR detector's features)."""
-    import torch
     from transformers import BertConfig, BertForMaskedLM
 
-    torch.manual_seed(seed)
     tokenizer = _tokenizer()
+    sizes = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
     config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        initializer_range=initializer_range,
+        vocab_size=tokenizer.vocab_size, max_position_embeddings=512, initializer_range=initializer_range, **sizes
     )
-    return _save(directory, BertForMaskedLM(config), tokenizer, seed, initializer_range)
+    return _save(directory, BertForMaskedLM, config, tokenizer, seed)
 
 
 def build_micro_causal_lm(directory: str | Path, seed: int = 0) -> Path:
     """A 2-layer, 32-wide ``GPT2LMHeadModel`` sharing MiniLM's vocabulary."""
-    import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    torch.manual_seed(seed)
     tokenizer = _tokenizer()
+    sizes = {"n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 512}
     config = GPT2Config(
         vocab_size=tokenizer.vocab_size,
-        n_embd=32,
-        n_layer=2,
-        n_head=2,
-        n_positions=512,
         bos_token_id=tokenizer.cls_token_id,
         eos_token_id=tokenizer.sep_token_id,
+        **sizes,
     )
-    return _save(directory, GPT2LMHeadModel(config), tokenizer, seed, config.initializer_range)
+    return _save(directory, GPT2LMHeadModel, config, tokenizer, seed)
 
 
-def _save(directory: str | Path, model, tokenizer, seed: int, std: float) -> Path:
-    portable_init(model, seed, std)
+def _save(directory: str | Path, model_class, config, tokenizer, seed: int) -> Path:
+    import torch
+
+    torch.manual_seed(seed)
+    model = model_class(config)
+    portable_init(model, seed, config.initializer_range)
     storage.save_pretrained(model, directory)
     storage.save_pretrained(tokenizer, directory)
     return Path(directory)

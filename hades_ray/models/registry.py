@@ -108,7 +108,7 @@ def _hub_model(reference: str) -> str:
     elif cached:
         return cached
     else:
-        why = f"the hub ({_endpoint()}) does not answer ({unreachable})"
+        why = f"the hub ({constants.ENDPOINT}) does not answer ({unreachable})"
     raise HubModelUnavailableError(
         f"model {reference!r} is not in the Hugging Face cache and {why}: set its key (models.mlm, "
         "models.causal_lm, models.encoder or detect.backbone) to a local folder, use the offline kit "
@@ -125,18 +125,12 @@ def _cached_snapshot(reference: str, revision: str | None) -> str | None:
     return os.path.dirname(found) if isinstance(found, str) else None
 
 
-def _endpoint() -> str:
-    from huggingface_hub import constants
-
-    return constants.ENDPOINT
-
-
 def _hub_unreachable() -> str:
     """Why the hub gave no answer (any HTTP status is one) within ``HUB_PROBE_SECONDS``; "" when it did."""
-    endpoint = _endpoint()
-    if endpoint not in _HUB_PROBED:
-        from huggingface_hub import get_session
+    from huggingface_hub import constants, get_session
 
+    endpoint = constants.ENDPOINT
+    if endpoint not in _HUB_PROBED:
         try:  # huggingface_hub's own session: its proxies and headers, but not its retries
             get_session().head(f"{endpoint}/", timeout=HUB_PROBE_SECONDS)
             _HUB_PROBED[endpoint] = ""
@@ -187,14 +181,15 @@ def load_tokenizer(reference: str, revision: str | None = None):
         raise ModelNotFoundError(f"cannot load the tokenizer of {reference!r} ({source}): {error}") from None
 
 
-def _load(reference: str, auto_class, device: str | None = None, dtype: str = "float32"):
+def _load(reference: str, auto_class: str, device: str | None, dtype: str):
     import torch
+    import transformers
 
     source = resolve_model(reference)
     revision = model_revision(reference)
     tokenizer = load_tokenizer(reference, revision)
     try:
-        model = auto_class.from_pretrained(source, revision=revision, trust_remote_code=False)
+        model = getattr(transformers, auto_class).from_pretrained(source, revision=revision, trust_remote_code=False)
     except (OSError, ValueError) as error:
         raise ModelNotFoundError(f"cannot load model {reference!r} ({source}): {error}") from None
     model.eval()
@@ -205,20 +200,14 @@ def _load(reference: str, auto_class, device: str | None = None, dtype: str = "f
 
 def load_masked_lm(reference: str, device: str | None = None, dtype: str = "float32"):
     """(tokenizer, model) of a masked LM, in eval mode on ``device`` (CUDA when present)."""
-    from transformers import AutoModelForMaskedLM
-
-    return _load(reference, AutoModelForMaskedLM, device, dtype)
+    return _load(reference, "AutoModelForMaskedLM", device, dtype)
 
 
 def load_causal_lm(reference: str, device: str | None = None, dtype: str = "float32"):
     """(tokenizer, model) of a causal LM, in eval mode on ``device`` (CUDA when present)."""
-    from transformers import AutoModelForCausalLM
-
-    return _load(reference, AutoModelForCausalLM, device, dtype)
+    return _load(reference, "AutoModelForCausalLM", device, dtype)
 
 
 def load_encoder(reference: str, device: str | None = None, dtype: str = "float32"):
     """(tokenizer, model) of a bare encoder (``AutoModel``), in eval mode on ``device``."""
-    from transformers import AutoModel
-
-    return _load(reference, AutoModel, device, dtype)
+    return _load(reference, "AutoModel", device, dtype)

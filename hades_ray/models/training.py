@@ -83,10 +83,9 @@ def train_model(model, batches: Iterator[dict], limits: TrainLimits, loss_fn: Ca
         progress = _progress(step, started, limits)
         if progress >= 1.0:
             break
+        factor = lr_factor(progress, limits.warmup_fraction, limits.min_lr_ratio)
         for group in optimizer.param_groups:
-            group["lr"] = (
-                limits.lr * group["lr_scale"] * lr_factor(progress, limits.warmup_fraction, limits.min_lr_ratio)
-            )
+            group["lr"] = limits.lr * group["lr_scale"] * factor
         loss = loss_fn(model, next(batches))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -95,8 +94,7 @@ def train_model(model, batches: Iterator[dict], limits: TrainLimits, loss_fn: Ca
         step += 1
         recent = (recent + [loss.item()])[-limits.log_every :]
         if step % limits.log_every == 0:
-            entry = {"step": step, "loss": sum(recent) / len(recent), "seconds": time.perf_counter() - started}
-            log.info("step %d loss %.3f (%.0fs)", entry["step"], entry["loss"], entry["seconds"])
+            log.info("step %d loss %.3f (%.0fs)", step, sum(recent) / len(recent), time.perf_counter() - started)
     model.eval()
     final = sum(recent) / len(recent) if recent else float("nan")
     # CPU seconds beside wall seconds show how much a shared machine slowed the run.

@@ -25,17 +25,6 @@ class Throughput:
     device_kind: str  # "GPU" or "CPU core"
 
 
-def corpus_scale(
-    counts: SampleCounts, corpus_docs: int | None, perturbed_docs: int | None, kept_share: float | None = None
-) -> tuple[float, float]:
-    """(documents read, documents perturbed) of the corpus; one of them given, the other through the
-    share of documents that pass the filters (the sample's, unless ``kept_share`` is known better)."""
-    kept_share = kept_share or counts.perturbed / counts.read
-    if perturbed_docs is not None:
-        return perturbed_docs / kept_share, float(perturbed_docs)
-    return float(corpus_docs), corpus_docs * kept_share
-
-
 def balance(replace_seconds: float, rank_seconds: float, actors_per_device: int) -> dict:
     """REPLACE and RANK actors per device in proportion to their work (at least one of each)."""
     share = replace_seconds / (replace_seconds + rank_seconds)
@@ -60,7 +49,13 @@ def make_plan(
     work per perturbed document is the sample's."""
     if not counts.perturbed:
         raise ValueError("no document of the sample passes the filters; a plan needs at least one")
-    read, perturbed = corpus_scale(counts, corpus_docs, perturbed_docs, kept_share)
+    # One of read and perturbed documents is given, the other follows through the share of documents
+    # that pass the filters (the sample's, unless ``kept_share`` is known better).
+    kept_share = kept_share or counts.perturbed / counts.read
+    if perturbed_docs is not None:
+        read, perturbed = perturbed_docs / kept_share, float(perturbed_docs)
+    else:
+        read, perturbed = float(corpus_docs), corpus_docs * kept_share
     per_doc = perturbed / counts.perturbed
     work = {
         "mlm_token_forwards": counts.mlm_token_forwards_done * per_doc,

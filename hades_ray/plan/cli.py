@@ -14,11 +14,75 @@ from hades_ray.cli_common import add_config_args, config_from_args, number_in
 from hades_ray.errors import UserError
 from hades_ray.io.demo_corpus import DEMO_INPUT
 from hades_ray.pipeline import storage
-from hades_ray.plan.render import print_plan
+from hades_ray.plan.render import filtered_text, plan_text
 
-
-def _positive(kind):
-    return number_in(kind, 0, float("inf"), low_open=True)
+POSITIVE_INT = number_in(int, 0, float("inf"), low_open=True)
+POSITIVE_FLOAT = number_in(float, 0, float("inf"), low_open=True)
+PER_DEVICE = "per second of one device (a GPU, or a CPU core)"
+# The flags after the corpus's size, in the order --help lists them.
+FLAGS = {
+    "--limit": {"type": POSITIVE_INT, "help": "read at most N rows of the sample"},
+    "--sample": {
+        "type": POSITIVE_INT,
+        "metavar": "N",
+        "help": "count a seeded random sample of about N rows of --input (the seed is --seed / the config's seed)",
+    },
+    "--gpus": {
+        "type": POSITIVE_INT,
+        "default": 1,
+        "metavar": "G",
+        "help": "devices the job runs on: GPUs, or CPU cores when the throughput is one core's (default 1)",
+    },
+    "--measure": {
+        "nargs": "?",
+        "const": "configured",
+        "choices": ("configured", "paper-sized"),
+        "help": "measure tokens/s on this machine: with the configured models, or (paper-sized) with "
+        "bert-base- and gpt2-sized random-weight models built from their configs, no download",
+    },
+    "--measure-seconds": {
+        "type": POSITIVE_FLOAT,
+        "default": 3.0,
+        "help": "time budget per model stage (default 3)",
+    },
+    "--device": {
+        "choices": ("auto", "cpu", "cuda"),
+        "default": "auto",
+        "help": "where to measure, and what the figures are for: auto is cuda when present, else cpu",
+    },
+    "--threads": {
+        "type": POSITIVE_INT,
+        "default": 1,
+        "help": "torch threads when measuring on CPU (default 1, as the presets' actors)",
+    },
+    "--mlm-tokens-per-s": {
+        "type": POSITIVE_FLOAT,
+        "help": f"REPLACE throughput: MLM token-forwards {PER_DEVICE}",
+    },
+    "--lm-tokens-per-s": {
+        "type": POSITIVE_FLOAT,
+        "help": f"RANK throughput: causal-LM tokens scored {PER_DEVICE}",
+    },
+    "--prepare-docs-per-s": {
+        "type": POSITIVE_FLOAT,
+        "help": "MASK (spaCy) documents/s of one CPU core (default: measured on the sample)",
+    },
+    "--actors-per-device": {
+        "type": int,
+        "default": 4,
+        "help": "model actors sharing one device, split between REPLACE and RANK (default 4; at least 2)",
+    },
+    "--lm-context": {
+        "type": POSITIVE_INT,
+        "help": "causal-LM input limit in tokens (default: perturb.rank.max_length capped by the model's positions)",
+    },
+    "--target-hours": {
+        "type": POSITIVE_FLOAT,
+        "default": 5.0,
+        "help": "device-hours budget: the plan prints the tokens/s each stage would need to meet it (default 5)",
+    },
+    "--output": {"metavar": "PLAN.json", "help": "also write the plan as JSON"},
+}
 
 
 def add_plan_args(parser: argparse.ArgumentParser) -> None:
@@ -29,86 +93,15 @@ def add_plan_args(parser: argparse.ArgumentParser) -> None:
         f"or '{DEMO_INPUT}' for the embedded Wikipedia leads",
     )
     size = parser.add_mutually_exclusive_group(required=True)
-    size.add_argument("--corpus-docs", type=_positive(int), metavar="N", help="documents (input rows) in the corpus")
+    size.add_argument("--corpus-docs", type=POSITIVE_INT, metavar="N", help="documents (input rows) in the corpus")
     size.add_argument(
         "--perturbed-docs",
-        type=_positive(int),
+        type=POSITIVE_INT,
         metavar="N",
         help="documents to perturb instead (the pool's size, after the filters)",
     )
-    parser.add_argument("--limit", type=_positive(int), default=None, help="read at most N rows of the sample")
-    parser.add_argument(
-        "--sample",
-        type=_positive(int),
-        default=None,
-        metavar="N",
-        help="count a seeded random sample of about N rows of --input (the seed is --seed / the config's seed)",
-    )
-    parser.add_argument(
-        "--gpus",
-        type=_positive(int),
-        default=1,
-        metavar="G",
-        help="devices the job runs on: GPUs, or CPU cores when the throughput is one core's (default 1)",
-    )
-    parser.add_argument(
-        "--measure",
-        nargs="?",
-        const="configured",
-        choices=("configured", "paper-sized"),
-        default=None,
-        help="measure tokens/s on this machine: with the configured models, or (paper-sized) with "
-        "bert-base- and gpt2-sized random-weight models built from their configs, no download",
-    )
-    parser.add_argument(
-        "--measure-seconds", type=_positive(float), default=3.0, help="time budget per model stage (default 3)"
-    )
-    parser.add_argument(
-        "--device",
-        choices=("auto", "cpu", "cuda"),
-        default="auto",
-        help="where to measure, and what the figures are for: auto is cuda when present, else cpu",
-    )
-    parser.add_argument(
-        "--threads",
-        type=_positive(int),
-        default=1,
-        help="torch threads when measuring on CPU (default 1, as the presets' actors)",
-    )
-    parser.add_argument(
-        "--mlm-tokens-per-s",
-        type=_positive(float),
-        help="REPLACE throughput: MLM token-forwards per second of one device (a GPU, or a CPU core)",
-    )
-    parser.add_argument(
-        "--lm-tokens-per-s",
-        type=_positive(float),
-        help="RANK throughput: causal-LM tokens scored per second of one device (a GPU, or a CPU core)",
-    )
-    parser.add_argument(
-        "--prepare-docs-per-s",
-        type=_positive(float),
-        help="MASK (spaCy) documents/s of one CPU core (default: measured on the sample)",
-    )
-    parser.add_argument(
-        "--actors-per-device",
-        type=int,
-        default=4,
-        help="model actors sharing one device, split between REPLACE and RANK (default 4; at least 2)",
-    )
-    parser.add_argument(
-        "--lm-context",
-        type=_positive(int),
-        default=None,
-        help="causal-LM input limit in tokens (default: perturb.rank.max_length capped by the model's positions)",
-    )
-    parser.add_argument(
-        "--target-hours",
-        type=_positive(float),
-        default=5.0,
-        help="device-hours budget: the plan prints the tokens/s each stage would need to meet it (default 5)",
-    )
-    parser.add_argument("--output", default=None, metavar="PLAN.json", help="also write the plan as JSON")
+    for flag, options in FLAGS.items():
+        parser.add_argument(flag, **options)
     add_config_args(parser)
 
 
@@ -127,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         config, args.input, tokenizers, args.limit, args.sample, keep_groups=bool(args.measure), device=device
     )
     if not counts.perturbed:
-        raise UserError(f"{args.input}: no row of the sample passes the filters ({_reasons(counts.filtered)})")
+        raise UserError(f"{args.input}: no row of the sample passes the filters ({filtered_text(counts.filtered)})")
     measured = _measure(args, config, tokenizers, counts, device) if args.measure else None
     throughput = _throughput(args, counts, measured, device)
     plan = make_plan(counts, throughput, args.gpus, args.corpus_docs, args.perturbed_docs, args.actors_per_device)
@@ -142,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         "plan": plan,
         "to_fit": needed_throughput(plan, args.target_hours),
     }
-    print_plan(result)
+    print(plan_text(result))
     if args.output:
         storage.write(args.output, json.dumps(result, indent=2))
     return 0
@@ -187,10 +180,6 @@ def _throughput(args, counts, measured: dict | None, device: str):
         source = "; ".join(filter(None, [source, "given: " + ", ".join("--" + g.replace("_", "-") for g in given)]))
     # On a CPU the figures are per CPU-second, so per core whatever --threads was.
     return Throughput(mlm, lm, prepare, source, "GPU" if device == "cuda" else "CPU core")
-
-
-def _reasons(filtered: dict) -> str:
-    return ", ".join(f"{reason} {count}" for reason, count in filtered.items()) or "none"
 
 
 def register(subparsers) -> None:

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 from hades_ray.config import HadesConfig
 from hades_ray.io.readers import plan_shards, read_shard
 from hades_ray.models.registry import load_tokenizer
 from hades_ray.perturb import rank, replace, steps
-from hades_ray.perturb.packing import Packing, config_positions, packing_of
-from hades_ray.perturb.rank import encode_for_perplexity
+from hades_ray.perturb.packing import config_positions, packing_of
 from hades_ray.text.nlp import load_spacy
 from hades_ray.text.stopwords import stop_words
 
@@ -57,10 +56,8 @@ class SampleCounts:
     lm_groups: list = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        for name in ("mlm_shapes", "lm_shapes", "mlm_groups", "lm_groups"):
-            data.pop(name)
-        return data
+        """The counts (the fields shown in ``repr``), without the forwards' shapes and inputs."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
 
 
 class CountingNlp:
@@ -118,43 +115,10 @@ def batches(rows: list[dict], size: int) -> list[list[dict]]:
     return [rows[begin : begin + size] for begin in range(0, len(rows), size)]
 
 
-def count_replace(
-    rows: list[dict],
-    tokenizer,
-    bans,
-    seed: int,
-    counts: SampleCounts,
-    keep: bool = False,
-    packing: Packing | None = None,
-) -> None:
-    """REPLACE's forwards for one batch: one ``fill_masks`` call per length group, packed as ``packing``."""
-    for length, group in steps.replace_groups(rows, tokenizer.mask_token_id, seed).items():
-        sequences = [seq for _, _, seq in group]
-        if keep:
-            counts.mlm_groups.append(sequences)
-        counts.candidates += len(sequences)
-        counts.masked_positions += sum(len(seq.positions) for seq in sequences)
-        model_steps = sum(replace.model_steps(seq, bans) for seq in sequences)
-        counts.mlm_steps += model_steps
-        counts.mlm_token_forwards_ideal += model_steps * length
-        counts.mlm_shapes += replace.forward_shapes(sequences, bans, packing)
-
-
-def count_rank(rows: list[dict], counts: SampleCounts, keep: bool = False, packing: Packing | None = None) -> None:
-    """RANK's forwards for one batch: one ``perplexities`` call over all its candidates, packed as ``packing``."""
-    lengths = []
-    for length, group in steps.rank_groups(rows).items():
-        if keep:
-            counts.lm_groups.append([row["rank_ids"][candidate] for row, candidate in group])
-        counts.lm_tokens += length * len(group)
-        lengths += [length] * len(group)
-    counts.lm_shapes += rank.forward_shapes(lengths, packing)  # one ``perplexities`` call per batch
-
-
 def original_rank_ids(rows: list[dict], tokenizer, max_length: int, num_candidates: int) -> None:
     """Each "ok" row's candidates at the causal-LM length of its original text (see the module docstring)."""
     for row in rows:
-        ids = encode_for_perplexity(tokenizer, [row["text"]], max_length)[0] if row["status"] == "ok" else []
+        ids = rank.encode_for_perplexity(tokenizer, [row["text"]], max_length)[0] if row["status"] == "ok" else []
         row["rank_ids"] = [ids] * num_candidates if row["status"] == "ok" else []
 
 
@@ -195,21 +159,41 @@ def count_prepared(
     """REPLACE's and RANK's work on a prepared sample, batched by the config's batch sizes and packed
     as the job packs them on ``device`` ("cpu" or "cuda"); ``keep_groups`` keeps the model calls'
     inputs for ``measure``."""
-    from hades_ray.perturb.replace import vocabulary_bans
-
     perturb = config.perturb
     stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
-    bans = vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
+    bans = replace.vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
     mlm_packing = packing_of(perturb.replace, device, tokenizers.mlm_positions)
     lm_packing = packing_of(perturb.rank, device, tokenizers.lm_positions)
     counts, statuses = SampleCounts(), Counter()
+
+    def count_replace(batch: list[dict]) -> None:  # one ``fill_masks`` call per length group
+        for length, group in steps.replace_groups(batch, tokenizers.mlm.mask_token_id, config.seed).items():
+            sequences = [seq for _, _, seq in group]
+            if keep_groups:
+                counts.mlm_groups.append(sequences)
+            counts.candidates += len(sequences)
+            counts.masked_positions += sum(len(seq.positions) for seq in sequences)
+            model_steps = sum(replace.model_steps(seq, bans) for seq in sequences)
+            counts.mlm_steps += model_steps
+            counts.mlm_token_forwards_ideal += model_steps * length
+            counts.mlm_shapes += replace.forward_shapes(sequences, bans, mlm_packing)
+
+    def count_rank(batch: list[dict]) -> None:  # one ``perplexities`` call over all the batch's candidates
+        lengths = []
+        for length, group in steps.rank_groups(batch).items():
+            if keep_groups:
+                counts.lm_groups.append([row["rank_ids"][candidate] for row, candidate in group])
+            counts.lm_tokens += length * len(group)
+            lengths += [length] * len(group)
+        counts.lm_shapes += rank.forward_shapes(lengths, lm_packing)
+
     for rows in prepared.shards:
         statuses.update(row["status"] for row in rows)
         for batch in batches(rows, perturb.resources.replace.batch_size):
-            count_replace(batch, tokenizers.mlm, bans, config.seed, counts, keep_groups, mlm_packing)
+            count_replace(batch)
         original_rank_ids(rows, tokenizers.lm, tokenizers.lm_context, perturb.rank.num_candidates)
         for batch in batches(rows, perturb.resources.rank.batch_size):
-            count_rank(batch, counts, keep_groups, lm_packing)
+            count_rank(batch)
     counts.read = sum(statuses.values())
     counts.perturbed = statuses.pop("ok", 0)
     counts.filtered = dict(sorted(statuses.items()))
@@ -222,15 +206,7 @@ def count_prepared(
     return counts
 
 
-def count_sample(
-    config: HadesConfig,
-    input_path: str,
-    tokenizers: Tokenizers,
-    limit: int | None = None,
-    sample: int | None = None,
-    keep_groups: bool = False,
-    device: str = "cpu",
-) -> SampleCounts:
-    """Read ``input_path`` as the job does, run MASK, and count the model work on ``device``."""
+def count_sample(config: HadesConfig, input_path: str, tokenizers: Tokenizers, limit=None, sample=None, **options):
+    """Read ``input_path`` as the job does, run MASK, and count the model work (``options``: ``count_prepared``'s)."""
     prepared = prepare_sample(config, input_path, tokenizers, limit, sample)
-    return count_prepared(prepared, config, tokenizers, keep_groups, device)
+    return count_prepared(prepared, config, tokenizers, **options)

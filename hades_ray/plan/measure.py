@@ -62,35 +62,35 @@ def _shortened(seq: replace.MaskedSequence, steps: int | None, vocab_size: int) 
     )
 
 
-class _Clock:
-    """Wall and process CPU seconds of the timed calls, and the token-forwards they made. On a shared
-    CPU, tokens per CPU-second is what one core of its own would do; the wall clock counts the
-    neighbours' load too."""
-
-    def __init__(self):
-        self.wall = self.cpu = 0.0
-        self.tokens = self.calls = 0
-
-    def __enter__(self):
-        self._wall, self._cpu = time.perf_counter(), time.process_time()
-
-    def __exit__(self, *exc):
-        self.wall += time.perf_counter() - self._wall
-        self.cpu += time.process_time() - self._cpu
-
-    def add(self, shapes: list[tuple[int, int]]) -> None:
-        self.tokens += sum(rows * width for rows, width in shapes)
-        self.calls += len(shapes)
-
-    def figures(self) -> dict:
-        return {
-            "tokens_per_wall_s": self.tokens / self.wall,
-            "tokens_per_cpu_s": self.tokens / max(self.cpu, 1e-9),
-            "token_forwards": self.tokens,
-            "forward_calls": self.calls,
-            "wall_seconds": round(self.wall, 3),
-            "cpu_seconds": round(self.cpu, 3),
-        }
+def _timed(call, warm_up, groups: list, inputs, shapes, budget_s: float) -> dict:
+    """Wall and process CPU seconds of ``call(inputs(group))`` over the groups in a seeded order until
+    ``budget_s`` wall seconds are spent, after one untimed ``call(warm_up(first item))`` (allocation and
+    kernel selection); and the token-forwards made (``shapes``: rows x width of each forward). On a shared
+    CPU, tokens per CPU-second is what one core of its own would do; the wall clock counts the neighbours'
+    load too."""
+    order = random.Random(0).sample(range(len(groups)), len(groups))
+    call([warm_up(groups[order[0]][0])])
+    wall = cpu = 0.0
+    tokens = calls = 0
+    for index in order:
+        batch = inputs(groups[index])
+        wall_started, cpu_started = time.perf_counter(), time.process_time()
+        call(batch)
+        wall += time.perf_counter() - wall_started
+        cpu += time.process_time() - cpu_started
+        forwards = shapes(batch)
+        tokens += sum(rows * width for rows, width in forwards)
+        calls += len(forwards)
+        if wall >= budget_s:
+            break
+    return {
+        "tokens_per_wall_s": tokens / wall,
+        "tokens_per_cpu_s": tokens / max(cpu, 1e-9),
+        "token_forwards": tokens,
+        "forward_calls": calls,
+        "wall_seconds": round(wall, 3),
+        "cpu_seconds": round(cpu, 3),
+    }
 
 
 def measure_replace(model, groups: list[list], tokenizer, bans, config, budget_s: float, steps: int | None = 1) -> dict:
@@ -99,18 +99,14 @@ def measure_replace(model, groups: list[list], tokenizer, bans, config, budget_s
     vocab = model.config.vocab_size
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     packing = packing_of(config, next(model.parameters()).device.type, model_positions(model))
-    order = random.Random(0).sample(range(len(groups)), len(groups))
-    warm = [_shortened(groups[order[0]][0], 1, vocab)]
-    replace.fill_masks(model, warm, config, bans, pad)  # first call: allocation and kernel selection
-    clock = _Clock()
-    for index in order:
-        sequences = [_shortened(seq, steps, vocab) for seq in groups[index]]
-        with clock:
-            replace.fill_masks(model, sequences, config, bans, pad)
-        clock.add(replace.forward_shapes(sequences, bans, packing))  # as fill_masks packs them
-        if clock.wall >= budget_s:
-            break
-    return clock.figures()
+    return _timed(
+        lambda sequences: replace.fill_masks(model, sequences, config, bans, pad),
+        lambda seq: _shortened(seq, 1, vocab),
+        groups,
+        lambda group: [_shortened(seq, steps, vocab) for seq in group],
+        lambda sequences: replace.forward_shapes(sequences, bans, packing),  # as fill_masks packs them
+        budget_s,
+    )
 
 
 def measure_rank(model, groups: list[list[list[int]]], pad_id: int, config, budget_s: float) -> dict:
@@ -118,17 +114,14 @@ def measure_rank(model, groups: list[list[list[int]]], pad_id: int, config, budg
     ``config`` (``perturb.rank``) says."""
     vocab = model.config.vocab_size
     packing = packing_of(config, next(model.parameters()).device.type, model_positions(model))
-    order = random.Random(0).sample(range(len(groups)), len(groups))
-    rank.perplexities(model, [_in_vocabulary(groups[order[0]][0], vocab)], pad_id, config)  # warm-up
-    clock = _Clock()
-    for index in order:
-        sequences = [_in_vocabulary(ids, vocab) for ids in groups[index]]
-        with clock:
-            rank.perplexities(model, sequences, pad_id, config)
-        clock.add(rank.forward_shapes([len(ids) for ids in sequences], packing))
-        if clock.wall >= budget_s:
-            break
-    return clock.figures()
+    return _timed(
+        lambda sequences: rank.perplexities(model, sequences, pad_id, config),
+        lambda ids: _in_vocabulary(ids, vocab),
+        groups,
+        lambda group: [_in_vocabulary(ids, vocab) for ids in group],
+        lambda sequences: rank.forward_shapes([len(ids) for ids in sequences], packing),
+        budget_s,
+    )
 
 
 def measure_stages(config, tokenizers, counts, models: str, device: str, budget_s: float, watch=None) -> dict:

@@ -7,16 +7,19 @@ def _n(value: float) -> str:
     return f"{value:,.0f}"
 
 
+def filtered_text(filtered: dict) -> str:
+    return ", ".join(f"{reason} {count}" for reason, count in filtered.items()) or "none"
+
+
 def _sample_lines(result: dict) -> list[str]:
     s = result["sample"]
     per_doc = max(s["perturbed"], 1)
-    filtered = ", ".join(f"{k} {v}" for k, v in s["filtered"].items()) or "none"
     padding = s["mlm_token_forwards_done"] / max(s["mlm_token_forwards_ideal"], 1) - 1
     return [
         f"sample {result['input']} (preset {result['preset']}; MLM {result['models']['mlm']}, "
         f"causal LM {result['models']['causal_lm']}, context {result['lm_context']} tokens):",
         f"  documents read {s['read']}, perturbed {s['perturbed']} ({s['perturbed'] / s['read']:.1%}), "
-        f"filtered out: {filtered}",
+        f"filtered out: {filtered_text(s['filtered'])}",
         f"  spaCy: {_n(s['spacy_tokens'])} tokens, {_n(s['spacy_words'])} words; "
         f"MASK took {s['prepare_seconds']:.1f} CPU-s here",
         f"  REPLACE: {_n(s['candidates'])} candidates, {_n(s['masked_positions'])} masked positions, "
@@ -78,7 +81,3 @@ def _actors_per(kind: str, balance: dict) -> str:
 def plan_text(result: dict) -> str:
     """The whole plan as printed by ``hades-ray plan``."""
     return "\n".join([*_sample_lines(result), *_throughput_lines(result), *_plan_lines(result)])
-
-
-def print_plan(result: dict) -> None:
-    print(plan_text(result))

@@ -56,13 +56,11 @@ def tiny_config(encoder) -> kit.KitConfig:
 
 @pytest.fixture
 def tiny_corpus(monkeypatch):
-    from hades_ray.models import kit_data
-
-    monkeypatch.setattr(kit_data, "demo_split", lambda fraction=0.1: (TEXTS[:8], TEXTS[8:]))
+    monkeypatch.setattr(kit, "demo_split", lambda fraction=0.1: (TEXTS[:8], TEXTS[8:]))
 
 
 def test_split_is_deterministic_and_disjoint():
-    from hades_ray.models.kit_data import split_texts
+    from hades_ray.models.kit import split_texts
 
     records = [{"id": f"r{i}", "text": f"text {i}"} for i in range(2000)]
     train, heldout = split_texts(records)
