@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from hades_ray.config_keys import BIG, key, require
@@ -10,19 +12,28 @@ from hades_ray.errors import ConfigError
 
 @dataclass
 class RoundSchedule:
-    """Batch sizes growing from ``first`` to ``last`` over ``rounds`` rounds, ``total`` in all, as a power
-    curve ``first + (last - first) * (k / (rounds - 1)) ** p`` (``hades_ray/select/schedule.py``).
-    ``rounds: 0`` turns it off (``select.round_sizes`` applies)."""
+    """Batch sizes growing from ``first`` to ``last`` over ``rounds`` rounds, ``total`` in all, each round
+    larger than the one before: ``first + s*k + (last - first - s*(rounds - 1)) * (k / (rounds - 1)) ** p``
+    with ``s`` the least growth a round (``hades_ray/select/schedule.py``). ``rounds: 0`` turns it off
+    (``select.round_sizes`` applies)."""
 
     rounds: int = key(0, "[2, 10000]", choices=(0,))
     first: int = key(200, "[1, 10000000]")
     last: int = key(4000, "[1, 10000000]")
     total: int = key(12719, f"[1, {BIG}]")
 
+    def step(self) -> float:
+        """The least growth from one round to the next: 2 (so rounding never makes two rounds equal), or
+        less where ``last`` is too close to ``first`` for that."""
+        return min(2.0, (self.last - self.first) / (self.rounds - 1))
+
     def total_range(self) -> tuple[int, int]:
-        """The totals a schedule can reach: every round ``first`` but the last, up to every round ``last``
-        but the first."""
-        return (self.rounds - 1) * self.first + self.last, self.first + (self.rounds - 1) * self.last
+        """The totals a schedule can reach: every round but the last growing by ``step`` only, up to every
+        round but the first at ``last`` less what the steps still owe it."""
+        climb = self.step() * (self.rounds - 1) * (self.rounds - 2) / 2
+        low = (self.rounds - 1) * self.first + climb + self.last
+        high = self.first + (self.rounds - 1) * self.last - climb
+        return math.ceil(low), math.floor(high)
 
 
 @dataclass
