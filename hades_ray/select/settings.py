@@ -69,14 +69,16 @@ class SelectConfig:
     # PERSON by default; add ORG, GPE... to count those as Names too.
     swap_entity_types: list[str] = field(default_factory=lambda: ["DATE", "PERSON"])
     ner_context_words: int = key(15, "[0, 10000]")  # window around the span that spaCy sees for NER, POS and lemmas
-    # How the round detector trains (select/detector.py). crossval (the paper: "using the accumulated
-    # data"): on every judged instance, with the epoch and alpha, beta, gamma from out-of-fold predictions
-    # of ``folds`` folds, the rates on the last round's judgments (``rates_from``: last_round | all_rounds).
+    # How the round detector trains (select/detector.py). crossval (our reading of the paper's "using the
+    # accumulated data"): on every judged instance, with the epoch and alpha, beta, gamma from out-of-fold
+    # predictions of ``folds`` folds, the rates on the last round's judgments (``rates_from``: last_round |
+    # all_rounds), or (previous_detector, the literal reading of "based on the annotation from last round")
+    # the last round's batch as the previous round's detector scored it.
     # split: training, ``heldout_share`` that picks the best epoch, and ``calibration_share`` that neither
     # trained nor selected it, to estimate alpha, beta, gamma.
     detector_training: str = key("crossval", choices=("crossval", "split"))
     folds: int = key(5, "[2, 100]")
-    rates_from: str = key("last_round", choices=("last_round", "all_rounds"))
+    rates_from: str = key("last_round", choices=("last_round", "all_rounds", "previous_detector"))
     heldout_share: float = key(0.2, "(0, 1)")
     calibration_share: float = key(0.2, "(0, 1)")
     # fewer judged instances (or one class only): the round falls back to random
