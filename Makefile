@@ -49,7 +49,7 @@ device-check: install
 # context-length and decoding sweeps of jobs/analyses.py (reused from out/analyses/ when already run).
 # The round detectors are compared on round 2's judged items, which neither of them trained on.
 report: demo demo-loop
-	$(PY) jobs/analyses.py --pool $(DEMO_OUT) --output out/analyses
+	$(PY) jobs/analyses.py --dataset out/demo-loop/dataset --output out/analyses
 	$(VENV)/bin/hades-ray report --pool $(DEMO_OUT) --workdir out/demo-loop --dataset out/demo-loop/dataset \
 		$$(for k in 1 2; do m=out/demo-loop/round-00$$k/detector/model; test -d $$m && echo --detector round$$k=$$m; done) \
 		--split all --min-round 2 --analyses out/analyses/analyses.json --output out/report

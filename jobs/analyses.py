@@ -1,15 +1,17 @@
-"""The paper's Fig. 6 and decoding study on the demo pool and the offline model kit: context windows of
-5/10/20/40/80/160 words, offline and online, as one Ray Tune grid (jobs/context_sweep.py), and greedy,
-top-k 5/10/50 and top-p 0.95/0.9/0.8 REPLACE on the same 30 texts (jobs/decoding_sweep.py), both
-experiments that train and perturb, so they live here and hades_ray/report/ only reads their results.
+"""The paper's Fig. 6 and decoding study under a preset (default: local, the offline kit): context
+windows of 5/10/20/40/80/160 (words by default; the paper does not give the unit), offline and online,
+as one Ray Tune grid on a HaDes-format dataset's judged labels (jobs/context_sweep.py), and greedy, top-k
+5/10/50 and top-p 0.95/0.9/0.8 REPLACE on the same 30 texts (jobs/decoding_sweep.py), both experiments
+that train and perturb, so they live here and hades_ray/report/ only reads their results.
 Writes OUTPUT/analyses.json (which `hades-ray report --analyses` reads), OUTPUT/context_length.{json,md,png}
 (Fig. 6), OUTPUT/decoding.json and the decoding study's judging round (OUTPUT/decoding/judging).
 
-    python jobs/analyses.py --pool out/demo --output out/analyses
+    python jobs/analyses.py --dataset out/demo-loop/dataset --output out/analyses [--preset paper]
 
-The context sweep's labels are the learnability labels (replaced spans H, untouched content words N; no
-human judgments), and the report says so. A part whose results exist is reused unless --force. Sizes are
-small so that both parts finish on 2 shared cores; raise --max-instances / --epochs / --candidates elsewhere.
+``--labels learnability`` trains Fig. 6 on a pool's learnability labels instead (replaced spans H,
+untouched content words N; no judgments), another experiment, and the report says so. A part whose
+results exist is reused unless --force. The decoding runs rank the config's candidates per text (20);
+--candidates, --epochs and --max-instances keep both parts small on 2 shared cores.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hades_ray.cli_common import add_config_args  # noqa: E402
 from jobs.bench_common import OFFLINE, RESULTS, Laps, write_results
+from jobs.context_sweep import LABELS
 
 for key, value in OFFLINE.items():
     os.environ.setdefault(key, value)
@@ -30,36 +34,64 @@ for key, value in OFFLINE.items():
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pool", default="out/demo", help="perturbation output for the context sweep (make demo)")
+    parser.add_argument(
+        "--dataset", default=None, help="HaDes-format folder whose judged labels Fig. 6 trains and scores on"
+    )
+    parser.add_argument(
+        "--labels",
+        choices=LABELS,
+        default="judged",
+        help="Fig. 6's labels: judged (--dataset's) or learnability (--pool's replaced spans H, untouched words N)",
+    )
+    parser.add_argument("--pool", default="out/demo", help="perturbation output for --labels learnability (make demo)")
     parser.add_argument("--output", default="out/analyses", help="folder for analyses.json and the runs behind it")
     parser.add_argument("--windows", default="5,10,20,40,80,160", help="context windows, comma-separated (the paper's)")
     parser.add_argument(
         "--window-unit",
         default="words",
         choices=("words", "tokens"),
-        help="what a window counts: words around the target (the paper's Fig. 6) or subword tokens",
+        help="what a window counts: words around the target or subword tokens (the paper does not say which)",
     )
     parser.add_argument("--epochs", type=int, default=2, help="training epochs of each context-sweep trial")
     parser.add_argument("--max-instances", type=int, default=400, help="learnability instances for the context sweep")
     parser.add_argument("--texts", type=int, default=30, help="demo texts perturbed by every decoding setting")
-    parser.add_argument("--candidates", type=int, default=4, help="candidates per document in the decoding runs")
+    parser.add_argument(
+        "--candidates", type=int, default=0, help="candidates per text in the decoding runs (0: the config's, 20)"
+    )
     parser.add_argument("--feature-window", type=int, default=128, help="MLM tokens around a span (LR features)")
     parser.add_argument("--skip-context", action="store_true", help="leave the context-length sweep out")
     parser.add_argument("--skip-decoding", action="store_true", help="leave the decoding-strategy sweep out")
     parser.add_argument("--force", action="store_true", help="rerun parts whose results exist")
     parser.add_argument("--record", action="store_true", help="also copy analyses.json to jobs/results/")
-    parser.add_argument("--seed", type=int, default=0, help="seed of masks, samples, splits and training")
+    add_config_args(parser)  # --preset, --config, --set, --seed
     return parser.parse_args(argv)
 
 
 def overrides(args) -> list[str]:
     return [
-        f"seed={args.seed}",
+        *([f"seed={args.seed}"] if args.seed is not None else []),
+        *args.overrides,
         f"detect.epochs={args.epochs}",
         f"detect.feature_window={args.feature_window}",
         f"detect.window_unit={args.window_unit}",
         "ray.num_cpus=2",
     ]
+
+
+def context_source(args, output: Path) -> Path:
+    """Fig. 6's data: --dataset for judged labels, else the pool whose learnability labels it trains on."""
+    from hades_ray.errors import UserError
+
+    if args.labels == "judged":
+        if not args.dataset:
+            raise UserError("Fig. 6 trains on judged labels: give --dataset (a HaDes-format folder, e.g. "
+                            "out/demo-loop/dataset), or --labels learnability with --pool")  # fmt: skip
+        return Path(args.dataset)
+    pool = Path(args.pool)
+    if not (pool / "pool").is_dir():
+        pool = output / "decoding" / "top-k_10"  # the study's top-k 10 pool stands in for make demo's
+        print(f"context length: no pool under {args.pool}; using {pool}", flush=True)
+    return pool
 
 
 def part(name: str, path: Path, force: bool, make) -> dict:
@@ -78,9 +110,6 @@ def part(name: str, path: Path, force: bool, make) -> dict:
     return results
 
 
-LABELS_NOTE = "learnability labels (replaced spans H, untouched content words N), no human judgments"
-
-
 def results_markdown(results: dict) -> str:
     """jobs/results/analyses.md: the measured figures, as the report shows them."""
     from jobs.context_sweep import context_markdown
@@ -90,7 +119,8 @@ def results_markdown(results: dict) -> str:
     lines.append(
         "Wall seconds of the run that made each part (a reused part keeps its own): "
         + ", ".join(f"{k} {v:.0f}" for k, v in parts.items())
-        + f"; 2 cores. Context-length labels: {LABELS_NOTE}."
+        + "; 2 cores."
+        + (f" Context-length labels: {results['context_length']['labels']}." if "context_length" in results else "")
     )
     if "decoding" in results:
         lines += ["", *decoding_markdown(results["decoding"])]
@@ -149,7 +179,8 @@ def main(argv=None) -> int:
     setup_logging()  # the jobs' own progress lines (shards written, detectors saved) between this job's
     laps = Laps()
     output = Path(args.output)
-    config = load_config("local", None, overrides(args))
+    config = load_config(args.preset, args.config_file, overrides(args))
+    source = None if args.skip_context else context_source(args, output)  # before any work: a bad one stops here
     init_ray(config.ray.address, config.ray.num_cpus)
     results: dict = {}
     if not args.skip_decoding:
@@ -157,19 +188,15 @@ def main(argv=None) -> int:
             "decoding strategies",
             output / "decoding.json",
             args.force,
-            lambda: run_decoding_sweep(overrides(args), output / "decoding", args.texts, args.candidates),
+            lambda: run_decoding_sweep(config, output / "decoding", args.texts, args.candidates),
         )
     if not args.skip_context:
-        pool = Path(args.pool)
-        if not (pool / "pool").is_dir():
-            pool = output / "decoding" / "top-k_10"  # the study's top-k 10 pool stands in for make demo's
-            print(f"context length: no pool under {args.pool}; using {pool}", flush=True)
         windows = [int(w) for w in args.windows.split(",") if w.strip()]
         results["context_length"] = part(
             "context length",
             output / "context_length.json",
             args.force,
-            lambda: run_context_sweep(config, pool, output / "context", windows, args.max_instances),
+            lambda: run_context_sweep(config, source, output / "context", windows, args.max_instances, args.labels),
         )
         print_trials(results["context_length"])
         write_outputs(results["context_length"], output)
@@ -183,4 +210,9 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from hades_ray.errors import UserError
+
+    try:
+        sys.exit(main())
+    except UserError as error:  # what to give instead, in one line
+        sys.exit(f"jobs/analyses.py: {error}")

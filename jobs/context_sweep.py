@@ -1,7 +1,10 @@
 """The context-length analysis (the paper's Fig. 6): span classifiers in offline and online mode,
-trained with each context window as one Ray Tune grid (mode x window), scored on held-out documents.
-The paper's windows are 5/10/20/40/80/160 words around the target (``detect.window_unit=words``,
-hades_ray/detect/spans.py); ``write_outputs`` draws them as its Fig. 6 (context_length.md/.png).
+trained with each context window as one Ray Tune grid (mode x window) on a HaDes-format dataset's judged
+labels (train.txt), scored on its test split (valid.txt where the test labels are withheld), with the
+config's preset and backbone. The paper's windows are 5/10/20/40/80/160; whether they count words or
+subword tokens it does not say, so the unit is ``detect.window_unit`` (hades_ray/detect/spans.py).
+``labels="learnability"`` instead trains on a pool's learnability labels (replaced span H, untouched
+word N): another experiment, kept as a named option. ``write_outputs`` draws Fig. 6 (context_length.md/.png).
 
 Each trial is the detector's Tune trial (``hades_ray.train.tune.detector_trial``: the detect
 package's ``TorchTrainer`` reporting every epoch through ``TuneReportCallback``). The epochs are fixed
@@ -25,16 +28,47 @@ PAPER_WINDOWS = (5, 10, 20, 40, 80, 160)  # words around the target (the paper's
 METRICS = ("accuracy", "gmean", "bss", "auc", "h_f1", "n_f1", "epoch")
 
 
-def sweep_data(pool: Path, folder: Path, seed: int, max_instances: int) -> dict[str, int]:
-    """train.txt / test.txt of learnability instances (70/30 by document) under ``folder``."""
+LABELS = ("judged", "learnability")
+
+
+def learnability_data(pool: Path, folder: Path, seed: int, max_instances: int) -> tuple[Path, Path, str]:
+    """train.txt / test.txt of a pool's learnability instances (70/30 by document) under ``folder``."""
     instances = pool_instances(pool / "pool", seed=seed)
     if len(instances) > max_instances:
         instances = random.Random(seed).sample(instances, max_instances)
     train, test = split_by_doc(instances, (0.7, 0.3), seed)
     for name, part in (("train", train), ("test", test)):
         write_instances([i.to_json() for i in part], folder / f"{name}.txt")
-    return {"train": len(train), "test": len(test), "test_h": sum(i.label == 1 for i in test),
-            "test_n": sum(i.label == 0 for i in test)}  # fmt: skip
+    return folder / "train.txt", folder / "test.txt", LEARNABILITY
+
+
+def judged_data(dataset: Path) -> tuple[Path, Path, str]:
+    """A HaDes-format dataset's train.txt and its scored split: test.txt, or valid.txt where the test labels
+    are withheld (the published Wiki-Hades test.txt); a missing file or split is a one-line error."""
+    from hades_ray.errors import UserError
+    from hades_ray.io.hades_format import read_instances
+
+    def labelled(split: str) -> int:
+        path = dataset / f"{split}.txt"
+        return sum(i.label in (0, 1) for i in read_instances(path)) if path.is_file() else 0
+
+    if not labelled("train"):
+        raise UserError(f"{dataset}/train.txt: no judged instances; give a HaDes-format folder (hades-ray dataset "
+                        "build, or Wiki-Hades), or --labels learnability with a pool")  # fmt: skip
+    scored = next((s for s in ("test", "valid") if labelled(s)), None)
+    if scored is None:
+        raise UserError(f"{dataset}: neither test.txt nor valid.txt holds judged instances to score")
+    return dataset / "train.txt", dataset / f"{scored}.txt", f"judged labels of {dataset} (scored: {scored}.txt)"
+
+
+def sizes(train: Path, test: Path) -> dict[str, int]:
+    """Judged instances of the two files (test: per label, for the AUC's interval)."""
+    from hades_ray.io.hades_format import read_instances
+
+    labels = [i.label for i in read_instances(test)]
+    trained = sum(i.label in (0, 1) for i in read_instances(train))
+    return {"train": trained, "test": labels.count(0) + labels.count(1), "test_h": labels.count(1),
+            "test_n": labels.count(0)}  # fmt: skip
 
 
 def progress_callback():
@@ -53,24 +87,30 @@ def progress_callback():
     return EpochLines()
 
 
-def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_instances: int) -> dict:
-    """Grid over ``detect.mode`` x ``detect.window`` (counted in ``config.detect.window_unit``); returns
-    the results analyses.json holds."""
+def run_context_sweep(
+    config, source: Path, folder: Path, windows: list[int], max_instances: int = 0, labels: str = "judged"
+) -> dict:
+    """Grid over ``detect.mode`` x ``detect.window`` (counted in ``config.detect.window_unit``) on ``source``:
+    a HaDes-format dataset (``labels="judged"``) or a perturbation pool (``"learnability"``, at most
+    ``max_instances``); returns the results analyses.json holds."""
     from ray import tune
 
     from hades_ray.train.tune import concurrent_trials, detector_trial
     from hades_ray.ray_runtime import init_ray
 
     folder = folder.resolve()
-    sizes = sweep_data(pool, folder, config.seed, max_instances)
+    if labels == "judged":
+        train, test, described = judged_data(Path(source))
+    else:
+        train, test, described = learnability_data(Path(source), folder, config.seed, max_instances)
     init_ray(config.ray.address, config.ray.num_cpus)
     shutil.rmtree(folder / EXPERIMENT, ignore_errors=True)  # a fresh grid: the data above was just rewritten
     trainable = tune.with_resources(
         tune.with_parameters(
             detector_trial,
             base=config.to_dict(),
-            train_path=str(folder / "train.txt"),
-            valid_path=str(folder / "test.txt"),
+            train_path=str(train),
+            valid_path=str(test),
             storage=str(folder / "train_runs"),
         ),
         {"cpu": 0, "memory": 1},
@@ -99,13 +139,15 @@ def run_context_sweep(config, pool: Path, folder: Path, windows: list[int], max_
         )
     trials.sort(key=lambda t: (t["mode"], t["window"]))
     return {
-        "labels": LEARNABILITY,
-        "pool": str(pool),
+        "labels": described,
+        "label_kind": labels,
+        "source": str(source),
+        "preset": config.preset,
         "backbone": config.detect.backbone or config.models.encoder,
         "epochs": config.detect.epochs,
         "windows": windows,
         "window_unit": config.detect.window_unit,
-        **sizes,
+        **sizes(train, test),
         "trials": trials,
     }
 

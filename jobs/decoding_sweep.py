@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hades_ray.config import load_config
+from hades_ray.config import config_from_dict, set_dotted
 from hades_ray.perturb.artifacts import artifact_summary, count_artifacts
 from hades_ray.pipeline import storage
 from hades_ray.report.inputs import read_pool_rows
@@ -60,9 +60,14 @@ def study_texts(config, count: int, path: Path) -> list[str]:
     return [r["id"] for r in records]
 
 
-def setting_config(overrides: list[str], decoding: str, parameter: str | None, candidates: int):
-    extra = [f"perturb.replace.decoding={decoding}", f"perturb.rank.num_candidates={candidates}"]
-    return load_config("local", None, [*overrides, *extra, *([parameter] if parameter else [])])
+def setting_config(config, decoding: str, parameter: str | None, candidates: int):
+    """The study's ``config`` (its preset, config file and overrides) with one decoding setting."""
+    setting = config_from_dict(config.to_dict())
+    for assignment in [f"perturb.replace.decoding={decoding}", f"perturb.rank.num_candidates={candidates}"]:
+        set_dotted(setting, assignment)
+    if parameter:
+        set_dotted(setting, parameter)
+    return config_from_dict(setting.to_dict())  # validated, like every config built
 
 
 def pool_measures(rows: list[dict]) -> dict:
@@ -81,25 +86,27 @@ def pool_measures(rows: list[dict]) -> dict:
 
 
 def run_decoding_sweep(
-    overrides: list[str], folder: Path, texts: int, candidates: int, settings=PAPER_SETTINGS, executor: str = "ray"
+    config, folder: Path, texts: int, candidates: int = 0, settings=PAPER_SETTINGS, executor: str = "ray"
 ) -> dict:
-    """Perturb the same ``texts`` leads once per setting (on Ray, or in-process with ``executor="local"``);
-    the measures of each and the judges' export."""
+    """Perturb the same ``texts`` leads once per setting under ``config``'s preset and models (on Ray, or
+    in-process with ``executor="local"``), each ranking ``candidates`` per text (0: the config's
+    ``perturb.rank.num_candidates``, the pipeline's 20); the measures of each and the judges' export."""
     from hades_ray.perturb.runner import run_perturb
     from hades_ray.pipeline.executor import Executor
     from jobs.decoding_judging import export_for_judges
     from jobs.incoherence import IncoherenceProxy
 
-    base = setting_config(overrides, "greedy", None, candidates)
+    candidates = candidates or config.perturb.rank.num_candidates
+    base = setting_config(config, "greedy", None, candidates)
     doc_ids = study_texts(base, texts, folder / "texts.jsonl")
     proxy = IncoherenceProxy(base.models.causal_lm)
     order = {d: k for k, d in enumerate(doc_ids)}
     rows_by_setting, strategies = {}, []
     for label, decoding, parameter in settings:
-        config = setting_config(overrides, decoding, parameter, candidates)
+        setting = setting_config(config, decoding, parameter, candidates)
         pool = folder / folder_name(label)
-        runner = Executor.of(config.ray, executor)
-        summary = run_perturb(config, folder / "texts.jsonl", pool, executor=runner)  # a finished pool is reused
+        runner = Executor.of(setting.ray, executor)
+        summary = run_perturb(setting, folder / "texts.jsonl", pool, executor=runner)  # a finished pool is reused
         rows = [r for r in read_pool_rows(pool, POOL_COLUMNS) if r["doc_id"] in order]
         rows.sort(key=lambda r: order[r["doc_id"]])
         spans = proxy.measure(rows)
@@ -120,6 +127,7 @@ def run_decoding_sweep(
         "documents": strategies[0]["documents"],
         "doc_ids": doc_ids,
         "candidates": candidates,
+        "preset": base.preset,
         "seed": base.seed,
         "proxy": proxy.description(),
         "strategies": strategies,

@@ -43,24 +43,27 @@ def apply_freeze(backbone: nn.Module, freeze: str) -> None:
             param.requires_grad = True
 
 
-def build_head(hidden: int, layers: int) -> nn.Sequential:
-    """``layers`` linear maps to 2 labels; hidden size h/2 with tanh in between (the paper's 2-layer MLP)."""
+def build_head(hidden: int, layers: int, inner: int = 0) -> nn.Sequential:
+    """``layers`` linear maps to 2 labels with tanh in between (the paper's 2-layer MLP); the hidden size is
+    ``inner``, or h/2 when it is 0."""
     mods: list[nn.Module] = []
-    width = hidden
+    width, inner = hidden, inner or hidden // 2
     for _ in range(layers - 1):
-        mods += [nn.Linear(width, hidden // 2), nn.Tanh()]
-        width = hidden // 2
+        mods += [nn.Linear(width, inner), nn.Tanh()]
+        width = inner
     mods.append(nn.Linear(width, 2))
     return nn.Sequential(*mods)
 
 
 class SpanClassifier(nn.Module):
-    def __init__(self, backbone: nn.Module, pooling: str = "max", mlp_layers: int = 2, freeze: str = "last_layer"):
+    def __init__(
+        self, backbone: nn.Module, pooling: str = "max", mlp_layers: int = 2, freeze: str = "last_layer", mlp_hidden=0
+    ):
         super().__init__()
         self.backbone = backbone
         self.pooling = pooling
         apply_freeze(backbone, freeze)
-        self.head = build_head(int(backbone.config.hidden_size), mlp_layers)
+        self.head = build_head(int(backbone.config.hidden_size), mlp_layers, mlp_hidden)
 
     def forward(self, input_ids, attention_mask, span_mask):
         from hades_ray.detect.stable import pool_span
@@ -101,7 +104,9 @@ def load_backbone(source: str, revision: str | None = None):
 
 def build_classifier(source: str, settings: dict) -> tuple:
     tokenizer, backbone = load_backbone(source, settings.get("revision"))
-    model = SpanClassifier(backbone, settings["pooling"], settings["mlp_layers"], settings["freeze"])
+    model = SpanClassifier(
+        backbone, settings["pooling"], settings["mlp_layers"], settings["freeze"], settings.get("mlp_hidden", 0)
+    )
     return tokenizer, model
 
 

@@ -23,7 +23,9 @@ class DetectConfig:
     # tokens: as above | words: ``window`` context words besides the span (the paper's Fig. 6 counts words)
     window_unit: str = key(TOKENS, choices=WINDOW_UNITS)
     pooling: str = key("max", choices=("max", "mean"))  # over the span's subword states
-    mlp_layers: int = key(2, "[1, 16]")  # head depth; hidden size h/2 with tanh between layers
+    mlp_layers: int = key(2, "[1, 16]")  # head depth; tanh between layers
+    # The head's hidden size; 0: half the backbone's (h/2). The paper swept it without naming its values.
+    mlp_hidden: int = key(0, "[0, 65536]", help="the MLP head's hidden size (0: half the backbone's)")
     # all: the backbone is frozen and only the MLP head trains (the paper) | last_layer: the last block
     # trains too | none: everything trains. The presets set it (paper: all; local: see local.yaml).
     freeze: str = key("all", choices=("last_layer", "all", "none"))

@@ -85,19 +85,39 @@ def detector_step(config, workdir, round_index: int, labeled: list[dict], force:
     folder = round_dir(workdir, round_index) / "detector"
     judged = [[str(r["id"]), int(r["hallucination"]), int(r["round"])] for r in labeled]
     digest = detector_digest(config)
-    fit = functools.partial(_fit, round_detector_config(config), labeled, folder, round_index, digest, force)
+    fit = functools.partial(_fit, round_detector_config(config), labeled, Path(workdir), round_index, digest, force)
     return Step(f"round {round_index}'s detector", str(folder), digest, fit, digest_of(judged))
 
 
-def _fit(config, labeled: list[dict], folder: Path, round_index: int, digest: str, force: bool) -> dict:
+def _fit(config, labeled: list[dict], workdir: Path, round_index: int, digest: str, force: bool) -> dict:
+    folder = round_dir(workdir, round_index) / "detector"
     labels = np.array([r["hallucination"] for r in labeled], dtype=int)
     if config.select.detector_training == "crossval":
         result = crossval_detector(config, labeled, labels, folder, round_index, digest, force)
     else:
         result = split_detector(config, labeled, labels, folder, round_index)
+    if config.select.rates_from == "previous_detector":
+        result["rates"] = previous_detector_rates(workdir, labeled, round_index) or result["rates"]
     counts = {"judged_before": len(labeled), **result["counts"]}
     return {"model_dir": str(result["model_dir"]), "counts": counts, "rates": result["rates"],
             "detector": result["detector"]}  # fmt: skip
+
+
+def previous_detector_rates(workdir: Path, labeled: list[dict], round_index: int) -> dict | None:
+    """alpha, beta, gamma as the paper's §3.3 reads literally: round K-1's judged batch scored by round K-1's
+    own detector, the one that selected it; None where round K-1 had none (round 1: round 0 samples at random)."""
+    import json
+
+    from hades_ray.detect.detector import Detector
+
+    previous = round_dir(workdir, round_index - 1) / "round.json"
+    model_dir = (json.loads(previous.read_text(encoding="utf-8")).get("detector") or {}).get("model_dir")
+    batch = [r for r in labeled if int(r["round"]) == round_index - 1]
+    if not model_dir or not batch:
+        return None
+    _, pred = Detector.open(model_dir).score_records([{k: r[k] for k in HADES_KEYS} for r in batch])
+    rates = detector_rates([int(r["hallucination"]) for r in batch], pred)
+    return {**rates, "source": f"round {round_index - 1}'s batch scored by round {round_index - 1}'s detector"}
 
 
 def record_detector(summary: dict, trained: dict) -> None:

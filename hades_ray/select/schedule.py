@@ -2,16 +2,17 @@
 
 The paper ran 14 rounds, "increasing the annotation scale with each round (~200 to ~4000)", for
 12,719 judged instances. A geometric or linear ramp from 200 to 4,000 over 14 rounds would judge
-18.7k or 29.4k, so the rounds must stay small for long and grow late. The schedule is a power curve
-through ``first`` and ``last``:
+18.7k or 29.4k, so the rounds must stay small for long and grow late, yet each larger than the one
+before. The schedule is a power curve through ``first`` and ``last`` on top of a least growth ``s`` a
+round (2, so that rounding never makes two rounds equal; ``RoundSchedule.step``):
 
-    size(k) = first + (last - first) * (k / (rounds - 1)) ** p,    k = 0 .. rounds - 1
+    size(k) = first + s*k + (last - first - s*(rounds - 1)) * (k / (rounds - 1)) ** p,    k = 0 .. rounds - 1
 
 with the exponent ``p`` the one for which the sizes add up to ``total`` (found by bisection; rounded
 to whole instances by the largest-remainder rule, so they add up to exactly ``total``). Rounds after
-``rounds`` select ``last`` each. The paper's 200, 4000, 14 and 12,719 give p = 5.26 and
+``rounds`` select ``last`` each. The paper's 200, 4000, 14 and 12,719 give p = 5.35 and
 
-    200 200 200 202 208 225 265 346 496 749 1156 1778 2694 4000
+    200 202 204 208 215 233 272 351 496 745 1146 1765 2682 4000
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from hades_ray.select.settings import RoundSchedule
 
 
 def _sizes(first: int, last: int, rounds: int, power: float) -> list[float]:
-    return [first + (last - first) * (k / (rounds - 1)) ** power for k in range(rounds)]
+    step = RoundSchedule(rounds, first, last).step()
+    rest = last - first - step * (rounds - 1)
+    return [first + step * k + rest * (k / (rounds - 1)) ** power for k in range(rounds)]
 
 
 def schedule_power(first: int, last: int, rounds: int, total: int) -> float:

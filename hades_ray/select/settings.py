@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from hades_ray.config_keys import BIG, key, require
@@ -10,19 +12,28 @@ from hades_ray.errors import ConfigError
 
 @dataclass
 class RoundSchedule:
-    """Batch sizes growing from ``first`` to ``last`` over ``rounds`` rounds, ``total`` in all, as a power
-    curve ``first + (last - first) * (k / (rounds - 1)) ** p`` (``hades_ray/select/schedule.py``).
-    ``rounds: 0`` turns it off (``select.round_sizes`` applies)."""
+    """Batch sizes growing from ``first`` to ``last`` over ``rounds`` rounds, ``total`` in all, each round
+    larger than the one before: ``first + s*k + (last - first - s*(rounds - 1)) * (k / (rounds - 1)) ** p``
+    with ``s`` the least growth a round (``hades_ray/select/schedule.py``). ``rounds: 0`` turns it off
+    (``select.round_sizes`` applies)."""
 
     rounds: int = key(0, "[2, 10000]", choices=(0,))
     first: int = key(200, "[1, 10000000]")
     last: int = key(4000, "[1, 10000000]")
     total: int = key(12719, f"[1, {BIG}]")
 
+    def step(self) -> float:
+        """The least growth from one round to the next: 2 (so rounding never makes two rounds equal), or
+        less where ``last`` is too close to ``first`` for that."""
+        return min(2.0, (self.last - self.first) / (self.rounds - 1))
+
     def total_range(self) -> tuple[int, int]:
-        """The totals a schedule can reach: every round ``first`` but the last, up to every round ``last``
-        but the first."""
-        return (self.rounds - 1) * self.first + self.last, self.first + (self.rounds - 1) * self.last
+        """The totals a schedule can reach: every round but the last growing by ``step`` only, up to every
+        round but the first at ``last`` less what the steps still owe it."""
+        climb = self.step() * (self.rounds - 1) * (self.rounds - 2) / 2
+        low = (self.rounds - 1) * self.first + climb + self.last
+        high = self.first + (self.rounds - 1) * self.last - climb
+        return math.ceil(low), math.floor(high)
 
 
 @dataclass
@@ -58,14 +69,16 @@ class SelectConfig:
     # PERSON by default; add ORG, GPE... to count those as Names too.
     swap_entity_types: list[str] = field(default_factory=lambda: ["DATE", "PERSON"])
     ner_context_words: int = key(15, "[0, 10000]")  # window around the span that spaCy sees for NER, POS and lemmas
-    # How the round detector trains (select/detector.py). crossval (the paper: "using the accumulated
-    # data"): on every judged instance, with the epoch and alpha, beta, gamma from out-of-fold predictions
-    # of ``folds`` folds, the rates on the last round's judgments (``rates_from``: last_round | all_rounds).
+    # How the round detector trains (select/detector.py). crossval (our reading of the paper's "using the
+    # accumulated data"): on every judged instance, with the epoch and alpha, beta, gamma from out-of-fold
+    # predictions of ``folds`` folds, the rates on the last round's judgments (``rates_from``: last_round |
+    # all_rounds), or (previous_detector, the literal reading of "based on the annotation from last round")
+    # the last round's batch as the previous round's detector scored it.
     # split: training, ``heldout_share`` that picks the best epoch, and ``calibration_share`` that neither
     # trained nor selected it, to estimate alpha, beta, gamma.
     detector_training: str = key("crossval", choices=("crossval", "split"))
     folds: int = key(5, "[2, 100]")
-    rates_from: str = key("last_round", choices=("last_round", "all_rounds"))
+    rates_from: str = key("last_round", choices=("last_round", "all_rounds", "previous_detector"))
     heldout_share: float = key(0.2, "(0, 1)")
     calibration_share: float = key(0.2, "(0, 1)")
     # fewer judged instances (or one class only): the round falls back to random

@@ -27,13 +27,15 @@ EXPERIMENT = "tune_detector"
 
 
 def default_space():
-    """The paper's knobs the detector exposes; its MLP hidden size is fixed at h/2 by detect, so not swept."""
+    """The paper's knobs: pooling, the MLP head's depth and hidden size (0: h/2), freezing the backbone or
+    not (or all but its last layer), the learning rate and the window."""
     from ray import tune
 
     return {
         "detect.pooling": tune.choice(["mean", "max"]),
         "detect.mlp_layers": tune.choice([1, 2, 3]),
-        "detect.freeze": tune.choice(["last_layer", "all"]),
+        "detect.mlp_hidden": tune.choice([0, 128, 512]),
+        "detect.freeze": tune.choice(["all", "last_layer", "none"]),
         "detect.lr": tune.loguniform(1e-4, 1e-2),  # holds the paper's 1e-3 and 5e-3
         "detect.window": tune.choice([64, 160]),
     }

@@ -24,14 +24,31 @@ def pool(micro_home, tmp_path_factory):
     return out
 
 
-def test_fig6_grid_trains_every_mode_and_word_window_and_draws_the_figure(pool, ray_local, tmp_path):
+@pytest.fixture
+def judged(tmp_path):
+    """A small HaDes-format dataset whose test labels are withheld (as the published Wiki-Hades test.txt)."""
+    from hades_ray.detect.synthetic import toy_instances
+    from hades_ray.io.hades_format import write_instances
+
+    folder = tmp_path / "dataset"
+    write_instances(toy_instances(40, seed=1), folder / "train.txt")
+    write_instances(toy_instances(16, seed=2), folder / "valid.txt")
+    write_instances([{**i.to_json(), "hallucination": -1} for i in toy_instances(8, seed=3)], folder / "test.txt")
+    return folder
+
+
+def test_fig6_grid_trains_on_judged_labels_in_every_mode_and_word_window_and_draws_the_figure(
+    judged, micro_home, ray_local, tmp_path
+):
     from jobs.context_sweep import run_context_sweep, write_outputs
 
     config = load_config("local", None, SMALL)
     # The paper's smallest window (5 words) in both modes: the grid is mode x window, so more windows
     # only add trials (two keep the test short; jobs/analyses.py runs all six).
-    results = run_context_sweep(config, pool, tmp_path / "context", [5], max_instances=40)
-    assert results["window_unit"] == "words"
+    results = run_context_sweep(config, judged, tmp_path / "context", [5])
+    assert results["window_unit"] == "words" and results["label_kind"] == "judged"
+    assert "valid.txt" in results["labels"] and (results["train"], results["test"]) == (40, 16)  # test withheld
+    assert results["preset"] == "local" and results["backbone"] == config.models.encoder
     grid = {(t["mode"], t["window"]) for t in results["trials"]}
     assert grid == {("offline", 5), ("online", 5)}
     assert all(t["error"] is None and t["auc"] is not None and t["bss"] is not None for t in results["trials"])
@@ -47,8 +64,9 @@ def test_decoding_study_perturbs_the_same_texts_and_exports_every_replacement(mi
     from jobs.incoherence import THRESHOLD
 
     settings = [PAPER_SETTINGS[0], PAPER_SETTINGS[1], PAPER_SETTINGS[-1]]  # greedy, top-k 5, top-p 0.8
-    overrides = ["seed=0"]
-    results = run_decoding_sweep(overrides, tmp_path, texts=3, candidates=2, settings=settings, executor="local")
+    config = load_config("local", None, ["seed=0", "perturb.rank.num_candidates=2"])
+    results = run_decoding_sweep(config, tmp_path, texts=3, settings=settings, executor="local")
+    assert results["candidates"] == 2 and results["preset"] == "local"  # the config's, not a fixed 4
     texts = [json.loads(line)["id"] for line in (tmp_path / "texts.jsonl").read_text().splitlines()]
     assert results["doc_ids"] == texts and len(texts) == 3
     for label, *_ in settings:
@@ -92,3 +110,14 @@ def test_an_unchanged_replacement_has_no_surprisal_jump(micro_home):
     covering = offsets[:, 1] > offsets[:, 0]
     assert covering.sum() > 0.8 * len(offsets)
     assert proxy.span_surprisal(text, 0, len(text)) == pytest.approx(float(nll[covering].sum()))
+
+
+def test_fig6_on_learnability_labels_is_a_named_option_and_judged_labels_need_a_dataset(pool, tmp_path):
+    from hades_ray.errors import UserError
+    from jobs.analyses import main
+    from jobs.context_sweep import learnability_data
+
+    train, test, described = learnability_data(pool, tmp_path, seed=0, max_instances=40)
+    assert described.startswith("learnability labels") and train.is_file() and test.is_file()
+    with pytest.raises(UserError, match="give --dataset"):
+        main(["--output", str(tmp_path / "out"), "--skip-decoding"])
