@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from hades_ray.annotate.consensus import item_table
-from hades_ray.annotate.judgments import JudgmentError, batch_items, load_judgments
+from hades_ray.annotate.judgments import JudgmentError, batch_items, load_judgments, next_import_number
 from hades_ray.io.hades_format import parse_instance
 from hades_ray.io.safe_csv import unsafe_id_reason, write_guarded_csv
 from hades_ray.pipeline import storage
@@ -82,11 +82,6 @@ def export_rows(config, workdir: str | Path, round_index: int) -> list[dict]:
     return rows
 
 
-def _next_export(directory: Path) -> str:
-    numbers = [int(p.name.split("-")[1].split(".")[0]) for p in directory.glob("export-[0-9][0-9][0-9]*")]
-    return f"export-{max(numbers, default=0) + 1:03d}"
-
-
 def _write_export(rows: list[dict], directory: Path, name: str, fmt: str) -> list[str]:
     if fmt == "csv":
         path = write_guarded_csv(rows, directory / f"{name}.csv", list(rows[0]) if rows else ["item_id"])
@@ -104,7 +99,7 @@ def export_items(config, workdir: str | Path, round_index: int, fmt: str = "csv"
     with OutputLock(round_dir(workdir, round_index), wait=True):
         rows = export_rows(config, workdir, round_index)
         directory = round_dir(workdir, round_index) / "exports"
-        name = _next_export(directory)
+        name = f"export-{next_import_number(directory, 'export'):03d}"
         files = _write_export(rows, directory, name, fmt)
     return {
         "export": name,

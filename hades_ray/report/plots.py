@@ -88,12 +88,3 @@ def stacked_bars(ax, categories: list[str], layers: dict[str, list[float]], titl
     ax.set_title(title, fontsize=10)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-
-
-def lines(ax, x, series: dict[str, list[float]], title: str, xlabel: str, ylabel: str) -> None:
-    for i, (name, values) in enumerate(series.items()):
-        ax.plot(x, values, marker="o", color=SERIES[i % len(SERIES)], label=name)
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
