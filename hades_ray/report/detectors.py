@@ -18,8 +18,8 @@ from hades_ray.metrics import binary_metrics
 from hades_ray.report import plots
 from hades_ray.report.inputs import ReportInputError
 from hades_ray.report.model import Figure, Section, Table, fmt
+from hades_ray.report.reproduce import PAIRED_COLUMNS, TABLE_KEYS
 
-TABLE_KEYS = ("accuracy", "gmean", "bss", "auc", "n_precision", "n_recall", "n_f1", "h_precision", "h_recall", "h_f1")
 TABLE_COLUMNS = ["Acc", "G-Mean", "BSS", "AUC", "N-P", "N-R", "N-F1", "H-P", "H-R", "H-F1"]
 
 
@@ -137,8 +137,7 @@ def detectors_section(scored: list[Scored], source: str, seed: int = 0) -> Secti
     )  # fmt: skip
     if comparisons:
         section.tables.append(
-            Table("Paired significance on the same instances", ["A", "B", "n", "A right, B wrong",
-                  "B right, A wrong", "McNemar exact p", "G-Mean A - B", "95% bootstrap CI"],
+            Table("Paired significance on the same instances", PAIRED_COLUMNS,
                   [[c["a"], c["b"], c["n"], c.get("a_right_b_wrong"), c.get("b_right_a_wrong"),
                     fmt(c.get("mcnemar_exact_p"), 4), fmt(c.get("gmean_difference")),
                     f"[{fmt(c.get('gmean_ci_low'))}, {fmt(c.get('gmean_ci_high'))}]"] for c in comparisons])
