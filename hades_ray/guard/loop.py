@@ -29,7 +29,6 @@ values are the same.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from dataclasses import dataclass
 
@@ -70,10 +69,14 @@ def guarded_generate(
     enc = encode_prompts(tokenizer, prompts[:slots], device)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     processors = logits_processors(model, config, ids)
-    new_row = functools.partial(_new_row, tokenizer, end_token_ids(config), sampling.max_new_tokens)
+    ends = end_token_ids(config)
+
+    def new_row(prompt_ids: list[int]) -> Row:
+        return Row(TokenText(tokenizer, prompt_ids), ends, sampling.max_new_tokens)
+
     rows = [new_row(r[m.bool()].tolist()) for r, m in zip(ids, mask)]
     step = _Stepper(model, int(config.pad_token_id), mask.sum(dim=1).tolist(), device)
-    refill = _Refill(step, tokenizer, prompts, slots)
+    refill = _Refill(step, tokenizer, prompts, slots, new_row, processors)
     judge.begin(slots)
     torch.manual_seed(seed)
     cache = growing_cache(model)  # appends a step's columns in place, not by copying the cache
@@ -85,24 +88,19 @@ def guarded_generate(
         if all(r.done or r.finishing for r in rows):  # nobody needs a token: draw none, as ``generate`` stops
             tokens, raw = [None] * len(rows), [None] * len(rows)
         else:
-            tokens, raw = _draw(out, processors, ids)
+            raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
+            tokens = _sample(processors, ids, raw)
         waiting = [i for i, row in enumerate(rows) if row.take(tokens[i], raw[i])]
         if waiting:
             verdicts = judge.score_chunks([(i, *rows[i].current_word()) for i in waiting])
             for i, scored in zip(waiting, verdicts):
                 rows[i].decide(scored, guard.threshold, guard.max_retries)
             _redraw([i for i in waiting if rows[i].resampling], rows, processors, ids)
-        ids, mask = refill.done_rows(rows, ids, mask, out, new_row, processors)
+        ids, mask = refill.done_rows(rows, ids, mask, out)
         if all(r.done for r in rows):  # no forward for a step nobody takes
             return refill.results
         ids, mask, out = step.extend(rows, ids, mask, out)
     raise RuntimeError("guarded generation did not finish: a bug, please report it")
-
-
-def _draw(out, processors, ids: torch.Tensor) -> tuple[list[int], torch.Tensor]:
-    """One token per row from the model's next-token scores; the raw scores come back too."""
-    raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
-    return _sample(processors, ids, raw), raw
 
 
 def _sample(processors, ids: torch.Tensor, raw: torch.Tensor) -> list[int]:
@@ -121,10 +119,6 @@ def _redraw(taken_back: list[int], rows: list[Row], processors, ids: torch.Tenso
         raw[k, rows[i].bans] = float("-inf")
     for i, token in zip(taken_back, _sample(processors, ids[taken_back], raw)):
         rows[i].take_replacement(token)
-
-
-def _new_row(tokenizer, ends: set[int], budget: int, prompt_ids: list[int]) -> Row:
-    return Row(TokenText(tokenizer, prompt_ids), ends, budget)
 
 
 class _Stepper:
@@ -212,14 +206,15 @@ class _Refill:
     ``slots`` prompts, not one per freed slot), and keep their keys, values and last scores until a slot
     takes them."""
 
-    def __init__(self, step: _Stepper, tokenizer, prompts: list[str], slots: int):
+    def __init__(self, step: _Stepper, tokenizer, prompts: list[str], slots: int, new_row, processors):
         self.step, self.tokenizer, self.prompts, self.slots = step, tokenizer, prompts, slots
+        self.new_row, self.processors = new_row, processors
         self.owner = list(range(slots))  # the prompt each slot is writing
         self.queue = list(range(slots, len(prompts)))
         self.ready: list[tuple] = []  # (prompt, ids, mask, keys and values per layer, last scores)
         self.results: list[dict | None] = [None] * len(prompts)
 
-    def done_rows(self, rows: list[Row], ids, mask, out, new_row, processors):
+    def done_rows(self, rows: list[Row], ids, mask, out):
         """Keep the results of rows just done; give their slots the next prompts and draw each one's first
         token from its prompt's scores, so it is fed this step. Returns the batch."""
         freed = []
@@ -235,15 +230,15 @@ class _Refill:
         for i in freed:
             k, new_ids, new_mask, new_kv, last = self._next(ids.device)
             ids, mask = self.step.place([i], new_ids, new_mask, ids, mask, cache_of(out), new_kv)
-            rows[i] = new_row(new_ids[0, new_mask[0].bool()].tolist())
+            rows[i] = self.new_row(new_ids[0, new_mask[0].bool()].tolist())
             self.owner[i] = k
             scores.append(last)
         ids, mask = self.step.trim(rows, ids, mask, cache_of(out))
         raw = torch.stack(scores)
-        for i, token, row_raw in zip(freed, _sample(processors, ids[freed], raw), raw):
+        for i, token, row_raw in zip(freed, _sample(self.processors, ids[freed], raw), raw):
             rows[i].take(token, row_raw)
         if any(rows[i].done for i in freed):  # a prompt whose first token ends it: its slot goes on
-            return self.done_rows(rows, ids, mask, out, new_row, processors)
+            return self.done_rows(rows, ids, mask, out)
         return ids, mask
 
     def _next(self, device) -> tuple:

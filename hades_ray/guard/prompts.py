@@ -16,15 +16,7 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard
 
 MAX_PROMPT_CHARS = 20_000  # far past any model's context; a longer one is quarantined, never truncated
-PROMPT_SCHEMA = pa.schema(
-    [
-        ("row", pa.int64()),
-        ("id", pa.string()),
-        ("prompt", pa.string()),
-        ("source", pa.string()),
-        ("reject", pa.string()),
-    ]
-)
+PROMPT_SCHEMA = pa.schema({"row": pa.int64()} | dict.fromkeys(["id", "prompt", "source", "reject"], pa.string()))
 
 
 def plan_prompt_shards(path: str, shard_size: int, mapper=None) -> list[Shard]:
