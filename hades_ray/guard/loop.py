@@ -109,9 +109,8 @@ def _sample(processors, ids: torch.Tensor, raw: torch.Tensor) -> list[int]:
 
 
 def _redraw(taken_back: list[int], rows: list[Row], processors, ids: torch.Tensor) -> None:
-    """A word taken back this step gets its replacement's first token at once, from the scores stored
-    when the word began (no forward needs to run for it), so the row feeds it this same step instead
-    of waiting a step on a masked pad."""
+    """Each word taken back this step gets its replacement's first token now, from the scores stored
+    when the word began, so the row feeds it this same step (no forward runs for it)."""
     if not taken_back:
         return
     raw = torch.stack([rows[i].start_logits for i in taken_back])
@@ -201,10 +200,8 @@ def _layers(cache) -> list:
 
 
 class _Refill:
-    """Continuous batching: a done row's result is kept and its slot takes the next prompt, if any.
-    Waiting prompts are run through the generator ``slots`` at a time, ahead of need (one forward per
-    ``slots`` prompts, not one per freed slot), and keep their keys, values and last scores until a slot
-    takes them."""
+    """Continuous batching: a done row's result is kept and its slot takes the next prompt, if any; waiting
+    prompts keep their keys, values and last scores (one forward per ``slots`` of them) until a slot does."""
 
     def __init__(self, step: _Stepper, tokenizer, prompts: list[str], slots: int, new_row, processors):
         self.step, self.tokenizer, self.prompts, self.slots = step, tokenizer, prompts, slots
