@@ -41,10 +41,13 @@ def from_predictions(name: str, path: Path) -> Scored:
                                "give a `hades-ray predict` output or a detector folder")  # fmt: skip
     if not instances:
         raise ReportInputError(f"--detector {path}: no labelled (0/1) records to evaluate")
+    p = [float(i.extra["p_hallucination"]) for i in instances]
+    return _scored(name, instances, p, [int(i.extra["pred"]) for i in instances])
+
+
+def _scored(name: str, instances: list, p, pred) -> Scored:
     ids = [str(i.extra.get("id", k)) for k, i in enumerate(instances)]
-    return Scored(name, ids, np.array([i.label for i in instances]),
-                  np.array([float(i.extra["p_hallucination"]) for i in instances]),
-                  np.array([int(i.extra["pred"]) for i in instances]))  # fmt: skip
+    return Scored(name, ids, np.array([i.label for i in instances]), np.asarray(p), np.asarray(pred))
 
 
 def eval_instances(files: list[Path], min_round: int) -> list:
@@ -65,9 +68,7 @@ def from_detector(name: str, model_dir: Path, instances: list) -> Scored:
     """A detector folder scored in-process on the evaluation instances."""
     from hades_ray.detect.api import predict_records
 
-    p, pred = predict_records(model_dir, [i.to_json() for i in instances])
-    ids = [str(i.extra.get("id", k)) for k, i in enumerate(instances)]
-    return Scored(name, ids, np.array([i.label for i in instances]), p, pred)
+    return _scored(name, instances, *predict_records(model_dir, [i.to_json() for i in instances]))
 
 
 def gmean(y: np.ndarray, pred: np.ndarray) -> float:
