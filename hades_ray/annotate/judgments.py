@@ -1,11 +1,10 @@
 """Importing judgments: validated, append-only, one new numbered file per import.
 
-Accepted inputs: a CSV with columns ``item_id, judge_id, label`` (label H/N, also 1/0), or a Label
-Studio export (JSON list of tasks with ``data.item_id`` and ``annotations[].result[].value.choices``);
-``annotate/parsers.py`` reads both. Bad rows (unknown item, unknown label, a judge judging an item
-twice, a missing field, an unreadable line) stop the import with their line numbers, or with
-``skip_bad`` go to a quarantine file with reasons. Ids are stored exactly as given, so an id that a
-spreadsheet would read as a formula is refused rather than escaped. Imports hold the round's lock.
+Judges' files (CSV or Label Studio) are read by ``annotate/parsers.py``; labels H/N, also 1/0. Bad
+rows (unknown item, unknown label, a judge judging an item twice, a missing field, an unreadable line)
+stop the import with their line numbers, or with ``skip_bad`` go to a quarantine file with reasons.
+Ids are stored exactly as given, so an id that a spreadsheet would read as a formula is refused
+rather than escaped. Imports hold the round's lock.
 """
 
 from __future__ import annotations
