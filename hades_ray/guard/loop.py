@@ -49,12 +49,6 @@ class GuardSettings:
     slots: int = 0  # rows generated at once; a done row's slot takes the next prompt (0: all prompts at once)
 
 
-def _step_bound(budget: int, retries: int) -> int:
-    """Steps no run can need: each word position takes at most ``retries`` rejections, each of at most
-    ``budget`` tokens, and a rollback never reaches behind an accepted word."""
-    return budget * (1 + retries * (budget + 2)) + 2
-
-
 @torch.inference_mode()
 def guarded_generate(
     model, tokenizer, prompts: list[str], sampling: Sampling, judge, guard: GuardSettings, seed: int
@@ -83,7 +77,11 @@ def guarded_generate(
     out = model(input_ids=ids, attention_mask=mask, cache=cache, use_cache=True, **step.prefill_inputs(mask))
     if slots < len(prompts):
         _layers(cache_of(out))  # a cache slots cannot refill fails before any token is drawn
-    bound = _step_bound(sampling.max_new_tokens, guard.max_retries) * (len(prompts) - slots + 1)
+    # Steps no run can need: each word position takes at most ``max_retries`` rejections, each of at most
+    # ``budget`` tokens, and a rollback never reaches behind an accepted word; times the prompts one slot
+    # can serve.
+    budget = sampling.max_new_tokens
+    bound = (budget * (1 + guard.max_retries * (budget + 2)) + 2) * (len(prompts) - slots + 1)
     for _ in range(bound):
         if all(r.done or r.finishing for r in rows):  # nobody needs a token: draw none, as ``generate`` stops
             tokens, raw = [None] * len(rows), [None] * len(rows)
