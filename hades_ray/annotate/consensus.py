@@ -44,16 +44,8 @@ def judges_needed(status: str, total: int, judges: int = 4, max_judges: int = 6)
 
 def item_table(items: list[str], judgments: pd.DataFrame, cfg) -> pd.DataFrame:
     """One row per item: H/N votes, status, consensus label, agreement share and judgments still needed."""
-    votes = pd.DataFrame({"item_id": items})
-    if len(judgments):
-        counts = judgments.pivot_table(
-            index="item_id", columns="label", values="judge_id", aggfunc="count", fill_value=0
-        )
-        counts = counts.reindex(columns=list(LABELS), fill_value=0).rename(columns={"H": "n_h", "N": "n_n"})
-        votes = votes.merge(counts.reset_index(), on="item_id", how="left")
-    for column in ("n_h", "n_n"):
-        votes[column] = votes.get(column, 0)
-        votes[column] = votes[column].fillna(0).astype(int)
+    counts = pd.crosstab(judgments["item_id"], judgments["label"]).reindex(index=items, columns=LABELS, fill_value=0)
+    votes = pd.DataFrame({"item_id": items, "n_h": counts["H"].to_numpy(), "n_n": counts["N"].to_numpy()})
     votes["total"] = votes["n_h"] + votes["n_n"]
     results = [
         item_status(h, n, cfg.judges, cfg.max_judges, cfg.min_agree_first, cfg.min_agree_final)

@@ -13,8 +13,8 @@ import html
 import json
 from pathlib import Path
 
-from hades_ray.annotate.consensus import item_table
-from hades_ray.annotate.judgments import JudgmentError, batch_items, load_judgments
+from hades_ray.annotate.judgments import JudgmentError, batch_items, next_import_number
+from hades_ray.annotate.labels import round_table
 from hades_ray.io.hades_format import parse_instance
 from hades_ray.io.safe_csv import unsafe_id_reason, write_guarded_csv
 from hades_ray.pipeline import storage
@@ -55,21 +55,22 @@ def perturbed_text(item: dict) -> tuple[str, int, int]:
 def export_rows(config, workdir: str | Path, round_index: int) -> list[dict]:
     """One row per item that still needs judgments, with how many more it needs."""
     items = batch_items(workdir, round_index)
-    table = item_table([str(i["id"]) for i in items], load_judgments(workdir, round_index), config.annotate)
+    table = round_table(config, workdir, round_index, items)
     needed = dict(zip(table["item_id"], table["needed"]))
     rows = []
     for item in items:
-        if needed[str(item["id"])] <= 0:
+        item_id = str(item["id"])
+        if needed[item_id] <= 0:
             continue
-        unsafe = unsafe_id_reason(str(item["id"]), "item id")
+        unsafe = unsafe_id_reason(item_id, "item id")
         if unsafe:
             raise JudgmentError(f"round {round_index}: {unsafe}; nothing exported")
         text, start, end = perturbed_text(item)
         orig, o_start, o_end = item["original_text"], item["original_start"], item["original_end"]
         rows.append(
             {
-                "item_id": str(item["id"]),
-                "judges_needed": int(needed[str(item["id"])]),
+                "item_id": item_id,
+                "judges_needed": int(needed[item_id]),
                 "original_text": highlight_plain(orig, o_start, o_end),
                 "perturbed_text": highlight_plain(text, start, end),
                 "original_html": highlight_html(orig, o_start, o_end),
@@ -80,11 +81,6 @@ def export_rows(config, workdir: str | Path, round_index: int) -> list[dict]:
             }
         )
     return rows
-
-
-def _next_export(directory: Path) -> str:
-    numbers = [int(p.name.split("-")[1].split(".")[0]) for p in directory.glob("export-[0-9][0-9][0-9]*")]
-    return f"export-{max(numbers, default=0) + 1:03d}"
 
 
 def _write_export(rows: list[dict], directory: Path, name: str, fmt: str) -> list[str]:
@@ -104,7 +100,7 @@ def export_items(config, workdir: str | Path, round_index: int, fmt: str = "csv"
     with OutputLock(round_dir(workdir, round_index), wait=True):
         rows = export_rows(config, workdir, round_index)
         directory = round_dir(workdir, round_index) / "exports"
-        name = _next_export(directory)
+        name = f"export-{next_import_number(directory, 'export'):03d}"
         files = _write_export(rows, directory, name, fmt)
     return {
         "export": name,

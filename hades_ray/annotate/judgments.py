@@ -1,11 +1,10 @@
 """Importing judgments: validated, append-only, one new numbered file per import.
 
-Accepted inputs: a CSV with columns ``item_id, judge_id, label`` (label H/N, also 1/0), or a Label
-Studio export (JSON list of tasks with ``data.item_id`` and ``annotations[].result[].value.choices``);
-``annotate/parsers.py`` reads both. Bad rows (unknown item, unknown label, a judge judging an item
-twice, a missing field, an unreadable line) stop the import with their line numbers, or with
-``skip_bad`` go to a quarantine file with reasons. Ids are stored exactly as given, so an id that a
-spreadsheet would read as a formula is refused rather than escaped. Imports hold the round's lock.
+Judges' files (CSV or Label Studio) are read by ``annotate/parsers.py``; labels H/N, also 1/0. Bad
+rows (unknown item, unknown label, a judge judging an item twice, a missing field, an unreadable line)
+stop the import with their line numbers, or with ``skip_bad`` go to a quarantine file with reasons.
+Ids are stored exactly as given, so an id that a spreadsheet would read as a formula is refused
+rather than escaped. Imports hold the round's lock.
 """
 
 from __future__ import annotations
@@ -21,28 +20,11 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.workdir import round_dir
 
-__all__ = [
-    "JudgmentError",
-    "batch_items",
-    "import_judgments",
-    "load_judgments",
-    "next_import_number",
-    "simulated_rounds",
-]
 COLUMNS = ["item_id", "judge_id", "label", "where", "simulated"]
 BAD_COLUMNS = ["where", "item_id", "judge_id", "label", "reason"]
-LABEL_ALIASES = {
-    "h": "H",
-    "1": "H",
-    "hallucination": "H",
-    "yes": "H",
-    "n": "N",
-    "0": "N",
-    "not": "N",
-    "no": "N",
-    "not hallucination": "N",
-    "not_hallucination": "N",
-}
+H_LABELS = ("h", "1", "hallucination", "yes")
+N_LABELS = ("n", "0", "not", "no", "not hallucination", "not_hallucination")
+LABEL_ALIASES = dict.fromkeys(H_LABELS, "H") | dict.fromkeys(N_LABELS, "N")
 
 
 def batch_items(workdir: str | Path, round_index: int) -> list[dict]:
@@ -94,7 +76,7 @@ def row_problem(row: dict, items: set[str], seen: set) -> str:
 
 def validate(rows: list[dict], items: set[str], earlier: pd.DataFrame) -> tuple[list[dict], list[dict]]:
     """Split rows into accepted (label normalized) and bad (with a ``reason``)."""
-    seen = set(zip(earlier["item_id"], earlier["judge_id"])) if len(earlier) else set()
+    seen = set(zip(earlier["item_id"], earlier["judge_id"]))
     good, bad = [], []
     for row in rows:
         reason = row_problem(row, items, seen)
@@ -106,8 +88,9 @@ def validate(rows: list[dict], items: set[str], earlier: pd.DataFrame) -> tuple[
     return good, bad
 
 
-def next_import_number(directory: Path) -> int:
-    numbers = [int(p.name.split("-")[1].split(".")[0]) for p in directory.glob("import-[0-9][0-9][0-9]*")]
+def next_import_number(directory: Path, prefix: str = "import") -> int:
+    """The number after the highest of ``directory``'s ``PREFIX-NNN*`` files (imports or exports)."""
+    numbers = [int(p.name.split("-")[1].split(".")[0]) for p in directory.glob(f"{prefix}-[0-9][0-9][0-9]*")]
     return max(numbers, default=0) + 1
 
 

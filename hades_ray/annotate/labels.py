@@ -11,9 +11,9 @@ from hades_ray.annotate.judgments import batch_items, load_judgments
 from hades_ray.workdir import existing_rounds
 
 
-def round_table(config, workdir: str | Path, round_index: int) -> pd.DataFrame:
-    """One row per item of the round's batch: votes, status, consensus label (``consensus.item_table``)."""
-    items = batch_items(workdir, round_index)
+def round_table(config, workdir: str | Path, round_index: int, items: list[dict] | None = None) -> pd.DataFrame:
+    """One row per item of the round's batch (``items`` when read already): votes, status, consensus label."""
+    items = batch_items(workdir, round_index) if items is None else items
     return item_table([str(i["id"]) for i in items], load_judgments(workdir, round_index), config.annotate)
 
 
@@ -26,7 +26,7 @@ def items_over_rounds(configs: dict[int, object], workdir: str | Path) -> pd.Dat
 def round_labels(config, workdir: str | Path, round_index: int) -> tuple[list[dict], dict]:
     """(batch records with ``hallucination`` set by consensus, agreement report) of one round."""
     items = batch_items(workdir, round_index)
-    table = round_table(config, workdir, round_index)
+    table = round_table(config, workdir, round_index, items)
     labels = dict(zip(table["item_id"], table["label"]))
     status = dict(zip(table["item_id"], table["status"]))
     labeled = [

@@ -29,7 +29,6 @@ values are the same.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from dataclasses import dataclass
 
@@ -50,12 +49,6 @@ class GuardSettings:
     slots: int = 0  # rows generated at once; a done row's slot takes the next prompt (0: all prompts at once)
 
 
-def _step_bound(budget: int, retries: int) -> int:
-    """Steps no run can need: each word position takes at most ``retries`` rejections, each of at most
-    ``budget`` tokens, and a rollback never reaches behind an accepted word."""
-    return budget * (1 + retries * (budget + 2)) + 2
-
-
 @torch.inference_mode()
 def guarded_generate(
     model, tokenizer, prompts: list[str], sampling: Sampling, judge, guard: GuardSettings, seed: int
@@ -70,39 +63,42 @@ def guarded_generate(
     enc = encode_prompts(tokenizer, prompts[:slots], device)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     processors = logits_processors(model, config, ids)
-    new_row = functools.partial(_new_row, tokenizer, end_token_ids(config), sampling.max_new_tokens)
+    ends = end_token_ids(config)
+
+    def new_row(prompt_ids: list[int]) -> Row:
+        return Row(TokenText(tokenizer, prompt_ids), ends, sampling.max_new_tokens)
+
     rows = [new_row(r[m.bool()].tolist()) for r, m in zip(ids, mask)]
     step = _Stepper(model, int(config.pad_token_id), mask.sum(dim=1).tolist(), device)
-    refill = _Refill(step, tokenizer, prompts, slots)
+    refill = _Refill(step, tokenizer, prompts, slots, new_row, processors)
     judge.begin(slots)
     torch.manual_seed(seed)
     cache = growing_cache(model)  # appends a step's columns in place, not by copying the cache
     out = model(input_ids=ids, attention_mask=mask, cache=cache, use_cache=True, **step.prefill_inputs(mask))
     if slots < len(prompts):
         _layers(cache_of(out))  # a cache slots cannot refill fails before any token is drawn
-    bound = _step_bound(sampling.max_new_tokens, guard.max_retries) * (len(prompts) - slots + 1)
+    # Steps no run can need: each word position takes at most ``max_retries`` rejections, each of at most
+    # ``budget`` tokens, and a rollback never reaches behind an accepted word; times the prompts one slot
+    # can serve.
+    budget = sampling.max_new_tokens
+    bound = (budget * (1 + guard.max_retries * (budget + 2)) + 2) * (len(prompts) - slots + 1)
     for _ in range(bound):
         if all(r.done or r.finishing for r in rows):  # nobody needs a token: draw none, as ``generate`` stops
             tokens, raw = [None] * len(rows), [None] * len(rows)
         else:
-            tokens, raw = _draw(out, processors, ids)
+            raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
+            tokens = _sample(processors, ids, raw)
         waiting = [i for i, row in enumerate(rows) if row.take(tokens[i], raw[i])]
         if waiting:
             verdicts = judge.score_chunks([(i, *rows[i].current_word()) for i in waiting])
             for i, scored in zip(waiting, verdicts):
                 rows[i].decide(scored, guard.threshold, guard.max_retries)
             _redraw([i for i in waiting if rows[i].resampling], rows, processors, ids)
-        ids, mask = refill.done_rows(rows, ids, mask, out, new_row, processors)
+        ids, mask = refill.done_rows(rows, ids, mask, out)
         if all(r.done for r in rows):  # no forward for a step nobody takes
             return refill.results
         ids, mask, out = step.extend(rows, ids, mask, out)
     raise RuntimeError("guarded generation did not finish: a bug, please report it")
-
-
-def _draw(out, processors, ids: torch.Tensor) -> tuple[list[int], torch.Tensor]:
-    """One token per row from the model's next-token scores; the raw scores come back too."""
-    raw = out.logits[:, -1].to(copy=True, dtype=torch.float32)
-    return _sample(processors, ids, raw), raw
 
 
 def _sample(processors, ids: torch.Tensor, raw: torch.Tensor) -> list[int]:
@@ -111,9 +107,8 @@ def _sample(processors, ids: torch.Tensor, raw: torch.Tensor) -> list[int]:
 
 
 def _redraw(taken_back: list[int], rows: list[Row], processors, ids: torch.Tensor) -> None:
-    """A word taken back this step gets its replacement's first token at once, from the scores stored
-    when the word began (no forward needs to run for it), so the row feeds it this same step instead
-    of waiting a step on a masked pad."""
+    """Each word taken back this step gets its replacement's first token now, from the scores stored
+    when the word began, so the row feeds it this same step (no forward runs for it)."""
     if not taken_back:
         return
     raw = torch.stack([rows[i].start_logits for i in taken_back])
@@ -121,10 +116,6 @@ def _redraw(taken_back: list[int], rows: list[Row], processors, ids: torch.Tenso
         raw[k, rows[i].bans] = float("-inf")
     for i, token in zip(taken_back, _sample(processors, ids[taken_back], raw)):
         rows[i].take_replacement(token)
-
-
-def _new_row(tokenizer, ends: set[int], budget: int, prompt_ids: list[int]) -> Row:
-    return Row(TokenText(tokenizer, prompt_ids), ends, budget)
 
 
 class _Stepper:
@@ -207,19 +198,18 @@ def _layers(cache) -> list:
 
 
 class _Refill:
-    """Continuous batching: a done row's result is kept and its slot takes the next prompt, if any.
-    Waiting prompts are run through the generator ``slots`` at a time, ahead of need (one forward per
-    ``slots`` prompts, not one per freed slot), and keep their keys, values and last scores until a slot
-    takes them."""
+    """Continuous batching: a done row's result is kept and its slot takes the next prompt, if any; waiting
+    prompts keep their keys, values and last scores (one forward per ``slots`` of them) until a slot does."""
 
-    def __init__(self, step: _Stepper, tokenizer, prompts: list[str], slots: int):
+    def __init__(self, step: _Stepper, tokenizer, prompts: list[str], slots: int, new_row, processors):
         self.step, self.tokenizer, self.prompts, self.slots = step, tokenizer, prompts, slots
+        self.new_row, self.processors = new_row, processors
         self.owner = list(range(slots))  # the prompt each slot is writing
         self.queue = list(range(slots, len(prompts)))
         self.ready: list[tuple] = []  # (prompt, ids, mask, keys and values per layer, last scores)
         self.results: list[dict | None] = [None] * len(prompts)
 
-    def done_rows(self, rows: list[Row], ids, mask, out, new_row, processors):
+    def done_rows(self, rows: list[Row], ids, mask, out):
         """Keep the results of rows just done; give their slots the next prompts and draw each one's first
         token from its prompt's scores, so it is fed this step. Returns the batch."""
         freed = []
@@ -235,15 +225,15 @@ class _Refill:
         for i in freed:
             k, new_ids, new_mask, new_kv, last = self._next(ids.device)
             ids, mask = self.step.place([i], new_ids, new_mask, ids, mask, cache_of(out), new_kv)
-            rows[i] = new_row(new_ids[0, new_mask[0].bool()].tolist())
+            rows[i] = self.new_row(new_ids[0, new_mask[0].bool()].tolist())
             self.owner[i] = k
             scores.append(last)
         ids, mask = self.step.trim(rows, ids, mask, cache_of(out))
         raw = torch.stack(scores)
-        for i, token, row_raw in zip(freed, _sample(processors, ids[freed], raw), raw):
+        for i, token, row_raw in zip(freed, _sample(self.processors, ids[freed], raw), raw):
             rows[i].take(token, row_raw)
         if any(rows[i].done for i in freed):  # a prompt whose first token ends it: its slot goes on
-            return self.done_rows(rows, ids, mask, out, new_row, processors)
+            return self.done_rows(rows, ids, mask, out)
         return ids, mask
 
     def _next(self, device) -> tuple:

@@ -16,15 +16,7 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard
 
 MAX_PROMPT_CHARS = 20_000  # far past any model's context; a longer one is quarantined, never truncated
-PROMPT_SCHEMA = pa.schema(
-    [
-        ("row", pa.int64()),
-        ("id", pa.string()),
-        ("prompt", pa.string()),
-        ("source", pa.string()),
-        ("reject", pa.string()),
-    ]
-)
+PROMPT_SCHEMA = pa.schema({"row": pa.int64()} | dict.fromkeys(["id", "prompt", "source", "reject"], pa.string()))
 
 
 def plan_prompt_shards(path: str, shard_size: int, mapper=None) -> list[Shard]:
@@ -43,26 +35,21 @@ def prompt_row(raw: bytes | None, row: int, source: str, fallback: str) -> dict:
     """One line as a prompt row, or the reason it is set aside (``source`` is ``file:line``)."""
     out = {"row": row, "id": fallback, "prompt": "", "source": source, "reject": ""}
     record, reject = decode_json_line(raw)
-    if reject:
-        return out | {"reject": reject}
-    if not isinstance(record, dict):
-        return out | {"reject": "not_an_object"}
+    if reject or not isinstance(record, dict):
+        return out | {"reject": reject or "not_an_object"}
     given = record.get("id")
     if isinstance(given, (str, int)) and not isinstance(given, bool) and str(given) != "":
         out["id"] = str(given)
     prompt = record.get("prompt")
-    reason = (
-        "missing_prompt"
-        if prompt is None
-        else "prompt_not_a_string"
-        if not isinstance(prompt, str)
-        else "empty_prompt"
-        if not prompt.strip()
-        else "prompt_too_long"
-        if len(prompt) > MAX_PROMPT_CHARS
-        else ""
-    )
-    return out | {"prompt": prompt if isinstance(prompt, str) and not reason else "", "reject": reason}
+    if prompt is None:
+        return out | {"reject": "missing_prompt"}
+    if not isinstance(prompt, str):
+        return out | {"reject": "prompt_not_a_string"}
+    if not prompt.strip():
+        return out | {"reject": "empty_prompt"}
+    if len(prompt) > MAX_PROMPT_CHARS:
+        return out | {"reject": "prompt_too_long"}
+    return out | {"prompt": prompt}
 
 
 def read_prompt_shard(shard: Shard) -> pa.Table:

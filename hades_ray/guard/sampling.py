@@ -9,7 +9,7 @@ nothing flagged it draws exactly the tokens ``generate`` draws (tests/guard/test
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
@@ -23,9 +23,6 @@ class Sampling:
     top_k: int | None = None
     top_p: float | None = None
     no_end: bool = False  # never sample the end token: every prompt gets ``max_new_tokens`` tokens
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def generation_config(model, tokenizer, sampling: Sampling):

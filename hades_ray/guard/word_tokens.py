@@ -147,9 +147,4 @@ def _shared(old: list[str], new: list[str]) -> int:
     n = min(len(old), len(new))
     if old[:n] == new[:n]:  # the usual step: the text grew (one comparison in C)
         return n
-    n = 0
-    for a, b in zip(old, new):
-        if a != b:
-            break
-        n += 1
-    return n
+    return next(k for k, (a, b) in enumerate(zip(old, new)) if a != b)

@@ -17,10 +17,6 @@ DETECTOR_WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 WORD_CHAR = re.compile(r"\w", re.UNICODE)
 
 
-def detector_words(text: str) -> list[str]:
-    return DETECTOR_WORDS.findall(text)
-
-
 def is_judged(word: str, words: str = "content") -> bool:
     """Whether the guard asks the detector about ``word``: any word with a letter or digit under
     ``all``; under ``content`` (the default, as ``hades-ray score``) stop words are skipped too."""
@@ -33,7 +29,7 @@ def chunk_items(prefix: str, chunk: str, words: str = "content") -> list[dict]:
     """Detector items (``{"words", "start", "end"}``) for the judged words of ``chunk``, which follows
     ``prefix`` (prompt plus the text generated before it), each with ``span``: its characters in
     ``chunk``. Online mode reads only ``words[:end + 1]``, so nothing after a word reaches its score."""
-    before = detector_words(prefix)
+    before = DETECTOR_WORDS.findall(prefix)
     found = list(DETECTOR_WORDS.finditer(chunk))
     inside = [m.group() for m in found]
     if before and inside and WORD_CHAR.match(prefix[-1]) and WORD_CHAR.match(chunk[0]):

@@ -15,34 +15,24 @@ TITLE = "hades_ray report"
 SPLITS = ("train", "valid", "test")
 
 
-def _config_for(pool: Path | None):
-    """The pool's resolved config (its MLM made the replacements), else the defaults."""
-    from hades_ray.config import default_config
-
-    if pool is not None and (pool / "config.resolved.yaml").is_file():
-        return read_yaml_config(pool / "config.resolved.yaml")
-    return default_config()
-
-
-def _mlm_source(reference: str) -> str | None:
-    from hades_ray.models.registry import ModelNotFoundError, resolve_model
-
-    try:
-        return resolve_model(reference)
-    except (ModelNotFoundError, ValueError) as error:
-        log.warning("features by label without the MLM: %s", error)
-        return None
-
-
 def _features(pool, dataset, seed: int, limit: int, max_docs: int | None) -> Section | None:
+    from hades_ray.config import default_config
+    from hades_ray.models.registry import ModelNotFoundError, resolve_model
     from hades_ray.report.features import features_section
     from hades_ray.report.labelled import labelled_instances
 
     instances, source = labelled_instances(pool, dataset, seed, limit, max_docs)
     if len({i.label for i in instances}) < 2:
         return None
-    config = _config_for(pool)
-    return features_section(instances, source, _mlm_source(config.models.mlm), config.detect)
+    resolved = pool / "config.resolved.yaml" if pool is not None else None
+    # The pool's resolved config (its MLM made the replacements), else the defaults.
+    config = read_yaml_config(resolved) if resolved and resolved.is_file() else default_config()
+    try:
+        mlm = resolve_model(config.models.mlm)
+    except (ModelNotFoundError, ValueError) as error:
+        log.warning("features by label without the MLM: %s", error)
+        mlm = None
+    return features_section(instances, source, mlm, config.detect)
 
 
 def _detectors(values: list[str], dataset: Path | None, split: str, min_round: int, seed: int) -> Section | None:
@@ -66,17 +56,6 @@ def _detectors(values: list[str], dataset: Path | None, split: str, min_round: i
     return detectors_section(scored, source, seed)
 
 
-def _analyses(path: Path, data: dict) -> list[Section]:
-    from hades_ray.report.sweeps import context_section, decoding_section
-
-    sections = []
-    if data.get("context_length"):
-        sections.append(context_section(data["context_length"], path))
-    if data.get("decoding"):
-        sections.append(decoding_section(data["decoding"], path))
-    return sections
-
-
 def build_report(
     output: str | Path,
     pool: str | Path | None = None,
@@ -96,7 +75,7 @@ def build_report(
     from hades_ray.report.render import write_pages
     from hades_ray.report.reproduce import reproduce_section
     from hades_ray.report.rounds import pos_ner_section, rounds_section
-    from hades_ray.report.sweeps import read_analyses
+    from hades_ray.report.sweeps import context_section, decoding_section, read_analyses
 
     began = time.perf_counter()
     pool = require_dir(pool, "--pool", "run `hades-ray perturb` first") if pool else None
@@ -121,8 +100,9 @@ def build_report(
         if section is not None:
             sections.append(section)
             log.info("section %s: %.1f s", name, time.perf_counter() - started)
-    if analyses is not None:
-        sections += _analyses(analyses, analyses_data)
+    for key, make in (("context_length", context_section), ("decoding", decoding_section)):
+        if analyses_data and analyses_data.get(key):
+            sections.append(make(analyses_data[key], analyses))
     if workdir is not None or detectors:
         from hades_ray.report.paper import paper_section
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 
 from hades_ray.cli_common import POSITIVE_INT
 from hades_ray.errors import UserError
@@ -71,20 +72,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.feature_limit < 2:
         raise UserError("--feature-limit must be >= 2")
-    result = build_report(
-        args.output,
-        pool=args.pool,
-        workdir=args.workdir,
-        dataset=args.dataset,
-        detectors=args.detectors,
-        analyses=args.analyses,
-        seed=args.seed,
-        feature_limit=args.feature_limit,
-        split=args.split,
-        min_round=args.min_round,
-        max_docs=args.max_docs,
-        tables=args.tables,
-    )
+    # Each of build_report's options is the flag of the same name.
+    options = [name for name in inspect.signature(build_report).parameters if name != "output"]
+    result = build_report(args.output, **{name: getattr(args, name) for name in options})
     print(f"sections: {', '.join(result['sections'])}")
     for kind, path in result["paths"].items():
         print(f"{kind}: {path}")

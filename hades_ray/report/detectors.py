@@ -18,8 +18,8 @@ from hades_ray.metrics import binary_metrics
 from hades_ray.report import plots
 from hades_ray.report.inputs import ReportInputError
 from hades_ray.report.model import Figure, Section, Table, fmt
+from hades_ray.report.reproduce import PAIRED_COLUMNS, TABLE_KEYS
 
-TABLE_KEYS = ("accuracy", "gmean", "bss", "auc", "n_precision", "n_recall", "n_f1", "h_precision", "h_recall", "h_f1")
 TABLE_COLUMNS = ["Acc", "G-Mean", "BSS", "AUC", "N-P", "N-R", "N-F1", "H-P", "H-R", "H-F1"]
 
 
@@ -41,10 +41,13 @@ def from_predictions(name: str, path: Path) -> Scored:
                                "give a `hades-ray predict` output or a detector folder")  # fmt: skip
     if not instances:
         raise ReportInputError(f"--detector {path}: no labelled (0/1) records to evaluate")
+    p = [float(i.extra["p_hallucination"]) for i in instances]
+    return _scored(name, instances, p, [int(i.extra["pred"]) for i in instances])
+
+
+def _scored(name: str, instances: list, p, pred) -> Scored:
     ids = [str(i.extra.get("id", k)) for k, i in enumerate(instances)]
-    return Scored(name, ids, np.array([i.label for i in instances]),
-                  np.array([float(i.extra["p_hallucination"]) for i in instances]),
-                  np.array([int(i.extra["pred"]) for i in instances]))  # fmt: skip
+    return Scored(name, ids, np.array([i.label for i in instances]), np.asarray(p), np.asarray(pred))
 
 
 def eval_instances(files: list[Path], min_round: int) -> list:
@@ -65,9 +68,7 @@ def from_detector(name: str, model_dir: Path, instances: list) -> Scored:
     """A detector folder scored in-process on the evaluation instances."""
     from hades_ray.detect.detector import Detector
 
-    p, pred = Detector.open(model_dir).score_records([i.to_json() for i in instances])
-    ids = [str(i.extra.get("id", k)) for k, i in enumerate(instances)]
-    return Scored(name, ids, np.array([i.label for i in instances]), p, pred)
+    return _scored(name, instances, *Detector.open(model_dir).score_records([i.to_json() for i in instances]))
 
 
 def gmean(y: np.ndarray, pred: np.ndarray) -> float:
@@ -137,8 +138,7 @@ def detectors_section(scored: list[Scored], source: str, seed: int = 0) -> Secti
     )  # fmt: skip
     if comparisons:
         section.tables.append(
-            Table("Paired significance on the same instances", ["A", "B", "n", "A right, B wrong",
-                  "B right, A wrong", "McNemar exact p", "G-Mean A - B", "95% bootstrap CI"],
+            Table("Paired significance on the same instances", PAIRED_COLUMNS,
                   [[c["a"], c["b"], c["n"], c.get("a_right_b_wrong"), c.get("b_right_a_wrong"),
                     fmt(c.get("mcnemar_exact_p"), 4), fmt(c.get("gmean_difference")),
                     f"[{fmt(c.get('gmean_ci_low'))}, {fmt(c.get('gmean_ci_high'))}]"] for c in comparisons])

@@ -49,10 +49,8 @@ def compare(h: np.ndarray, n: np.ndarray) -> dict:
     out = {"n_h": int(h.size), "n_n": int(n.size), "mean_h": None, "mean_n": None, "std_h": None, "std_n": None}
     for side, values in (("h", h), ("n", n)):
         if values.size:
-            out[f"mean_{side}"], out[f"std_{side}"] = (
-                float(values.mean()),
-                float(values.std(ddof=1 if values.size > 1 else 0)),
-            )
+            out[f"mean_{side}"] = float(values.mean())
+            out[f"std_{side}"] = float(values.std(ddof=1 if values.size > 1 else 0))
     if h.size < 2 or n.size < 2:
         return out | {"difference": None, "ci_low": None, "ci_high": None, "p_value": None}
     with warnings.catch_warnings():

@@ -34,20 +34,16 @@ def require_dir(path: str | Path, flag: str, hint: str) -> Path:
     return folder
 
 
-def pool_parts(pool: Path) -> list[Path]:
-    parts = sorted((pool / "pool").glob("part-*.parquet"))
-    if not parts:
-        raise ReportInputError(f"--pool {pool}: no pool/part-*.parquet; run `hades-ray perturb --output {pool}` first")
-    return parts
-
-
 def read_pool_rows(pool: Path, columns: list[str], limit: int | None = None) -> list[dict]:
     """Rows of the pool parts in order, the first ``limit`` of them (None: all): a whole-corpus pool
     never has to fit in the driver, which stops reading parts once it has enough."""
     import pyarrow.parquet as pq
 
+    parts = sorted((pool / "pool").glob("part-*.parquet"))
+    if not parts:
+        raise ReportInputError(f"--pool {pool}: no pool/part-*.parquet; run `hades-ray perturb --output {pool}` first")
     rows: list[dict] = []
-    for part in pool_parts(pool):
+    for part in parts:
         if limit is not None and len(rows) >= limit:
             break
         try:

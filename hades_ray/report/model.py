@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -11,9 +12,6 @@ class Table:
     title: str
     columns: list[str]
     rows: list[list[Any]]
-
-    def to_json(self) -> dict:
-        return {"title": self.title, "columns": self.columns, "rows": self.rows}
 
 
 @dataclass
@@ -38,17 +36,13 @@ class Section:
             "title": self.title,
             "notes": self.notes,
             "numbers": self.numbers,
-            "tables": [t.to_json() for t in self.tables],
+            "tables": [asdict(t) for t in self.tables],
             "figures": [f"figures/{f.name}.png" for f in self.figures],
         }
 
 
 def fmt(value: Any, digits: int = 3) -> str:
     """A table cell: floats rounded, missing values as an en dash."""
-    if value is None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return "–"
-        return f"{value:.{digits}f}"
-    return str(value)
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)

@@ -40,13 +40,13 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-def histogram(ax, values, title: str, xlabel: str, bins: int | None = None, integer: bool = False) -> None:
+def histogram(ax, values, title: str, xlabel: str, integer: bool = False) -> None:
     values = np.asarray(values, dtype=float)
     if integer and values.size:
-        edges = np.arange(values.min() - 0.5, values.max() + 1.5)
-        ax.hist(values, bins=edges, color=SERIES[0], edgecolor="white")
+        bins = np.arange(values.min() - 0.5, values.max() + 1.5)
     else:
-        ax.hist(values, bins=bins or min(30, max(5, values.size // 4)), color=SERIES[0], edgecolor="white")
+        bins = min(30, max(5, values.size // 4))
+    ax.hist(values, bins=bins, color=SERIES[0], edgecolor="white")
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("count")
@@ -88,12 +88,3 @@ def stacked_bars(ax, categories: list[str], layers: dict[str, list[float]], titl
     ax.set_title(title, fontsize=10)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-
-
-def lines(ax, x, series: dict[str, list[float]], title: str, xlabel: str, ylabel: str) -> None:
-    for i, (name, values) in enumerate(series.items()):
-        ax.plot(x, values, marker="o", color=SERIES[i % len(SERIES)], label=name)
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)

@@ -86,13 +86,6 @@ def _figures(sizes: dict, ppl: dict) -> list[Figure]:
     ]
 
 
-def _examples(rows: list[dict], count: int) -> list[dict]:
-    return [
-        {"doc_id": r["doc_id"], "title": r["title"], "text": r["perturbed"], "spans": r["spans"] or []}
-        for r in rows[:count]
-    ]
-
-
 def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> Section:
     """Numbers, tables and figures of a finished perturbation output folder."""
     summary = read_json(pool / "summary.json", "the perturbation job's summary")
@@ -133,5 +126,8 @@ def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> 
         )
     if rows:
         section.figures += _figures(sizes, ppl)
-    section.examples = _examples(rows, examples)
+    section.examples = [
+        {"doc_id": r["doc_id"], "title": r["title"], "text": r["perturbed"], "spans": r["spans"] or []}
+        for r in rows[:examples]
+    ]
     return section

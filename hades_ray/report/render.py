@@ -27,13 +27,9 @@ mark{background:#fde2e0}.example{font-size:.88em;border-left:3px solid #ccc;padd
 """
 
 
-def _cell(value) -> str:
-    return escape(fmt(value) if not isinstance(value, str) else value)
-
-
 def table_html(table: Table) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in table.rows)
+    body = "".join("<tr>" + "".join(f"<td>{escape(fmt(v))}</td>" for v in row) + "</tr>" for row in table.rows)
     return f"<table><caption>{escape(table.title)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -87,8 +83,7 @@ def _md(text: str) -> str:
 
 
 def _md_cell(value) -> str:
-    text = fmt(value) if not isinstance(value, str) else value
-    return _md(text).replace("|", "\\|").replace("\n", " ")
+    return _md(fmt(value)).replace("|", "\\|").replace("\n", " ")
 
 
 def table_md(table: Table) -> str:

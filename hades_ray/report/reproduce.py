@@ -9,18 +9,10 @@ from pathlib import Path
 from hades_ray.report.inputs import ReportInputError
 from hades_ray.report.model import Section, Table, fmt
 
-COLUMNS = (
-    ("accuracy", "Acc"),
-    ("gmean", "G-Mean"),
-    ("bss", "BSS"),
-    ("auc", "AUC"),
-    ("n_precision", "N P"),
-    ("n_recall", "N R"),
-    ("n_f1", "N F1"),
-    ("h_precision", "H P"),
-    ("h_recall", "H R"),
-    ("h_f1", "H F1"),
-)
+TABLE_KEYS = ("accuracy", "gmean", "bss", "auc", "n_precision", "n_recall", "n_f1", "h_precision", "h_recall", "h_f1")
+COLUMNS = tuple(zip(TABLE_KEYS, ("Acc", "G-Mean", "BSS", "AUC", "N P", "N R", "N F1", "H P", "H R", "H F1")))
+PAIRED_COLUMNS = ["A", "B", "n", "A right, B wrong", "B right, A wrong", "McNemar exact p", "G-Mean A - B",
+                  "95% bootstrap CI"]  # fmt: skip
 
 
 def _cell(cell: dict) -> str:
@@ -36,9 +28,7 @@ def _paired(table: dict) -> Table:
         diff = fmt(100 * c.get("gmean_difference", float("nan")), 2)
         p = fmt(c.get("mcnemar_exact_p"), 4)
         rows.append([c["a"], c["b"], c["n"], c.get("a_right_b_wrong"), c.get("b_right_a_wrong"), p, diff, ci])
-    columns = ["A", "B", "n", "A right, B wrong", "B right, A wrong", "McNemar exact p", "G-Mean A - B",
-               "95% bootstrap CI"]  # fmt: skip
-    return Table(f"{table['title']}: paired tests on the same test items", columns, rows)
+    return Table(f"{table['title']}: paired tests on the same test items", PAIRED_COLUMNS, rows)
 
 
 def reproduce_section(folder: str | Path) -> Section:

@@ -55,9 +55,7 @@ def round_numbers(workdir: Path) -> list[dict]:
                 "round": data.get("round", int(folder.name.split("-")[1])),
                 "counts": data.get("counts", {}),
                 "flow": flow(data.get("counts", {})),
-                "alpha": rates.get("alpha"),
-                "beta": rates.get("beta"),
-                "gamma": rates.get("gamma"),
+                **{rate: rates.get(rate) for rate in ("alpha", "beta", "gamma")},
                 "R": ratio.get("R"),
                 "rates_from": rates.get("source"),
                 "thresholds": data.get("thresholds"),
@@ -87,13 +85,9 @@ def rounds_section(workdir: Path) -> Section:
         Table("Where the pool went", ["round", "pool", *steps],
               [[r["round"], r["counts"].get("pool"), *(r["flow"][s] for s in steps)] for r in rounds])
     )  # fmt: skip
-    section.tables.append(
-        Table(
-            "Detector rates and Eq. 1's R",
-            ["round", "alpha (TPR)", "beta (TNR)", "gamma (precision)", "R", "rates from"],
-            [[r["round"], *(fmt(r[k]) for k in ("alpha", "beta", "gamma", "R")), r["rates_from"]] for r in rounds],
-        )
-    )
+    rates = [[r["round"], *(fmt(r[k]) for k in ("alpha", "beta", "gamma", "R")), r["rates_from"]] for r in rounds]
+    columns = ["round", "alpha (TPR)", "beta (TNR)", "gamma (precision)", "R", "rates from"]
+    section.tables.append(Table("Detector rates and Eq. 1's R", columns, rates))
     rows = []
     for r in rounds:
         a = r["agreement"] or {}
@@ -129,19 +123,11 @@ def pos_ner_section(dataset: Path, top: int = 12) -> Section:
         "tags of the original span (spaCy), from stats.json."
     )
     fig, axes = plots.new_figure(2, width=5.0, height=3.4)
-    for ax, key, title in (
-        (axes[0], "pos", "POS of the original span"),
-        (axes[1], "ner", "NER type of the original span"),
-    ):
+    for ax, (key, title) in zip(axes, (("pos", "POS of the original span"), ("ner", "NER type of the original span"))):
         values = list(stats[key].items())[:top]
         groups = {label: [v.get(label, 0) for _, v in values] for label in ("H", "N")}
         plots.grouped_bars(ax, [str(k) for k, _ in values], groups, title, "instances")
-        section.tables.append(
-            Table(
-                title,
-                ["value", "H", "N", "H share"],
-                [[k, v.get("H"), v.get("N"), fmt(v.get("share_h"))] for k, v in values],
-            )
-        )
+        rows = [[k, v.get("H"), v.get("N"), fmt(v.get("share_h"))] for k, v in values]
+        section.tables.append(Table(title, ["value", "H", "N", "H share"], rows))
     section.figures.append(Figure("pos_ner", "POS and NER by label (Fig. 4)", plots.to_png(fig)))
     return section
