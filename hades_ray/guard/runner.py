@@ -27,8 +27,13 @@ HTML_SHOWN = 200  # generations drawn in full on the page; the rest count in its
 
 
 def job_digest(job: GenerateJob, batch_size: int) -> str:
-    """What the text depends on: the job, and the batch size (a batch shares one seed)."""
-    text = json.dumps({"job": job.to_dict(), "batch_size": batch_size}, sort_keys=True)
+    """What the text depends on: the job, the batch size (a batch shares one seed) and the judge: a detector
+    folder by its identity, so generations kept from a detector retrained in the same folder are stale."""
+    from hades_ray.detect.detector import Detector
+    from hades_ray.guard.http_judge import is_url
+
+    judge = Detector.open(job.detector).identity() if job.detector and not is_url(job.detector) else job.detector
+    text = json.dumps({"job": job.to_dict(), "batch_size": batch_size, "judge": judge}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

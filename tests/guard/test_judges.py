@@ -183,3 +183,20 @@ def test_a_causal_judge_that_never_flags_leaves_generates_tokens(generator, caus
     expected = _generate_ids(model, tokenizer, PROMPTS, seed, max_new_tokens=20, top_k=20, temperature=0.9)
     assert [g["tokens"] for g in got] == [_strip(e, end) for e in expected]
     assert any(g["scores"] for g in got)  # the judge ran (a row may draw the end token first)
+
+
+def test_generations_kept_from_a_detector_retrained_in_the_same_folder_are_stale(encoder):
+    """The generate job's settings digest holds the judge's identity, not only its folder's name: a detector
+    retrained (rewritten) in place makes the finished shards stale, as `hades-ray score`'s do."""
+    import os
+
+    from hades_ray.guard.runner import job_digest
+    from hades_ray.guard.stages import GenerateJob
+
+    job = GenerateJob(generator="local:gpt2", sampling=Sampling(max_new_tokens=4), detector=str(encoder))
+    before = job_digest(job, 8)
+    assert job_digest(job, 8) == before
+    weights = next(p for p in encoder.iterdir() if p.suffix == ".safetensors")
+    stat = weights.stat()
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # as a retrain in place leaves it
+    assert job_digest(job, 8) != before
