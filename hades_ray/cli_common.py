@@ -128,10 +128,15 @@ def add_job_args(
         "the same stages in this process, serially"
         + ("; auto: local for --text and stdin, ray for files" if "auto" in executors else ""),
     )
+    add_force_arg(parser)
+
+
+def add_force_arg(parser: argparse.ArgumentParser, what: str = "finished shards") -> None:
+    """``--force``, for sharded jobs and for steps alike (hades_ray/pipeline/steps.py): the one skip policy."""
     parser.add_argument(
         "--force",
         action="store_true",
-        help="redo finished shards (a shard made from other input or settings otherwise stops the run)",
+        help=f"redo {what} (one made from other input or settings otherwise stops the run)",
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from hades_ray.cli_common import (
     add_config_args,
     add_detector_arg,
+    add_force_arg,
     add_job_args,
     add_key_flags,
     config_from_args,
@@ -89,6 +90,7 @@ def _tune(args: argparse.Namespace) -> int:
         args.output,
         num_samples=args.num_samples,
         resume=args.resume,
+        force=args.force,
     )
     print(f"best {summary['metric']}: {summary['best_score']} with {json.dumps(summary['best_config'])}")
     print(f"results: {args.output}/best.json; trials under {summary['experiment']}")
@@ -140,5 +142,6 @@ def register(subparsers) -> None:
         action="store_true",
         help="continue the interrupted sweep in --output (only one this tool created and recorded)",
     )
+    add_force_arg(parser, "a finished sweep in --output")
     add_config_args(parser)
     parser.set_defaults(func=_tune)

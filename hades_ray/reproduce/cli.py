@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hades_ray.cli_common import add_config_args, add_key_flags, config_from_args
+from hades_ray.cli_common import add_config_args, add_force_arg, add_key_flags, config_from_args
 from hades_ray.errors import UserError
 
 
@@ -19,7 +19,7 @@ def _tables(args: argparse.Namespace) -> int:
         return 0
     if not args.output:
         raise UserError("--output is required (only --cost-only runs without one)")
-    result = reproduce_tables(config, args.dataset, args.output, resume=args.resume)
+    result = reproduce_tables(config, args.dataset, args.output, resume=args.resume, force=args.force)
     print(result["markdown"], end="")
     print(f"grid wall time {result['wall_seconds']:.0f} s; tables: {args.output}/tables.md and tables.json")
     if result["failed"]:
@@ -37,7 +37,7 @@ def register(subparsers) -> None:
     commands = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     tables = commands.add_parser(
         "tables",
-        help="train and test LR, SVM and the four transformer backbones, offline and online, as one Ray Tune "
+        help="train and test LR, SVM and the four transformer backbones (GPT-2 online only), as one Ray Tune "
         "experiment; write Tables 2-3 beside the paper's figures",
         description=__doc__,
     )
@@ -51,8 +51,10 @@ def register(subparsers) -> None:
     tables.add_argument(
         "--resume",
         action="store_true",
-        help="continue the grid in --output (finished trials are kept; only one this tool created, same config)",
+        help="continue the grid in --output: finished cells are kept, the others run (a cell finished with "
+        "another config or dataset stops the grid)",
     )
+    add_force_arg(tables, "every cell of the grid in --output")
     tables.add_argument("--cost-only", action="store_true", help="print the grid's cost and stop (no training)")
     add_key_flags(tables, "reproduce", "grid", "rows", "modes")
     add_key_flags(tables, "detect", "epochs")

@@ -34,9 +34,10 @@ def plan_record(config: HadesConfig, grid: Grid, cells: list[Cell], dataset: Pat
 
 
 def run_experiment(
-    config: HadesConfig, grid: Grid, cells: list[Cell], dataset: Path, output: Path, resume: bool
+    config: HadesConfig, grid: Grid, cells: list[Cell], dataset: Path, output: Path, resume: bool, force: bool = False
 ) -> list[dict]:
-    """Run (or resume) the experiment; returns one entry per trial: its cell and error, if any."""
+    """Run (or resume) the experiment (``force``: every cell again); returns one entry per trial: its cell
+    and error, if any."""
     from ray import tune
 
     from hades_ray.train.tune import concurrent_trials
@@ -45,12 +46,13 @@ def run_experiment(
 
     output = output.resolve()
     experiment = output / EXPERIMENT
-    if experiment.exists() and not resume:
+    if experiment.exists() and not (resume or force):
         raise FileExistsError(
-            f"{experiment} already holds a grid: pass --resume to continue it, or choose a new --output"
+            f"{experiment} already holds a grid: pass --resume to continue it, --force to redo it, or choose a "
+            "new --output"
         )
     for cell in cells:  # a cell finished with another config or dataset stops the grid before any work
-        must_run(cell_step(config.to_dict(), grid, cell, str(dataset.resolve()), str(output)))
+        must_run(cell_step(config.to_dict(), grid, cell, str(dataset.resolve()), str(output)), force)
     record = plan_record(config, grid, cells, dataset)
     init_ray(config.ray.address, config.ray.num_cpus)
     trainable = tune.with_resources(
@@ -61,6 +63,7 @@ def run_experiment(
             dataset=str(dataset.resolve()),
             output=str(output),
             fault=fault_setting(),
+            force=force,
         ),
         {"cpu": 0, "memory": 1},  # the trial's driver; its Train workers take detect.worker_cpus each
     )

@@ -90,12 +90,14 @@ def cell_step(base: dict, grid: Grid, cell: Cell, dataset: str, output: str, fau
     return Step(f"trial {cell.key}", str(folder), digest_of(config.to_dict()), fit, files_identity(*splits))
 
 
-def table_trial(trial: dict, base: dict, grid: Grid, dataset: str, output: str, fault: str = "") -> None:
+def table_trial(
+    trial: dict, base: dict, grid: Grid, dataset: str, output: str, fault: str = "", force: bool = False
+) -> None:
     """Tune's function trainable: ``trial["cell"]`` is one (row, mode) of the grid."""
     from ray import tune
 
     step = cell_step(base, grid, Cell(**trial["cell"]), dataset, output, fault)
-    run_step(step)
+    run_step(step, force)
     record = json.loads((Path(step.output) / PREDICTIONS).read_text(encoding="utf-8"))
     metrics = binary_metrics(record["labels"], record["pred"], record["p"])
     tune.report({f"test_{k}": v for k, v in metrics.items()})

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from hades_ray.cli_common import add_config_args, add_job_args, add_round_args, config_from_args, executor_from_args
+from hades_ray.cli_common import (
+    add_config_args,
+    add_force_arg,
+    add_job_args,
+    add_round_args,
+    config_from_args,
+    executor_from_args,
+)
 
 
 def print_round(summary: dict) -> None:
@@ -31,7 +38,7 @@ def _round(args) -> int:
 def _tune_selection(args) -> int:
     from hades_ray.select.tune_selection import tune_selection
 
-    report = tune_selection(config_from_args(args), args.workdir, args.round)
+    report = tune_selection(config_from_args(args), args.workdir, args.round, force=args.force)
     print(f"round {args.round}: best cuts {json.dumps(report['best'])} -> {json.dumps(report['best_metrics'])}")
     return 0
 
@@ -48,5 +55,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser("tune-selection", help="sweep a round's p(H) and similarity cuts over stored scores")
     add_round_args(parser, "round whose stored scores are swept")
+    add_force_arg(parser, "a finished sweep of the round")
     add_config_args(parser)
     parser.set_defaults(func=_tune_selection)

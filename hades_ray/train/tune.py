@@ -93,7 +93,14 @@ def concurrent_trials(config) -> int:
 
 
 def tune_detector(
-    config, train_path, valid_path, output, num_samples: int = 4, space: dict | None = None, resume: bool = False
+    config,
+    train_path,
+    valid_path,
+    output,
+    num_samples: int = 4,
+    space: dict | None = None,
+    resume: bool = False,
+    force: bool = False,
 ) -> dict:
     """Sweep the detector in a new ``output`` (or, with ``resume``, continue the recorded sweep there);
     writes best.json. The sweep is a step: a finished one is returned as recorded."""
@@ -101,7 +108,8 @@ def tune_detector(
     space = space or default_space()
     sweep = functools.partial(_sweep, config, train_path, valid_path, output, num_samples, space, resume)
     settings = digest_of([config.to_dict(), num_samples, {k: _domain(v) for k, v in space.items()}])
-    return run_step(Step("the detector sweep", str(output), settings, sweep, files_identity(train_path, valid_path)))
+    step = Step("the detector sweep", str(output), settings, sweep, files_identity(train_path, valid_path))
+    return run_step(step, force)
 
 
 def _domain(value) -> list:

@@ -93,3 +93,5 @@ def test_a_finished_sweep_is_returned_as_recorded_and_other_settings_stop_it(tmp
     data.write_text("{}\n{}\n")  # other data: the recorded sweep is stale too
     with pytest.raises(StaleShardError, match="the detector sweep"):
         tune_module.tune_detector(config, data, data, output)
+    assert tune_module.tune_detector(config, data, data, output, force=True) == {"best_score": 0.5}  # --force
+    assert len(runs) == 2 and tune_module.tune_detector(config, data, data, output) == {"best_score": 0.5}
