@@ -2,7 +2,7 @@
 panels and round 1 on the synthetic pool of tests/select/test_round.py (the golden job select_round_1's
 settings, in-process executor), tracing round 1's ``run_round`` with ``sys.setprofile``; prints the
 distinct ``hades_ray`` modules whose frames receive a config as an argument, and how many times that
-sequence of modules re-enters a module it had left. Not a test: a measurement for issue 28."""
+sequence of modules re-enters a module it had left. A measurement of the code's structure, not a test."""
 
 from __future__ import annotations
 
