@@ -8,6 +8,8 @@ workers seek straight to their rows.
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import math
 from collections.abc import Callable, Iterator
@@ -18,6 +20,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from hades_ray.io.demo_corpus import DEMO_INPUT, read_demo_records
+from hades_ray.io.lines import iter_raw_lines
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.job import Mapper
 from hades_ray.pipeline.shards import Shard
@@ -208,35 +211,20 @@ def record_row(record: object, row: int, source: str, fallback_id: str) -> dict:
     return _row(row, doc_id, source, title, first_paragraph(text))
 
 
-def bounded_lines(handle, budget: int) -> Iterator[bytes | None]:
-    """Lines (without the newline) from a stream; None for a line over ``MAX_LINE_BYTES``, which is
-    skipped without being held in memory. Stops after ``budget`` lines."""
-    buffer, too_long = b"", False
-    while budget > 0:
-        chunk = handle.read(_CHUNK)
-        if not chunk:
-            if buffer or too_long:
-                yield None if too_long or len(buffer) > MAX_LINE_BYTES else buffer
-            return
-        buffer += chunk
-        while budget > 0 and (newline := buffer.find(b"\n")) >= 0:
-            yield None if too_long or newline > MAX_LINE_BYTES else buffer[:newline]
-            buffer, too_long, budget = buffer[newline + 1 :], False, budget - 1
-        if len(buffer) > MAX_LINE_BYTES:
-            buffer, too_long = b"", True
-
-
 def shard_lines(shard: Shard) -> Iterator[tuple[int, bytes | None, str, str]]:
-    """``(row, raw line, "file:line", "name:line")`` for each non-blank line of a line-based shard; the raw
-    line is None when it is over ``MAX_LINE_BYTES`` (skipped unread)."""
+    """``(row, raw line without its newline, "file:line", "name:line")`` for each non-blank line of a
+    line-based shard; the raw line is None when it is over ``MAX_LINE_BYTES`` (skipped unread)."""
     fs, inner = storage.resolve(shard.source)
     name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     with fs.open_input_file(inner) as handle:
         handle.seek(shard.byte_start)
-        for row, raw in enumerate(bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
+        lines = iter_raw_lines(io.BufferedReader(handle, _CHUNK), MAX_LINE_BYTES)
+        for number, raw in itertools.islice(lines, shard.end_row - shard.offset_row):
+            row = shard.offset_row + number - 1
             if row < shard.first_row or (raw is not None and not raw.strip()):
                 continue  # lines before the shard (skipped to from the index), and blank lines
-            yield row, raw, f"{shard.source}:{row + 1}", f"{name}:{row + 1}"
+            line = None if raw is None else raw.removesuffix(b"\n")
+            yield row, line, f"{shard.source}:{row + 1}", f"{name}:{row + 1}"
 
 
 def _jsonl_records(shard: Shard) -> Iterator[dict]:
