@@ -212,6 +212,7 @@ def forward_shapes(
     return shapes
 
 
+@torch.inference_mode()
 def fill_masks(
     model,
     sequences: list[MaskedSequence],
@@ -237,36 +238,35 @@ def fill_masks(
         for index in set(range(len(seq.positions))) - set(plans[row].steps):
             ids[row, seq.positions[index]] = seq.original_ids[index]
     for forward in step_chunks([len(p.steps) for p in plans], packing.rows(width)):
+        rows = [r for r, _ in forward]
         cols = [sequences[r].positions[plans[r].steps[s]] for r, s in forward]
         banned = [_banned_ids(ids[r], sequences[r], plans[r], s, col, bans) for (r, s), col in zip(forward, cols)]
-        kinds = [plans[r].kinds[s] for r, s in forward]
-        shape = _Forward([r for r, _ in forward], cols, packing, width)
-        picks = _step(
+        span = width if packing.fixed_rows else int(lengths[rows].max())
+        attention = (torch.arange(span).unsqueeze(0) < lengths[rows].unsqueeze(1)).long()
+        batch, _ = fill_rows({"ids": ids[rows, :span], "mask": attention}, body_rows(len(rows), packing, span))
+        started = time.perf_counter()
+        logits = _mlm_logits_at(
             model,
-            ids,
-            lengths,
-            shape,
-            kinds,
-            banned,
-            [sequences[r].rng for r, _ in forward],
-            config,
-            on_device,
-            timings,
-        )
-        for (row, step), col, token in zip(forward, cols, picks):
+            batch["ids"].to(device),
+            batch["mask"].to(device),
+            torch.arange(len(rows), device=device),
+            torch.tensor(cols, device=device),
+            head_rows(len(rows), packing, span),
+        ).float()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if timings is not None:
+            timings["forward"] = timings.get("forward", 0.0) + time.perf_counter() - started
+        kinds = torch.tensor([plans[r].kinds[s] for r, s in forward], device=device)
+        logits = logits[:, : on_device.anywhere.shape[0]].masked_fill(on_device.by_kind[kinds], NEG_INF)
+        flat_rows = [slot for slot, tokens in enumerate(banned) for _ in tokens]
+        flat_ids = [token for tokens in banned for token in tokens]
+        logits[torch.tensor(flat_rows, device=device), torch.tensor(flat_ids, device=device)] = NEG_INF
+        uniforms = np.array([sequences[r].rng.random() for r in rows])
+        for (row, step), col, token in zip(forward, cols, choose_tokens(logits, uniforms, config).tolist()):
             ids[row, col] = token
             chosen[row][plans[row].steps[step]] = token
     return chosen
-
-
-@dataclass
-class _Forward:
-    """The rows of one forward, the position each fills, and how the forward is packed."""
-
-    rows: list[int]
-    cols: list[int]
-    packing: Packing
-    width: int
 
 
 def _banned_ids(ids: torch.Tensor, seq: MaskedSequence, plan: _Plan, step: int, col: int, bans) -> list[int]:
@@ -282,32 +282,3 @@ def _banned_ids(ids: torch.Tensor, seq: MaskedSequence, plan: _Plan, step: int, 
         if not bool(bans.continuation[after]):
             banned.append(after)
     return banned
-
-
-@torch.inference_mode()
-def _step(model, ids, lengths, shape: _Forward, kinds, banned, rngs, config, bans, timings) -> list[int]:
-    rows, real = shape.rows, len(shape.rows)
-    span = shape.width if shape.packing.fixed_rows else int(lengths[rows].max())
-    device = bans.anywhere.device
-    attention = (torch.arange(span).unsqueeze(0) < lengths[rows].unsqueeze(1)).long()
-    batch, _ = fill_rows({"ids": ids[rows, :span], "mask": attention}, body_rows(real, shape.packing, span))
-    at_least = head_rows(real, shape.packing, span)
-    started = time.perf_counter()
-    logits = _mlm_logits_at(
-        model,
-        batch["ids"].to(device),
-        batch["mask"].to(device),
-        torch.arange(real, device=device),
-        torch.tensor(shape.cols, device=device),
-        at_least,
-    ).float()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    if timings is not None:
-        timings["forward"] = timings.get("forward", 0.0) + time.perf_counter() - started
-    logits = logits[:, : bans.anywhere.shape[0]].masked_fill(bans.by_kind[torch.tensor(kinds, device=device)], NEG_INF)
-    flat_rows = [slot for slot, ids_ in enumerate(banned) for _ in ids_]
-    flat_ids = [token for ids_ in banned for token in ids_]
-    logits[torch.tensor(flat_rows, device=device), torch.tensor(flat_ids, device=device)] = NEG_INF
-    uniforms = np.array([rng.random() for rng in rngs])
-    return choose_tokens(logits, uniforms, config).tolist()
