@@ -32,14 +32,7 @@ MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer JSONL line is quarantined unread: n
 _CHUNK = 1024 * 1024
 AUTO_INDEX_EVERY = 16  # JSONL offsets indexed every N lines when the shard size is computed from the rows
 INPUT_SCHEMA = pa.schema(
-    [
-        ("row", pa.int64()),
-        ("doc_id", pa.string()),
-        ("title", pa.string()),
-        ("text", pa.string()),
-        ("source", pa.string()),
-        ("reject", pa.string()),
-    ]
+    [("row", pa.int64())] + [(name, pa.string()) for name in ("doc_id", "title", "text", "source", "reject")]
 )
 
 
@@ -196,10 +189,11 @@ def _row(row: int, doc_id: str, source: str, title: str = "", text: str = "", re
     return {"row": row, "doc_id": doc_id, "title": title, "text": text, "source": source, "reject": reject}
 
 
-def record_row(record: object, row: int, source: str, fallback_id: str) -> dict:
-    """One input record as a row: its first paragraph, or the reason it cannot be used."""
-    if not isinstance(record, dict):
-        return _row(row, fallback_id, source, reject="not_an_object")
+def record_row(record: object, row: int, source: str, fallback_id: str, reject: str = "") -> dict:
+    """One input record as a row: its first paragraph, or the reason it cannot be used (``reject`` when
+    the record could not be read)."""
+    if reject or not isinstance(record, dict):
+        return _row(row, fallback_id, source, reject=reject or "not_an_object")
     doc_id = record.get("id", record.get("wikidata_id", fallback_id))
     doc_id = str(doc_id) if isinstance(doc_id, (str, int)) and doc_id != "" else fallback_id
     title = record.get("title") if isinstance(record.get("title"), str) else ""
@@ -230,7 +224,7 @@ def shard_lines(shard: Shard) -> Iterator[tuple[int, bytes | None, str, str]]:
 def _jsonl_records(shard: Shard) -> Iterator[dict]:
     for row, raw, source, fallback in shard_lines(shard):
         record, reject = decode_json_line(raw)
-        yield _document_row(record, row, source, fallback, reject)
+        yield record_row(record, row, source, fallback, reject)
 
 
 def decode_line(raw: bytes | None) -> tuple[str | None, str]:
@@ -282,17 +276,11 @@ def parquet_rows(shard: Shard, wanted: tuple[str, ...], make_row: RowMaker) -> I
             group_start += size
 
 
-def _document_row(record: object, row: int, source: str, fallback: str, reject: str) -> dict:
-    return _row(row, fallback, source, reject=reject) if reject else record_row(record, row, source, fallback)
-
-
 def _parquet_records(shard: Shard) -> Iterator[dict]:
-    return parquet_rows(shard, ("id", "wikidata_id", "title", "text"), _document_row)
+    return parquet_rows(shard, ("id", "wikidata_id", "title", "text"), record_row)
 
 
-@lru_cache(maxsize=1)
-def _demo_records() -> list[dict]:
-    return read_demo_records()
+_demo_records = lru_cache(maxsize=1)(read_demo_records)
 
 
 def _demo_rows(shard: Shard) -> Iterator[dict]:

@@ -15,6 +15,7 @@ a one-token word does not repeat the word after it.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -46,7 +47,6 @@ class VocabularyBans:
     """Boolean vectors over the vocabulary, and per position kind the tokens it may not take."""
 
     anywhere: torch.Tensor  # special, unused and out-of-vocabulary ids
-    at_start: torch.Tensor  # also banned at a span's first position
     continuation: torch.Tensor  # tokens that continue a word (WordPiece "##", BPE without a space marker)
     punctuation: torch.Tensor  # tokens with a character that is neither a letter nor a digit
     clitic: torch.Tensor  # apostrophes and the "s", "t", "ll"... that follow one ("Night's", "don't")
@@ -54,9 +54,8 @@ class VocabularyBans:
     whole_words: bool
 
     def to(self, device) -> VocabularyBans:
-        names = ("anywhere", "at_start", "continuation", "punctuation", "clitic")
-        moved = {k: getattr(self, k).to(device) for k in names}
-        return VocabularyBans(**moved, by_kind=self.by_kind.to(device), whole_words=self.whole_words)
+        names = ("anywhere", "continuation", "punctuation", "clitic", "by_kind")
+        return dataclasses.replace(self, **{name: getattr(self, name).to(device) for name in names})
 
 
 def _token_shape(token: str | None, prefixed_space: bool) -> tuple[str, bool]:
@@ -110,7 +109,7 @@ def vocabulary_bans(
     else:
         at_start = anywhere | stop
         by_kind = torch.stack([at_start, anywhere, anywhere])
-    return VocabularyBans(anywhere, at_start, continuation, punctuation, clitic, by_kind, whole_words)
+    return VocabularyBans(anywhere, continuation, punctuation, clitic, by_kind, whole_words)
 
 
 def _mlm_logits_at(
