@@ -32,10 +32,6 @@ class Instance:
     label: int = -1
     extra: dict[str, Any] = field(default_factory=dict)  # any other fields (id, doc_id, ...) kept as is
 
-    @property
-    def span_words(self) -> list[str]:
-        return self.words[self.start : self.end + 1]
-
     def to_json(self) -> dict[str, Any]:
         return {
             "replaced": mark_span(self.words, self.start, self.end),
@@ -150,10 +146,7 @@ def read_instances(path: str | Path, skip_bad: bool = False, bad: list | None = 
 
 
 def write_instances(instances, path: str | Path) -> Path:
-    """Write instances (``Instance`` or ready dicts) as HaDes JSON lines, atomically.
-
-    The temporary file has a unique name, so two writers of the same path never mix their lines.
-    """
+    """Write instances (``Instance`` or ready dicts) as HaDes JSON lines, atomically."""
     path = Path(path)
     with storage.open_atomic(path) as handle:
         for item in instances:
