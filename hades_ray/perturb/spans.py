@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hades_ray.io.hades_format import mark_span
+from hades_ray.io.hades_format import Instance
 
 _WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -113,10 +113,8 @@ def instance_rows(doc_id: str, perturbed: str, spans: list[dict], lowercase: boo
 
 def hades_record(row: dict) -> dict:
     """An instance row in the published HaDes format."""
-    start, end = row["start"], row["end"]
-    record = {"replaced": mark_span(row["words"], start, end), "replaced_ids": [start, end]}
-    record["hallucination"] = row["hallucination"]
-    return record | {key: row[key] for key in ("id", "doc_id", "original_span", "replacement", "ner", "pos")}
+    extra = {key: row[key] for key in ("id", "doc_id", "original_span", "replacement", "ner", "pos")}
+    return Instance(row["words"], row["start"], row["end"], row["hallucination"], extra).to_json()
 
 
 def hades_instances(doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False) -> list[dict]:
