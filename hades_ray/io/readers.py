@@ -74,10 +74,7 @@ def index_jsonl(path: str, every: int) -> tuple[int, list[int]]:
     with fs.open_input_stream(inner) as handle:
         while chunk := handle.read(_CHUNK):
             start = 0
-            while True:
-                newline = chunk.find(b"\n", start)
-                if newline < 0:
-                    break
+            while (newline := chunk.find(b"\n", start)) >= 0:
                 lines += 1
                 if lines % every == 0:
                     offsets.append(position + newline + 1)
