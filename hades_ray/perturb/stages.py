@@ -82,11 +82,8 @@ class AssembleStage(PerturbStage):
     name = "assemble"
     inputs = {"status": pa.string(), "text": pa.string(), "units": pa.list_(UNIT_TYPE), "chosen": pa.list_(IDS)}
     inputs |= {"fills": pa.list_(IDS)}
-    outputs = {
-        "cand_texts": pa.list_(pa.string()),
-        "cand_spans": pa.list_(pa.list_(SPAN_TYPE)),
-        "rank_ids": pa.list_(IDS),
-    }
+    outputs = {"cand_texts": pa.list_(pa.string()), "cand_spans": pa.list_(pa.list_(SPAN_TYPE))}
+    outputs |= {"rank_ids": pa.list_(IDS)}
     drops = ("units", "chosen", "fills")
 
     def setup(self) -> None:
