@@ -31,8 +31,6 @@ def read_demo_records() -> list[dict]:
     data = json.loads(demo_corpus_path().read_text(encoding="utf-8"))
     records = []
     for key in sorted(data):
-        entry = data[key]
-        text = entry.get("extract") if isinstance(entry, dict) else entry
-        title = entry.get("title", key) if isinstance(entry, dict) else key
-        records.append({"id": f"ovos:{key}", "title": title, "text": text})
+        entry = data[key] if isinstance(data[key], dict) else {"extract": data[key]}
+        records.append({"id": f"ovos:{key}", "title": entry.get("title", key), "text": entry.get("extract")})
     return records

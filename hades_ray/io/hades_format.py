@@ -32,10 +32,6 @@ class Instance:
     label: int = -1
     extra: dict[str, Any] = field(default_factory=dict)  # any other fields (id, doc_id, ...) kept as is
 
-    @property
-    def span_words(self) -> list[str]:
-        return self.words[self.start : self.end + 1]
-
     def to_json(self) -> dict[str, Any]:
         return {
             "replaced": mark_span(self.words, self.start, self.end),
@@ -99,31 +95,24 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-_BLANK = object()
-
-
-def _decode_record(raw: bytes | None, number: int, where: str) -> Any:
+def instance_from_line(raw: bytes | None, number: int, where: str) -> Instance | None:
+    """The instance on line ``number`` (1-based; ``raw`` its bytes, None when over-long), None for a
+    blank line; a bad line raises ``HadesFormatError`` naming ``where``."""
     try:
         line = decode_line(raw, number)
     except LineError as error:
         raise HadesFormatError(f"{where}: {error}") from None
     if not line.strip():
-        return _BLANK
+        return None
     try:
-        return json.loads(line)
+        record = json.loads(line)
     except json.JSONDecodeError as error:
         raise HadesFormatError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") from None
     except RecursionError:
         raise HadesFormatError(f"{where}: JSON nested too deeply") from None
     except ValueError as error:  # e.g. an integer of more than 4,300 digits
         raise HadesFormatError(f"{where}: not usable JSON ({error})") from None
-
-
-def instance_from_line(raw: bytes | None, number: int, where: str) -> Instance | None:
-    """The instance on line ``number`` (1-based; ``raw`` its bytes, None when over-long), None for a
-    blank line; a bad line raises ``HadesFormatError`` naming ``where``."""
-    record = _decode_record(raw, number, where)
-    return None if record is _BLANK else parse_instance(record, where)
+    return parse_instance(record, where)
 
 
 def iter_numbered_instances(
@@ -151,20 +140,13 @@ def iter_numbered_instances(
                     bad.append({"file": str(path), "line": number, "reason": str(error)})
 
 
-def iter_instances(path: str | Path, skip_bad: bool = False, bad: list | None = None) -> Iterator[Instance]:
-    """The instances of a HaDes file, as ``iter_numbered_instances`` reads them."""
-    return (instance for _, instance in iter_numbered_instances(path, skip_bad, bad))
-
-
 def read_instances(path: str | Path, skip_bad: bool = False, bad: list | None = None) -> list[Instance]:
-    return list(iter_instances(path, skip_bad=skip_bad, bad=bad))
+    """The instances of a HaDes file, as ``iter_numbered_instances`` reads them."""
+    return [instance for _, instance in iter_numbered_instances(path, skip_bad, bad)]
 
 
 def write_instances(instances, path: str | Path) -> Path:
-    """Write instances (``Instance`` or ready dicts) as HaDes JSON lines, atomically.
-
-    The temporary file has a unique name, so two writers of the same path never mix their lines.
-    """
+    """Write instances (``Instance`` or ready dicts) as HaDes JSON lines, atomically."""
     path = Path(path)
     with storage.open_atomic(path) as handle:
         for item in instances:

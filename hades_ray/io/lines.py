@@ -31,17 +31,10 @@ def iter_raw_lines(handle: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterato
             return
         number += 1
         if len(chunk) > max_bytes and not chunk.endswith(b"\n"):
-            _skip_to_line_end(handle)
-            yield number, None
-            continue
+            while (rest := handle.readline(_SKIP_CHUNK)) and not rest.endswith(b"\n"):
+                pass  # the rest of the over-long line, skipped unread
+            chunk = None
         yield number, chunk
-
-
-def _skip_to_line_end(handle: BinaryIO) -> None:
-    while True:
-        rest = handle.readline(_SKIP_CHUNK)
-        if not rest or rest.endswith(b"\n"):
-            return
 
 
 def decode_line(raw: bytes | None, number: int, max_bytes: int = MAX_LINE_BYTES) -> str:

@@ -8,6 +8,8 @@ workers seek straight to their rows.
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import math
 from collections.abc import Callable, Iterator
@@ -18,6 +20,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from hades_ray.io.demo_corpus import DEMO_INPUT, read_demo_records
+from hades_ray.io.lines import iter_raw_lines
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.job import Mapper
 from hades_ray.pipeline.shards import Shard
@@ -29,14 +32,7 @@ MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer JSONL line is quarantined unread: n
 _CHUNK = 1024 * 1024
 AUTO_INDEX_EVERY = 16  # JSONL offsets indexed every N lines when the shard size is computed from the rows
 INPUT_SCHEMA = pa.schema(
-    [
-        ("row", pa.int64()),
-        ("doc_id", pa.string()),
-        ("title", pa.string()),
-        ("text", pa.string()),
-        ("source", pa.string()),
-        ("reject", pa.string()),
-    ]
+    [("row", pa.int64())] + [(name, pa.string()) for name in ("doc_id", "title", "text", "source", "reject")]
 )
 
 
@@ -78,10 +74,7 @@ def index_jsonl(path: str, every: int) -> tuple[int, list[int]]:
     with fs.open_input_stream(inner) as handle:
         while chunk := handle.read(_CHUNK):
             start = 0
-            while True:
-                newline = chunk.find(b"\n", start)
-                if newline < 0:
-                    break
+            while (newline := chunk.find(b"\n", start)) >= 0:
                 lines += 1
                 if lines % every == 0:
                     offsets.append(position + newline + 1)
@@ -193,10 +186,11 @@ def _row(row: int, doc_id: str, source: str, title: str = "", text: str = "", re
     return {"row": row, "doc_id": doc_id, "title": title, "text": text, "source": source, "reject": reject}
 
 
-def record_row(record: object, row: int, source: str, fallback_id: str) -> dict:
-    """One input record as a row: its first paragraph, or the reason it cannot be used."""
-    if not isinstance(record, dict):
-        return _row(row, fallback_id, source, reject="not_an_object")
+def record_row(record: object, row: int, source: str, fallback_id: str, reject: str = "") -> dict:
+    """One input record as a row: its first paragraph, or the reason it cannot be used (``reject`` when
+    the record could not be read)."""
+    if reject or not isinstance(record, dict):
+        return _row(row, fallback_id, source, reject=reject or "not_an_object")
     doc_id = record.get("id", record.get("wikidata_id", fallback_id))
     doc_id = str(doc_id) if isinstance(doc_id, (str, int)) and doc_id != "" else fallback_id
     title = record.get("title") if isinstance(record.get("title"), str) else ""
@@ -208,41 +202,26 @@ def record_row(record: object, row: int, source: str, fallback_id: str) -> dict:
     return _row(row, doc_id, source, title, first_paragraph(text))
 
 
-def bounded_lines(handle, budget: int) -> Iterator[bytes | None]:
-    """Lines (without the newline) from a stream; None for a line over ``MAX_LINE_BYTES``, which is
-    skipped without being held in memory. Stops after ``budget`` lines."""
-    buffer, too_long = b"", False
-    while budget > 0:
-        chunk = handle.read(_CHUNK)
-        if not chunk:
-            if buffer or too_long:
-                yield None if too_long or len(buffer) > MAX_LINE_BYTES else buffer
-            return
-        buffer += chunk
-        while budget > 0 and (newline := buffer.find(b"\n")) >= 0:
-            yield None if too_long or newline > MAX_LINE_BYTES else buffer[:newline]
-            buffer, too_long, budget = buffer[newline + 1 :], False, budget - 1
-        if len(buffer) > MAX_LINE_BYTES:
-            buffer, too_long = b"", True
-
-
 def shard_lines(shard: Shard) -> Iterator[tuple[int, bytes | None, str, str]]:
-    """``(row, raw line, "file:line", "name:line")`` for each non-blank line of a line-based shard; the raw
-    line is None when it is over ``MAX_LINE_BYTES`` (skipped unread)."""
+    """``(row, raw line without its newline, "file:line", "name:line")`` for each non-blank line of a
+    line-based shard; the raw line is None when it is over ``MAX_LINE_BYTES`` (skipped unread)."""
     fs, inner = storage.resolve(shard.source)
     name = shard.source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     with fs.open_input_file(inner) as handle:
         handle.seek(shard.byte_start)
-        for row, raw in enumerate(bounded_lines(handle, shard.end_row - shard.offset_row), start=shard.offset_row):
+        lines = iter_raw_lines(io.BufferedReader(handle, _CHUNK), MAX_LINE_BYTES)
+        for number, raw in itertools.islice(lines, shard.end_row - shard.offset_row):
+            row = shard.offset_row + number - 1
             if row < shard.first_row or (raw is not None and not raw.strip()):
                 continue  # lines before the shard (skipped to from the index), and blank lines
-            yield row, raw, f"{shard.source}:{row + 1}", f"{name}:{row + 1}"
+            line = None if raw is None else raw.removesuffix(b"\n")
+            yield row, line, f"{shard.source}:{row + 1}", f"{name}:{row + 1}"
 
 
 def _jsonl_records(shard: Shard) -> Iterator[dict]:
     for row, raw, source, fallback in shard_lines(shard):
         record, reject = decode_json_line(raw)
-        yield _document_row(record, row, source, fallback, reject)
+        yield record_row(record, row, source, fallback, reject)
 
 
 def decode_line(raw: bytes | None) -> tuple[str | None, str]:
@@ -294,17 +273,11 @@ def parquet_rows(shard: Shard, wanted: tuple[str, ...], make_row: RowMaker) -> I
             group_start += size
 
 
-def _document_row(record: object, row: int, source: str, fallback: str, reject: str) -> dict:
-    return _row(row, fallback, source, reject=reject) if reject else record_row(record, row, source, fallback)
-
-
 def _parquet_records(shard: Shard) -> Iterator[dict]:
-    return parquet_rows(shard, ("id", "wikidata_id", "title", "text"), _document_row)
+    return parquet_rows(shard, ("id", "wikidata_id", "title", "text"), record_row)
 
 
-@lru_cache(maxsize=1)
-def _demo_records() -> list[dict]:
-    return read_demo_records()
+_demo_records = lru_cache(maxsize=1)(read_demo_records)
 
 
 def _demo_rows(shard: Shard) -> Iterator[dict]:

@@ -47,12 +47,8 @@ def unsafe_id_reason(value: str, field: str = "id") -> str:
 
 
 def write_guarded_csv(rows: Iterable[dict], path: str | Path, columns: list[str]) -> Path:
-    """Write ``rows`` to a new CSV at ``path`` (never overwriting), every string cell guarded.
-
-    The file is written under a unique temporary name and linked into place, so a reader never sees
-    half a file and two writers never share a temporary file; an existing ``path`` raises
-    ``FileExistsError``.
-    """
+    """Write ``rows`` to a new CSV at ``path``, atomically, every string cell guarded; an existing
+    ``path`` raises ``FileExistsError``."""
     path = Path(path)
     with storage.open_atomic(path, newline="", replace=False) as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, quoting=csv.QUOTE_ALL, extrasaction="ignore")

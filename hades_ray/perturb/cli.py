@@ -10,7 +10,10 @@ from hades_ray.io.demo_corpus import DEMO_INPUT
 from hades_ray.perturb.console import print_summary
 
 
-def add_perturb_args(parser: argparse.ArgumentParser) -> None:
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "perturb", help="MASK -> REPLACE -> RANK raw text into a perturbed pool", description=__doc__
+    )
     parser.add_argument(
         "--input",
         required=True,
@@ -28,6 +31,7 @@ def add_perturb_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--examples", type=int, default=3, help="perturbed examples to print at the end")
     add_config_args(parser)
+    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,11 +45,3 @@ def run(args: argparse.Namespace) -> int:
     summary = run_perturb(config, args.input, args.output, args.limit, args.sample, executor)
     print_summary(args.output, summary, examples=args.examples)
     return 0
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "perturb", help="MASK -> REPLACE -> RANK raw text into a perturbed pool", description=__doc__
-    )
-    add_perturb_args(parser)
-    parser.set_defaults(func=run)

@@ -11,52 +11,8 @@ _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 # A small closed list suffices to tell English prose from other languages; masking uses NLTK's list
 # (hades_ray/text/stopwords.py), this one only guards the input.
 _ENGLISH_FUNCTION_WORDS = frozenset(
-    [
-        "the",
-        "of",
-        "and",
-        "to",
-        "in",
-        "a",
-        "is",
-        "was",
-        "for",
-        "on",
-        "as",
-        "by",
-        "with",
-        "that",
-        "at",
-        "from",
-        "his",
-        "her",
-        "it",
-        "an",
-        "were",
-        "are",
-        "which",
-        "this",
-        "be",
-        "or",
-        "has",
-        "had",
-        "he",
-        "she",
-        "its",
-        "their",
-        "also",
-        "they",
-        "not",
-        "but",
-        "have",
-        "one",
-        "been",
-        "who",
-        "first",
-        "after",
-        "into",
-        "other",
-    ]
+    """the of and to in a is was for on as by with that at from his her it an were are which this be or has
+    had he she its their also they not but have one been who first after into other""".split()
 )
 
 

@@ -15,6 +15,7 @@ a one-token word does not repeat the word after it.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -46,7 +47,6 @@ class VocabularyBans:
     """Boolean vectors over the vocabulary, and per position kind the tokens it may not take."""
 
     anywhere: torch.Tensor  # special, unused and out-of-vocabulary ids
-    at_start: torch.Tensor  # also banned at a span's first position
     continuation: torch.Tensor  # tokens that continue a word (WordPiece "##", BPE without a space marker)
     punctuation: torch.Tensor  # tokens with a character that is neither a letter nor a digit
     clitic: torch.Tensor  # apostrophes and the "s", "t", "ll"... that follow one ("Night's", "don't")
@@ -54,9 +54,8 @@ class VocabularyBans:
     whole_words: bool
 
     def to(self, device) -> VocabularyBans:
-        names = ("anywhere", "at_start", "continuation", "punctuation", "clitic")
-        moved = {k: getattr(self, k).to(device) for k in names}
-        return VocabularyBans(**moved, by_kind=self.by_kind.to(device), whole_words=self.whole_words)
+        names = ("anywhere", "continuation", "punctuation", "clitic", "by_kind")
+        return dataclasses.replace(self, **{name: getattr(self, name).to(device) for name in names})
 
 
 def _token_shape(token: str | None, prefixed_space: bool) -> tuple[str, bool]:
@@ -110,7 +109,7 @@ def vocabulary_bans(
     else:
         at_start = anywhere | stop
         by_kind = torch.stack([at_start, anywhere, anywhere])
-    return VocabularyBans(anywhere, at_start, continuation, punctuation, clitic, by_kind, whole_words)
+    return VocabularyBans(anywhere, continuation, punctuation, clitic, by_kind, whole_words)
 
 
 def _mlm_logits_at(
@@ -212,6 +211,7 @@ def forward_shapes(
     return shapes
 
 
+@torch.inference_mode()
 def fill_masks(
     model,
     sequences: list[MaskedSequence],
@@ -237,36 +237,35 @@ def fill_masks(
         for index in set(range(len(seq.positions))) - set(plans[row].steps):
             ids[row, seq.positions[index]] = seq.original_ids[index]
     for forward in step_chunks([len(p.steps) for p in plans], packing.rows(width)):
+        rows = [r for r, _ in forward]
         cols = [sequences[r].positions[plans[r].steps[s]] for r, s in forward]
         banned = [_banned_ids(ids[r], sequences[r], plans[r], s, col, bans) for (r, s), col in zip(forward, cols)]
-        kinds = [plans[r].kinds[s] for r, s in forward]
-        shape = _Forward([r for r, _ in forward], cols, packing, width)
-        picks = _step(
+        span = width if packing.fixed_rows else int(lengths[rows].max())
+        attention = (torch.arange(span).unsqueeze(0) < lengths[rows].unsqueeze(1)).long()
+        batch, _ = fill_rows({"ids": ids[rows, :span], "mask": attention}, body_rows(len(rows), packing, span))
+        started = time.perf_counter()
+        logits = _mlm_logits_at(
             model,
-            ids,
-            lengths,
-            shape,
-            kinds,
-            banned,
-            [sequences[r].rng for r, _ in forward],
-            config,
-            on_device,
-            timings,
-        )
-        for (row, step), col, token in zip(forward, cols, picks):
+            batch["ids"].to(device),
+            batch["mask"].to(device),
+            torch.arange(len(rows), device=device),
+            torch.tensor(cols, device=device),
+            head_rows(len(rows), packing, span),
+        ).float()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if timings is not None:
+            timings["forward"] = timings.get("forward", 0.0) + time.perf_counter() - started
+        kinds = torch.tensor([plans[r].kinds[s] for r, s in forward], device=device)
+        logits = logits[:, : on_device.anywhere.shape[0]].masked_fill(on_device.by_kind[kinds], NEG_INF)
+        flat_rows = [slot for slot, tokens in enumerate(banned) for _ in tokens]
+        flat_ids = [token for tokens in banned for token in tokens]
+        logits[torch.tensor(flat_rows, device=device), torch.tensor(flat_ids, device=device)] = NEG_INF
+        uniforms = np.array([sequences[r].rng.random() for r in rows])
+        for (row, step), col, token in zip(forward, cols, choose_tokens(logits, uniforms, config).tolist()):
             ids[row, col] = token
             chosen[row][plans[row].steps[step]] = token
     return chosen
-
-
-@dataclass
-class _Forward:
-    """The rows of one forward, the position each fills, and how the forward is packed."""
-
-    rows: list[int]
-    cols: list[int]
-    packing: Packing
-    width: int
 
 
 def _banned_ids(ids: torch.Tensor, seq: MaskedSequence, plan: _Plan, step: int, col: int, bans) -> list[int]:
@@ -282,32 +281,3 @@ def _banned_ids(ids: torch.Tensor, seq: MaskedSequence, plan: _Plan, step: int, 
         if not bool(bans.continuation[after]):
             banned.append(after)
     return banned
-
-
-@torch.inference_mode()
-def _step(model, ids, lengths, shape: _Forward, kinds, banned, rngs, config, bans, timings) -> list[int]:
-    rows, real = shape.rows, len(shape.rows)
-    span = shape.width if shape.packing.fixed_rows else int(lengths[rows].max())
-    device = bans.anywhere.device
-    attention = (torch.arange(span).unsqueeze(0) < lengths[rows].unsqueeze(1)).long()
-    batch, _ = fill_rows({"ids": ids[rows, :span], "mask": attention}, body_rows(real, shape.packing, span))
-    at_least = head_rows(real, shape.packing, span)
-    started = time.perf_counter()
-    logits = _mlm_logits_at(
-        model,
-        batch["ids"].to(device),
-        batch["mask"].to(device),
-        torch.arange(real, device=device),
-        torch.tensor(shape.cols, device=device),
-        at_least,
-    ).float()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    if timings is not None:
-        timings["forward"] = timings.get("forward", 0.0) + time.perf_counter() - started
-    logits = logits[:, : bans.anywhere.shape[0]].masked_fill(bans.by_kind[torch.tensor(kinds, device=device)], NEG_INF)
-    flat_rows = [slot for slot, ids_ in enumerate(banned) for _ in ids_]
-    flat_ids = [token for ids_ in banned for token in ids_]
-    logits[torch.tensor(flat_rows, device=device), torch.tensor(flat_ids, device=device)] = NEG_INF
-    uniforms = np.array([rng.random() for rng in rngs])
-    return choose_tokens(logits, uniforms, config).tolist()

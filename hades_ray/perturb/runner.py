@@ -75,17 +75,13 @@ def run_perturb(
 ) -> dict:
     """Perturb ``input_path`` into ``output_dir`` (on Ray per the config unless ``executor`` says
     otherwise); returns the summary."""
-    _check_models(config)
-    executor = executor or Executor.of(config.ray)
-    return executor.run(perturb_job(config, input_path, output_dir, limit, sample))
-
-
-def _check_models(config: HadesConfig) -> None:
-    """A model path that does not exist is a user error here, not an actor failing on a worker."""
     from hades_ray.models.registry import resolve_model
 
+    # A model path that does not exist is a user error here, not an actor failing on a worker.
     resolve_model(config.models.mlm)
     resolve_model(config.models.causal_lm)
+    executor = executor or Executor.of(config.ray)
+    return executor.run(perturb_job(config, input_path, output_dir, limit, sample))
 
 
 def summarize(merged: dict) -> dict:

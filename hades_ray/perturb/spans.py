@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hades_ray.io.hades_format import mark_span
+from hades_ray.io.hades_format import Instance
 
 _WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -88,26 +88,35 @@ def words_with_span_indices(text: str, spans: list[dict]) -> tuple[list[str], li
     return words, ranges
 
 
-def hades_instances(doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False) -> list[dict]:
-    """One HaDes-format record per replaced span (label -1: not yet judged)."""
+def instance_rows(doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False) -> list[dict]:
+    """One instance per replaced span (label -1: not yet judged), as the columns of ``instances/*.parquet``:
+    the words, and the span's word range."""
     words, ranges = words_with_span_indices(perturbed, spans)
-    if lowercase:
-        words = [w.lower() for w in words]
-    records = []
-    for index, (span, (first, last)) in enumerate(zip(spans, ranges)):
-        if last < first:
-            continue  # a replacement with no word characters cannot be a target span
-        records.append(
-            {
-                "replaced": mark_span(words, first, last),
-                "replaced_ids": [first, last],
-                "hallucination": -1,
-                "id": f"{doc_id}#{index}",
-                "doc_id": doc_id,
-                "original_span": span["original"],
-                "replacement": span["replacement"],
-                "ner": span["ner"],
-                "pos": span["pos"],
-            }
-        )
-    return records
+    words = [w.lower() for w in words] if lowercase else words
+    return [
+        {
+            "id": f"{doc_id}#{index}",
+            "doc_id": doc_id,
+            "words": words,
+            "start": first,
+            "end": last,
+            "replacement": span["replacement"],
+            "original_span": span["original"],
+            "ner": span["ner"],
+            "pos": span["pos"],
+            "hallucination": -1,
+        }
+        for index, (span, (first, last)) in enumerate(zip(spans, ranges))
+        if last >= first  # a replacement with no word characters cannot be a target span
+    ]
+
+
+def hades_record(row: dict) -> dict:
+    """An instance row in the published HaDes format."""
+    extra = {key: row[key] for key in ("id", "doc_id", "original_span", "replacement", "ner", "pos")}
+    return Instance(row["words"], row["start"], row["end"], row["hallucination"], extra).to_json()
+
+
+def hades_instances(doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False) -> list[dict]:
+    """One HaDes-format record per replaced span."""
+    return [hades_record(row) for row in instance_rows(doc_id, perturbed, spans, lowercase)]

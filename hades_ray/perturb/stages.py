@@ -1,8 +1,5 @@
 """The perturbation stages: MASK (prepare, CPU) -> REPLACE (masked LM) -> assemble (CPU) -> RANK
-(causal LM). Each declares the Arrow columns it reads and adds, and its resources; ``setup`` loads its
-model or tokenizer once per actor. Token ids, chosen spans, candidates and perplexities travel as
-Arrow list and struct columns.
-"""
+(causal LM), their columns, and their resources."""
 
 from __future__ import annotations
 
@@ -16,7 +13,8 @@ from hades_ray.workdir import SPAN_TYPE
 
 
 class PerturbStage(Stage):
-    """A perturbation stage: its config travels as a plain dict and is rebuilt once per actor."""
+    """A perturbation stage: its config travels as a plain dict and is rebuilt once per actor; ``run``
+    (a step of ``perturb/steps.py``) takes the rows' input columns and adds its outputs."""
 
     def __init__(self, config: HadesConfig, resources: Resources):
         super().__init__(resources)
@@ -26,10 +24,8 @@ class PerturbStage(Stage):
     def setup(self) -> None:
         self.config = config_from_dict(self.config_dict)
 
-    def rows(self, batch: pa.Table) -> list[dict]:
-        return batch.select(list(self.inputs)).to_pylist()
-
-    def columns(self, rows: list[dict]) -> dict[str, list]:
+    def process(self, batch: pa.Table) -> dict[str, list]:
+        rows = self.run(batch.select(list(self.inputs)).to_pylist())
         return {name: [row[name] for row in rows] for name in self.outputs}
 
 
@@ -48,8 +44,8 @@ class PrepareStage(PerturbStage):
         self.nlp = load_spacy(self.config.spacy_model)
         self.tokenizer = load_tokenizer(self.config.models.mlm)
 
-    def process(self, batch: pa.Table) -> dict[str, list]:
-        return self.columns(steps.prepare_rows(self.rows(batch), self.nlp, self.tokenizer, self.config))
+    def run(self, rows: list[dict]) -> list[dict]:
+        return steps.prepare_rows(rows, self.nlp, self.tokenizer, self.config)
 
 
 class ReplaceStage(PerturbStage):
@@ -73,12 +69,12 @@ class ReplaceStage(PerturbStage):
         stops = None if replace.allow_stopwords else stop_words(self.config.perturb.mask.stopwords)
         self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size, stops, replace.whole_words)
 
-    def process(self, batch: pa.Table) -> dict[str, list]:
+    def run(self, rows: list[dict]) -> list[dict]:
         timings = {"forward": 0.0}
-        rows = steps.replace_rows(self.rows(batch), self.model, self.tokenizer, self.bans, self.config, timings)
+        rows = steps.replace_rows(rows, self.model, self.tokenizer, self.bans, self.config, timings)
         for row in rows:
             row["seconds_replace_forward"] = timings["forward"] / max(len(rows), 1)
-        return self.columns(rows)
+        return rows
 
 
 class AssembleStage(PerturbStage):
@@ -87,11 +83,8 @@ class AssembleStage(PerturbStage):
     name = "assemble"
     inputs = {"status": pa.string(), "text": pa.string(), "units": pa.list_(UNIT_TYPE), "chosen": pa.list_(IDS)}
     inputs |= {"fills": pa.list_(IDS)}
-    outputs = {
-        "cand_texts": pa.list_(pa.string()),
-        "cand_spans": pa.list_(pa.list_(SPAN_TYPE)),
-        "rank_ids": pa.list_(IDS),
-    }
+    outputs = {"cand_texts": pa.list_(pa.string()), "cand_spans": pa.list_(pa.list_(SPAN_TYPE))}
+    outputs |= {"rank_ids": pa.list_(IDS)}
     drops = ("units", "chosen", "fills")
 
     def setup(self) -> None:
@@ -107,9 +100,8 @@ class AssembleStage(PerturbStage):
         lm_config = AutoConfig.from_pretrained(resolve_model(models.causal_lm), revision=revision)
         self.max_length = steps.context_limit(lm_config, self.config.perturb.rank.max_length)
 
-    def process(self, batch: pa.Table) -> dict[str, list]:
-        rows = steps.assemble_rows(self.rows(batch), self.mlm_tokenizer, self.lm_tokenizer, self.max_length)
-        return self.columns(rows)
+    def run(self, rows: list[dict]) -> list[dict]:
+        return steps.assemble_rows(rows, self.mlm_tokenizer, self.lm_tokenizer, self.max_length)
 
 
 class RankStage(PerturbStage):
@@ -129,9 +121,8 @@ class RankStage(PerturbStage):
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else (tokenizer.eos_token_id or 0)
 
-    def process(self, batch: pa.Table) -> dict[str, list]:
-        rows = steps.rank_rows(self.rows(batch), self.model, self.pad_id, self.config.perturb.rank)
-        return self.columns(rows)
+    def run(self, rows: list[dict]) -> list[dict]:
+        return steps.rank_rows(rows, self.model, self.pad_id, self.config.perturb.rank)
 
 
 def perturb_stages(config: HadesConfig) -> list[Stage]:

@@ -1,12 +1,6 @@
-"""The perturbation's pure steps over rows (dicts of one document's columns), called by the stages in
-``perturb/stages.py`` and by tests without Ray.
-
-prepare (CPU): validate, spaCy units, MLM tokens, every candidate's chosen units;
-replace (model): fill every candidate's masks left to right, packed by token budget (perturb/packing.py);
-assemble (CPU): decode the fills into candidate texts and spans, tokenize them for the causal LM;
-rank (model): perplexity of every candidate.
-Rows whose ``status`` is not "ok" pass through untouched, so every input row reaches the writer.
-"""
+"""The perturbation's steps over rows (dicts of one document's columns), run by ``perturb/stages.py``
+and by tests without Ray. Rows whose ``status`` is not "ok" pass through untouched, so every input row
+reaches the writer."""
 
 from __future__ import annotations
 
@@ -15,7 +9,7 @@ from collections import defaultdict
 from hades_ray.config import HadesConfig
 from hades_ray.perturb.mask import align_units, choose_spans, tokenize_for_mask
 from hades_ray.perturb.mask_units import mask_units
-from hades_ray.perturb.packing import Packing, model_positions, packing_of
+from hades_ray.perturb.packing import Packing, config_positions, model_positions, packing_of
 from hades_ray.perturb.rank import encode_for_perplexity, perplexities
 from hades_ray.perturb.reject import reject_reason
 from hades_ray.perturb.settings import RankConfig
@@ -163,5 +157,5 @@ def rank_rows(rows: list[dict], model, pad_id: int, config: RankConfig | None = 
 
 def context_limit(model_config, configured: int) -> int:
     """The configured length, capped by the model's positions (a small GPT-2 may have only 256)."""
-    positions = getattr(model_config, "n_positions", None) or getattr(model_config, "max_position_embeddings", None)
+    positions = config_positions(model_config)
     return min(configured, positions) if positions else configured
