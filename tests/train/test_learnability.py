@@ -41,10 +41,10 @@ def test_labels_from_pool(tmp_path):
     instances = pool_instances(_pool(tmp_path), seed=0)
     positives = [i for i in instances if i.label == 1]
     negatives = [i for i in instances if i.label == 0]
-    assert len(positives) == 6 and all(i.span_words == ["Lisbon"] for i in positives)
+    assert len(positives) == 6 and all(i.words[i.start : i.end + 1] == ["Lisbon"] for i in positives)
     assert len(negatives) == 6
     for inst in negatives:
-        word = inst.span_words[0]
+        word = inst.words[inst.start]
         assert word.isalpha() and word.lower() not in {"the", "to", "and", "in", "there"} and word != "Lisbon"
     train, valid, test = split_by_doc(instances, (0.5, 0.25, 0.25), seed=0)
     docs = [{i.extra["doc_id"] for i in part} for part in (train, valid, test)]
