@@ -16,7 +16,6 @@ from hades_ray.cli import main
 from hades_ray.detect.detector import Detector
 from hades_ray.score.words import find_targets
 
-ROOT = Path(__file__).resolve().parents[2]
 TEXTS = [
     "Marie Curie was a physicist and chemist who conducted pioneering research on radioactivity in Paris .",
     "The river flows north through the valley, past three old mills, before it meets the sea near Bergen.",

@@ -54,7 +54,7 @@ def main(workdir: Path) -> None:
 
     try:
         from hades_ray.annotate.simulate import simulate_judgments
-    except ImportError:  # before issue 28 it lived in select/
+    except ImportError:  # older checkouts, measured for comparison, kept it in select/
         from hades_ray.select.simulate import simulate_judgments
 
     build_pool(workdir / "pool", n_docs=10)
