@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from collections import Counter
 from pathlib import Path
 
 from hades_ray.train.learnability import pool_instances, split_by_doc
@@ -42,20 +43,26 @@ def learnability_data(pool: Path, folder: Path, seed: int, max_instances: int) -
     return folder / "train.txt", folder / "test.txt", LEARNABILITY
 
 
+def label_counts(path: Path) -> Counter:
+    """How many instances of a HaDes file carry each label (-1: withheld); empty where it is missing."""
+    from hades_ray.io.hades_format import read_instances
+
+    return Counter(i.label for i in read_instances(path)) if path.is_file() else Counter()
+
+
+def judged(counts: Counter) -> int:
+    return counts[0] + counts[1]
+
+
 def judged_data(dataset: Path) -> tuple[Path, Path, str]:
     """A HaDes-format dataset's train.txt and its scored split: test.txt, or valid.txt where the test labels
     are withheld (the published Wiki-Hades test.txt); a missing file or split is a one-line error."""
     from hades_ray.errors import UserError
-    from hades_ray.io.hades_format import read_instances
 
-    def labelled(split: str) -> int:
-        path = dataset / f"{split}.txt"
-        return sum(i.label in (0, 1) for i in read_instances(path)) if path.is_file() else 0
-
-    if not labelled("train"):
+    if not judged(label_counts(dataset / "train.txt")):
         raise UserError(f"{dataset}/train.txt: no judged instances; give a HaDes-format folder (hades-ray dataset "
                         "build, or Wiki-Hades), or --labels learnability with a pool")  # fmt: skip
-    scored = next((s for s in ("test", "valid") if labelled(s)), None)
+    scored = next((s for s in ("test", "valid") if judged(label_counts(dataset / f"{s}.txt"))), None)
     if scored is None:
         raise UserError(f"{dataset}: neither test.txt nor valid.txt holds judged instances to score")
     return dataset / "train.txt", dataset / f"{scored}.txt", f"judged labels of {dataset} (scored: {scored}.txt)"
@@ -63,12 +70,8 @@ def judged_data(dataset: Path) -> tuple[Path, Path, str]:
 
 def sizes(train: Path, test: Path) -> dict[str, int]:
     """Judged instances of the two files (test: per label, for the AUC's interval)."""
-    from hades_ray.io.hades_format import read_instances
-
-    labels = [i.label for i in read_instances(test)]
-    trained = sum(i.label in (0, 1) for i in read_instances(train))
-    return {"train": trained, "test": labels.count(0) + labels.count(1), "test_h": labels.count(1),
-            "test_n": labels.count(0)}  # fmt: skip
+    tested = label_counts(test)
+    return {"train": judged(label_counts(train)), "test": judged(tested), "test_h": tested[1], "test_n": tested[0]}
 
 
 def progress_callback():
