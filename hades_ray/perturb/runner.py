@@ -16,6 +16,7 @@ from hades_ray.perturb.stages import perturb_stages
 from hades_ray.perturb.writer import QUARANTINE_KEEPS, write_shard
 from hades_ray.pipeline.executor import Executor
 from hades_ray.pipeline.job import ShardJob
+from hades_ray.text.pipeline import text_settings
 
 TOTALS = ("read", "kept", "perturbed", "instances", "quarantined")
 
@@ -40,7 +41,7 @@ def config_digest(config: HadesConfig) -> str:
         for key in keys:
             if perturb[stage][key] == defaults[stage][key]:
                 del perturb[stage][key]
-    relevant = {"preset": config.preset, "seed": config.seed, "spacy_model": config.spacy_model}
+    relevant = {"preset": config.preset, "seed": config.seed, **text_settings(config)}
     relevant |= {"models": dataclasses.asdict(config.models), "perturb": perturb}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 

@@ -20,6 +20,7 @@ from hades_ray.pipeline.shards import Shard
 from hades_ray.pipeline.steps import digest_of
 from hades_ray.pipeline.storage import read_parquet
 from hades_ray.select.features import FEATURE_SCHEMA, feature_stages
+from hades_ray.text.pipeline import text_settings
 from hades_ray.workdir import part_path, pool_dir, pool_shards, read_pool_part, write_part
 
 FEATURES = "features"
@@ -38,7 +39,7 @@ def features_digest(config) -> str:
         "pooling": sel.pooling_for(config.models.encoder),
         "paraphrase_context_words": sel.paraphrase_context_words,
         "ner_context_words": sel.ner_context_words,
-        "spacy_model": config.spacy_model,
+        **text_settings(config),
     }
     return digest_of(settings)
 

@@ -1,4 +1,6 @@
-"""English stop-word lists, offline: NLTK's (the HaDes paper's) by default, spaCy's on request.
+"""Stop-word lists, offline. English: NLTK's (the HaDes paper's) by default, spaCy's on request. Every other
+Wiki-40B language: spaCy's list for that language (``spacy.lang.XX.stop_words``), which every spaCy
+install carries (NLTK's lists for other languages are data that cannot be downloaded offline).
 
 ``nltk.download`` cannot run on offline machines and no PyPI package ships NLTK's English list
 unchanged (the ``stopwords`` and ``stop-words`` packages carry the ranks.nl list), so the list is
@@ -38,7 +40,26 @@ def english_stop_words(source: str = "nltk") -> frozenset[str]:
     raise ValueError(f"unknown stop-word list {source!r}; choose one of {', '.join(SOURCES)}")
 
 
-def stop_words(source: str = "auto") -> frozenset[str]:
-    """The ``perturb.mask.stopwords`` list: ``auto`` and ``nltk`` mean NLTK's 179 words (the paper's,
-    kept above), ``spacy`` spaCy's 326."""
-    return english_stop_words("nltk" if source == "auto" else source)
+@lru_cache(maxsize=64)
+def spacy_stop_words(code: str) -> frozenset[str]:
+    """spaCy's stop words for spaCy language ``code``, lower-cased."""
+    from importlib import import_module
+
+    words = import_module(f"spacy.lang.{code}.stop_words").STOP_WORDS
+    return frozenset(w.lower() for w in words)
+
+
+def stop_words(source: str = "auto", lang: str = "en") -> frozenset[str]:
+    """The ``perturb.mask.stopwords`` list of Wiki-40B language ``lang``. English: ``auto`` and ``nltk``
+    mean NLTK's 179 words (the paper's, kept above), ``spacy`` spaCy's 326. Other languages: ``auto`` and
+    ``spacy`` mean spaCy's list of the language; ``nltk`` is refused (its lists are not here offline)."""
+    from hades_ray.text.languages import language
+
+    found = language(lang)
+    if found.name == "en":
+        return english_stop_words("nltk" if source == "auto" else source)
+    if source == "nltk":
+        raise ValueError(f"perturb.mask.stopwords=nltk is English only; language {found.name} takes auto or spacy")
+    if source not in ("auto", "spacy"):
+        raise ValueError(f"unknown stop-word list {source!r}; choose one of auto, {', '.join(SOURCES)}")
+    return spacy_stop_words(found.spacy)

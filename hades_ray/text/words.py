@@ -1,0 +1,68 @@
+"""Words, per language: the units of HaDes instances (``replaced``), of detector targets and of word offsets.
+
+In a language written with spaces a word is a run of word characters (letters, digits and the combining
+marks that Devanagari, Arabic or Thai vowels are written with, which Python's ``\\w`` leaves out) or one
+other visible character. In Chinese, Japanese and Thai, where nothing separates words, the runs are cut
+where the language's spaCy tokenizer (its segmenter: jieba, SudachiPy, PyThaiNLP) puts word edges.
+A HaDes ``replaced`` field joins words with spaces in every language; ``join_words`` is its inverse.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import unicodedata
+from functools import lru_cache
+
+from hades_ray.text.languages import Language, language
+
+JOINERS = "\u200c\u200d"  # zero-width (non-)joiner: inside Persian and Indic words
+
+
+@lru_cache(maxsize=1)
+def _mark_class() -> str:
+    """The combining marks (Unicode categories Mn, Mc, Me) as a regex class body, built once per process."""
+    ranges, start = [], None
+    for code in range(sys.maxunicode + 2):
+        is_mark = code <= sys.maxunicode and unicodedata.category(chr(code))[0] == "M"
+        if is_mark and start is None:
+            start = code
+        elif not is_mark and start is not None:
+            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(code - 1))}")
+            start = None
+    return "".join(ranges) + JOINERS
+
+
+@lru_cache(maxsize=1)
+def word_pattern() -> re.Pattern:
+    marks = _mark_class()
+    return re.compile(rf"[\w{marks}]+|[^\w\s{marks}]", re.UNICODE)
+
+
+def _spaced_spans(text: str, offset: int = 0) -> list[tuple[int, int]]:
+    return [(m.start() + offset, m.end() + offset) for m in word_pattern().finditer(text)]
+
+
+def word_spans(text: str, lang: Language | str = "en") -> list[tuple[int, int]]:
+    """``(start, end)`` character ranges of the words of ``text``, in order."""
+    lang = language(lang) if isinstance(lang, str) else lang
+    if lang.spaced:
+        return _spaced_spans(text)
+    from hades_ray.text.pipeline import word_tokenizer
+
+    spans: list[tuple[int, int]] = []
+    for token in word_tokenizer(lang.name)(text):
+        # a segmenter's token may hold spaces or several runs (Thai's spaces, "3.5kg"): cut it like a spaced word
+        spans += _spaced_spans(token.text, token.idx)
+    return spans
+
+
+def words(text: str, lang: Language | str = "en") -> list[str]:
+    """The words of ``text`` (``word_spans``' texts)."""
+    return [text[start:end] for start, end in word_spans(text, lang)]
+
+
+def join_words(items: list[str], lang: Language | str = "en") -> str:
+    """Words back into running text: with spaces, or without them in a language written without."""
+    lang = language(lang) if isinstance(lang, str) else lang
+    return (" " if lang.spaced else "").join(items)
