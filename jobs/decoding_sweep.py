@@ -42,11 +42,11 @@ def study_texts(config, count: int, path: Path) -> list[str]:
     from hades_ray.io.readers import plan_shards, read_shard
     from hades_ray.models.registry import load_tokenizer
     from hades_ray.perturb.steps import prepare_rows
-    from hades_ray.text.nlp import load_spacy
+    from hades_ray.text.pipeline import load_pipeline
 
     rows = [r for shard in plan_shards("demo", 1_000_000) for r in read_shard(shard).to_pylist()]
     rows.sort(key=lambda r: r["row"])  # read_shard orders by length; the study takes leads in input order
-    nlp, tokenizer = load_spacy(config.spacy_model), load_tokenizer(config.models.mlm)
+    nlp, tokenizer = load_pipeline(config.language, config.spacy_model), load_tokenizer(config.models.mlm)
     kept: list[dict] = []
     for begin in range(0, len(rows), 2 * count):  # most demo leads are too short: prepare a chunk at a time
         chunk = [dict(r) for r in rows[begin : begin + 2 * count]]

@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     from hades_ray.guard.sampling import Sampling, plain_generate, prepare_tokenizer
     from hades_ray.guard.stages import context_limit
     from hades_ray.models.registry import load_causal_lm
-    from hades_ray.text.nlp import load_spacy
+    from hades_ray.text.pipeline import load_pipeline
     from jobs.bench_common import ForwardClock
     from jobs.bench_guard import held_out_prompts
 
@@ -53,7 +53,8 @@ def main(argv=None) -> int:
     prepare_tokenizer(tokenizer)
     limit = context_limit(model) - args.new_tokens
     fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
-    prompts = [p["prompt"] for p in held_out_prompts(load_spacy(config.spacy_model), 60, args.prompts, fits)[0]]
+    nlp = load_pipeline(config.language, config.spacy_model)
+    prompts = [p["prompt"] for p in held_out_prompts(nlp, 60, args.prompts, fits)[0]]
     scorer = Detector.open(args.detector).scorer("online", stride=args.stride or config.score.stride)
     judge = CausalJudge(scorer, None, "content")
     sampling = Sampling(max_new_tokens=args.new_tokens, top_k=50, no_end=True)

@@ -28,7 +28,9 @@ def _artifact_rows(artifacts: dict | None) -> list[tuple[str, object]]:
 
 
 def summary_table(summary: dict) -> str:
+    text = f"{summary.get('language')} ({summary.get('words')}; {summary.get('entities')})"
     rows = [
+        *([("language (words; entities)", text)] if "language" in summary else []),
         ("read", summary["read"]),
         ("kept (perturbed)", summary["kept"]),
         ("too short (< 5 sentences)", summary["too_short"]),

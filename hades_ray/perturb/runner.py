@@ -9,7 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from hades_ray.config import RESOLVED_NAME, HadesConfig, resolved_yaml
+from hades_ray.config import RESOLVED_NAME, HadesConfig, resolve_language, resolved_yaml
 from hades_ray.io.readers import plan_shards, read_shard
 from hades_ray.perturb.artifacts import artifact_summary
 from hades_ray.perturb.stages import perturb_stages
@@ -51,6 +51,7 @@ def perturb_job(
 ) -> ShardJob:
     """The perturbation of ``input_path`` (a file, a folder, a URI, or ``demo``) into ``output``."""
     source = str(input_path)
+    config = resolve_language(config, source)
     return ShardJob(
         name="perturb",
         output=str(output),
@@ -58,8 +59,10 @@ def perturb_job(
         plan=lambda mapper: plan_shards(source, config.perturb.shard_rows, limit, sample, config.seed, mapper),
         read=read_shard,
         stages=functools.partial(perturb_stages, config),
-        write=functools.partial(write_shard, output=str(output), lowercase=config.perturb.lowercase_instances),
-        summarize=summarize,
+        write=functools.partial(
+            write_shard, output=str(output), lowercase=config.perturb.lowercase_instances, language=config.language
+        ),
+        summarize=functools.partial(summarize, text=text_summary(config)),
         views=("instances", "quarantine"),
         resolved={RESOLVED_NAME: resolved_yaml(config)},
         rows_verb="leads",
@@ -77,19 +80,55 @@ def run_perturb(
     """Perturb ``input_path`` into ``output_dir`` (on Ray per the config unless ``executor`` says
     otherwise); returns the summary."""
     from hades_ray.models.registry import resolve_model
+    from hades_ray.text.pipeline import load_pipeline
 
-    # A model path that does not exist is a user error here, not an actor failing on a worker.
+    config = resolve_language(config, input_path)
+    # A model path that does not exist, or a language whose segmenter or spaCy pipeline is not installed,
+    # is a user error here, not an actor failing on a worker.
     resolve_model(config.models.mlm)
     resolve_model(config.models.causal_lm)
+    load_pipeline(config.language, config.spacy_model)
     executor = executor or Executor.of(config.ray)
     return executor.run(perturb_job(config, input_path, output_dir, limit, sample))
 
 
-def summarize(merged: dict) -> dict:
-    """``summary.json``'s fields from the shards' merged stats."""
+def text_summary(config: HadesConfig) -> dict:
+    """The run's language and where its sentences, words and entities came from, for ``summary.json``."""
+    from hades_ray.text.languages import language
+    from hades_ray.text.pipeline import entity_source
+
+    lang = language(config.language)
+    segmenter = lang.segmenter.module if lang.segmenter else "spaces and punctuation"
+    return {"language": lang.name, "words": segmenter, "entities": entity_source(lang.name, config.spacy_model)}
+
+
+def language_runs(input_path: str, output: str, language: str) -> list[tuple[str, str, str]]:
+    """``(language, input, output)`` of each run that ``input_path`` asks for: with ``language`` auto, a
+    folder that names no language but holds Wiki-40B language folders (``in/de/``, ``in/zh-cn/``) is one
+    run per language, each into its own ``output/LANG`` (outputs of two languages never share a folder);
+    anything else is one run."""
+    from hades_ray.pipeline import storage
+    from hades_ray.text.languages import LANGUAGES, language_from_path
+
+    source = str(input_path)
+    if language != "auto" or language_from_path(source) or not storage.exists(source):
+        return [(language, source, str(output))]
+    filesystem, root = storage.resolve(source)
+    import pyarrow.fs as pafs
+
+    infos = filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+    folders = sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory and i.base_name in LANGUAGES)
+    if not folders:
+        return [(language, source, str(output))]
+    return [(name, storage.join(source, name), storage.join(str(output), name)) for name in folders]
+
+
+def summarize(merged: dict, text: dict | None = None) -> dict:
+    """``summary.json``'s fields from the shards' merged stats (and the run's ``text_summary``)."""
     counts = merged.get("counts", {})
     reasons = {k: v for k, v in counts.items() if k not in TOTALS and k not in QUARANTINE_KEEPS}
     return {
+        **(text or {}),
         "read": counts.get("read", 0),
         "kept": counts.get("kept", 0),
         "too_short": counts.get("too_short", 0),

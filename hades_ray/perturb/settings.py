@@ -24,7 +24,8 @@ class ReadConfig:
     min_sentences: int = key(5, "[1, 1000]")
     max_chars: int = key(20_000, "[1, 10000000]")  # a longer first paragraph is quarantined, never truncated silently
     min_alpha_ratio: float = key(0.5, "[0, 1]")  # share of letters among non-space characters
-    min_english_stopword_ratio: float = key(0.08, "[0, 1]")  # cheap language check: English function words per word
+    # Cheap language check: the run's language's function words per word (the name is from when all was English).
+    min_english_stopword_ratio: float = key(0.08, "[0, 1]")
     # Input rows per output part file; auto: enough shards that the widest model pool gets
     # SHARD_BLOCKS_PER_ACTOR (4) blocks per actor, within SHARD_ROWS (the output bytes never depend on it).
     shard_size: int | str = key(AUTO, "[1, 1000000]", choices=(AUTO,))

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from hades_ray.io.hades_format import Instance
-
-_WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+from hades_ray.text.words import words
 
 
 def _lowercasing(tokenizer) -> bool:
@@ -72,26 +69,30 @@ def apply_replacements(original: str, spans: list[dict]) -> tuple[str, list[dict
     return "".join(pieces), placed
 
 
-def words_with_span_indices(text: str, spans: list[dict]) -> tuple[list[str], list[tuple[int, int]]]:
-    """Whitespace/punctuation words of ``text`` and each span's [first, last] word indices.
+def words_with_span_indices(
+    text: str, spans: list[dict], language: str = "en"
+) -> tuple[list[str], list[tuple[int, int]]]:
+    """The words of ``text`` in ``language`` (text/words.py) and each span's [first, last] word indices.
     Words are cut per segment between span edges, so span edges are always word edges."""
-    words: list[str] = []
+    found: list[str] = []
     ranges: list[tuple[int, int]] = []
     cursor = 0
     for span in spans:
-        words += _WORDS.findall(text[cursor : span["start"]])
-        first = len(words)
-        words += _WORDS.findall(text[span["start"] : span["end"]])
-        ranges.append((first, len(words) - 1))
+        found += words(text[cursor : span["start"]], language)
+        first = len(found)
+        found += words(text[span["start"] : span["end"]], language)
+        ranges.append((first, len(found) - 1))
         cursor = span["end"]
-    words += _WORDS.findall(text[cursor:])
-    return words, ranges
+    found += words(text[cursor:], language)
+    return found, ranges
 
 
-def instance_rows(doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False) -> list[dict]:
+def instance_rows(
+    doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False, language: str = "en"
+) -> list[dict]:
     """One instance per replaced span (label -1: not yet judged), as the columns of ``instances/*.parquet``:
     the words, and the span's word range."""
-    words, ranges = words_with_span_indices(perturbed, spans)
+    words, ranges = words_with_span_indices(perturbed, spans, language)
     words = [w.lower() for w in words] if lowercase else words
     return [
         {
@@ -111,12 +112,17 @@ def instance_rows(doc_id: str, perturbed: str, spans: list[dict], lowercase: boo
     ]
 
 
-def hades_record(row: dict) -> dict:
-    """An instance row in the published HaDes format."""
+def hades_record(row: dict, language: str = "en") -> dict:
+    """An instance row in the published HaDes format; any language but English is named in a ``language``
+    field (the published files, all English, have none)."""
     extra = {key: row[key] for key in ("id", "doc_id", "original_span", "replacement", "ner", "pos")}
+    extra |= {} if language == "en" else {"language": language}
     return Instance(row["words"], row["start"], row["end"], row["hallucination"], extra).to_json()
 
 
-def hades_instances(doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False) -> list[dict]:
+def hades_instances(
+    doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False, language: str = "en"
+) -> list[dict]:
     """One HaDes-format record per replaced span."""
-    return [hades_record(row) for row in instance_rows(doc_id, perturbed, spans, lowercase)]
+    rows = instance_rows(doc_id, perturbed, spans, lowercase, language)
+    return [hades_record(row, language) for row in rows]

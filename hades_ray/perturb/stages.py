@@ -38,10 +38,10 @@ class PrepareStage(PerturbStage):
 
     def setup(self) -> None:
         from hades_ray.models.registry import load_tokenizer
-        from hades_ray.text.nlp import load_spacy
+        from hades_ray.text.pipeline import load_pipeline
 
         super().setup()
-        self.nlp = load_spacy(self.config.spacy_model)
+        self.nlp = load_pipeline(self.config.language, self.config.spacy_model)
         self.tokenizer = load_tokenizer(self.config.models.mlm)
 
     def run(self, rows: list[dict]) -> list[dict]:
@@ -66,7 +66,8 @@ class ReplaceStage(PerturbStage):
         replace = self.config.perturb.replace
         device = setup_torch(self.resources)
         self.tokenizer, self.model = load_masked_lm(self.config.models.mlm, device, replace.dtype)
-        stops = None if replace.allow_stopwords else stop_words(self.config.perturb.mask.stopwords)
+        mask_stops = self.config.perturb.mask.stopwords
+        stops = None if replace.allow_stopwords else stop_words(mask_stops, self.config.language)
         self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size, stops, replace.whole_words)
 
     def run(self, rows: list[dict]) -> list[dict]:

@@ -28,9 +28,10 @@ def _ok(rows: list[dict]) -> list[dict]:
 def prepare_rows(rows: list[dict], nlp, tokenizer, config: HadesConfig) -> list[dict]:
     """Validate each text, find its maskable units and choose every candidate's masked spans."""
     read, mask = config.perturb.read, config.perturb.mask
-    stops = stop_words(mask.stopwords)
+    stops = stop_words(mask.stopwords, config.language)
     for row in rows:
-        row.update(status=row.get("reject") or reject_reason(row["text"], read), input_ids=[], units=[], chosen=[])
+        reason = row.get("reject") or reject_reason(row["text"], read, config.language)
+        row.update(status=reason, input_ids=[], units=[], chosen=[])
     todo = [row for row in rows if not row["status"]]
     for row, doc in zip(todo, nlp.pipe([row["text"] for row in todo])):
         if len(list(doc.sents)) < read.min_sentences:

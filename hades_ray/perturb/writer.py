@@ -21,20 +21,23 @@ from hades_ray.workdir import INSTANCE_SCHEMA, POOL_SCHEMA
 QUARANTINE_KEEPS = ("too_short", "no_maskable_words")  # normal filtering: counted, not quarantined
 
 
-def write_shard(index: int, table: pa.Table, output: str, lowercase: bool) -> dict:
+def write_shard(index: int, table: pa.Table, output: str, lowercase: bool, language: str = "en") -> dict:
     """Write shard ``index``'s files (the executor writes its marker after them); returns its stats."""
     rows = sorted(table.to_pylist(), key=lambda r: r["row"])
-    pool, instances, quarantine, counts = shard_outputs(index, rows, lowercase)
+    pool, instances, quarantine, counts = shard_outputs(index, rows, lowercase, language)
     name = part_name(index)
     storage.write_table(storage.join(output, "pool", f"{name}.parquet"), pa.Table.from_pylist(pool, schema=POOL_SCHEMA))
     instance_table = pa.Table.from_pylist(instances, schema=INSTANCE_SCHEMA)
     storage.write_table(storage.join(output, "instances", f"{name}.parquet"), instance_table)
-    storage.write(storage.join(output, "instances", f"{name}.jsonl"), _jsonl(map(hades_record, instances)))
+    records = (hades_record(instance, language) for instance in instances)
+    storage.write(storage.join(output, "instances", f"{name}.jsonl"), _jsonl(records))
     storage.write(storage.join(output, "quarantine", f"{name}.jsonl"), _jsonl(quarantine))
     return {"counts": dict(counts), "artifacts": dict(count_artifacts(pool))}
 
 
-def shard_outputs(shard: int, rows: list[dict], lowercase: bool) -> tuple[list, list, list, Counter]:
+def shard_outputs(
+    shard: int, rows: list[dict], lowercase: bool, language: str = "en"
+) -> tuple[list, list, list, Counter]:
     """(pool rows, instance rows, quarantine entries, counts) of one shard's rows, in row order."""
     pool, instances, quarantine, counts = [], [], [], Counter(read=len(rows))
     for row in rows:
@@ -61,7 +64,7 @@ def shard_outputs(shard: int, rows: list[dict], lowercase: bool) -> tuple[list, 
                 "row": row["row"],
             }
         )
-        made = instance_rows(row["doc_id"], row["cand_texts"][best], spans, lowercase)
+        made = instance_rows(row["doc_id"], row["cand_texts"][best], spans, lowercase, language)
         instances += made
         counts.update(kept=1, perturbed=1, instances=len(made))
     return pool, instances, quarantine, counts

@@ -11,6 +11,7 @@ Whatever is missing is a one-line error that says what to install; English is ne
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 from pathlib import Path
 
@@ -38,16 +39,25 @@ def _segmenter_missing(lang: Language, error: Exception) -> LanguageSupportError
 @lru_cache(maxsize=8)
 def blank_pipeline(name: str):
     """spaCy's blank pipeline of language ``name`` with its segmenter, and a sentence splitter."""
-    import spacy
 
-    lang = language(name)
-    tokenizer = lang.segmenter.tokenizer if lang.segmenter else {}
-    try:
-        nlp = spacy.blank(lang.spacy, config={"nlp": {"tokenizer": tokenizer}} if tokenizer else {})
-    except (ImportError, ValueError, OSError, RuntimeError) as error:
-        raise _segmenter_missing(lang, error) from None
+    nlp = _blank(language(name))
     nlp.add_pipe("sentencizer", config={"punct_chars": list(_sentence_ends())})
     return nlp
+
+
+def _blank(lang: Language):
+    """spaCy's blank pipeline of ``lang`` with its segmenter; a missing segmenter is a one-line error."""
+    import spacy
+
+    tokenizer = lang.segmenter.tokenizer if lang.segmenter else {}
+    try:
+        if lang.segmenter and lang.segmenter.module == "jieba":
+            import jieba  # its dictionary loads on first use and logs each step: keep that out of job logs
+
+            jieba.setLogLevel(logging.WARNING)
+        return spacy.blank(lang.spacy, config={"nlp": {"tokenizer": tokenizer}} if tokenizer else {})
+    except (ImportError, ValueError, OSError, RuntimeError) as error:
+        raise _segmenter_missing(lang, error) from None
 
 
 @lru_cache(maxsize=1)
@@ -116,14 +126,7 @@ def load_pipeline(name: str, spacy_model: str = AUTO):
 
 def _with_language_tokenizer(name: str, multilingual):
     """A multilingual pipeline's entity recognisers behind language ``name``'s own tokenizer."""
-    import spacy
-
-    lang = language(name)
-    tokenizer = lang.segmenter.tokenizer if lang.segmenter else {}
-    try:
-        nlp = spacy.blank(lang.spacy, config={"nlp": {"tokenizer": tokenizer}} if tokenizer else {})
-    except (ImportError, ValueError, OSError, RuntimeError) as error:
-        raise _segmenter_missing(lang, error) from None
+    nlp = _blank(language(name))
     for component in multilingual.pipe_names:
         nlp.add_pipe(component, source=multilingual)
     return nlp

@@ -201,11 +201,11 @@ def test_offline_kit_perturbation_keeps_every_invariant(inputs, monkeypatch):
 
 def assert_perturbation_invariants(out: Path) -> None:
     from hades_ray.config import HadesConfig
-    from hades_ray.text.nlp import load_spacy
+    from hades_ray.text.pipeline import load_pipeline
     from hades_ray.text.stopwords import stop_words
 
     config = HadesConfig()
-    nlp, stops = load_spacy(config.spacy_model), stop_words(config.perturb.mask.stopwords)
+    nlp, stops = load_pipeline(config.language, config.spacy_model), stop_words(config.perturb.mask.stopwords)
     pool = _parquet_rows(out / "pool")
     summary = json.loads((out / "summary.json").read_text())
     assert len(pool) == summary["kept"] > 0

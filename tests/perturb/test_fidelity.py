@@ -16,7 +16,7 @@ from hades_ray.perturb.mask_units import mask_units
 from hades_ray.perturb.replace import MaskedSequence, fill_masks, vocabulary_bans
 from hades_ray.perturb.spans import decode_replacement
 from hades_ray.perturb.steps import candidate_text
-from hades_ray.text.nlp import load_spacy
+from hades_ray.text.pipeline import load_pipeline
 from hades_ray.text.stopwords import english_stop_words, stop_words
 
 
@@ -86,7 +86,7 @@ def test_nltk_list_is_the_default_and_spacy_stays_selectable():
 
 def test_mask_units_follow_the_stop_word_list_on_real_leads(shared_data):
     config = load_config("local")
-    nlp = load_spacy(config.spacy_model)
+    nlp = load_pipeline(config.language, config.spacy_model)
     texts = [lead["text"] for lead in _leads(shared_data, 200) if " also " in lead["text"]][:20]
     found = {"nltk": set(), "spacy": set()}
     for doc in nlp.pipe(texts):
@@ -106,7 +106,7 @@ def test_mask_units_follow_the_stop_word_list_on_real_leads(shared_data):
 
 def _sequences(leads: list[dict], tokenizer, config, candidates: int = 3):
     """(row, chosen units, MaskedSequence) per candidate, as the job's MASK step builds them."""
-    nlp, mask = load_spacy(config.spacy_model), config.perturb.mask
+    nlp, mask = load_pipeline(config.language, config.spacy_model), config.perturb.mask
     out = []
     for lead, doc in zip(leads, nlp.pipe([lead["text"] for lead in leads])):
         ids, offsets = tokenize_for_mask(tokenizer, lead["text"], 512)

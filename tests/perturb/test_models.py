@@ -9,7 +9,7 @@ from hades_ray.perturb.settings import ReplaceConfig
 from hades_ray.perturb.rank import encode_for_perplexity, most_fluent, perplexities
 from hades_ray.perturb.replace import MaskedSequence, choose_tokens, fill_masks, vocabulary_bans
 from hades_ray.perturb.steps import assemble_rows, prepare_rows, rank_rows, replace_rows
-from hades_ray.text.nlp import load_spacy
+from hades_ray.text.pipeline import load_pipeline
 from hades_ray.text.stopwords import stop_words
 
 TEXT = (
@@ -32,7 +32,7 @@ def models(micro_home):
 def _prepared(models, **overrides):
     config = load_config("local", overrides=[f"{k}={v}" for k, v in overrides.items()])
     row = {"doc_id": "curie", "title": "Marie Curie", "text": TEXT, "reject": "", "source": "t:1"}
-    return config, prepare_rows([row], load_spacy(config.spacy_model), models[0], config)[0]
+    return config, prepare_rows([row], load_pipeline(config.language, config.spacy_model), models[0], config)[0]
 
 
 def test_mask_leaves_context_alone_and_never_picks_stop_words(models):
@@ -53,7 +53,8 @@ def test_mask_leaves_context_alone_and_never_picks_stop_words(models):
 def test_short_text_is_counted_not_perturbed(models):
     config = load_config("local")
     row = {"doc_id": "s", "title": "", "text": "One sentence. Two sentences. Three here.", "reject": "", "source": ""}
-    assert prepare_rows([row], load_spacy(config.spacy_model), models[0], config)[0]["status"] == "too_short"
+    nlp = load_pipeline(config.language, config.spacy_model)
+    assert prepare_rows([row], nlp, models[0], config)[0]["status"] == "too_short"
 
 
 def test_replace_never_keeps_the_original_and_runs_one_forward_per_step(models, monkeypatch):
