@@ -30,13 +30,14 @@ def _mark_class() -> str:
         elif not is_mark and start is not None:
             ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(code - 1))}")
             start = None
-    return "".join(ranges) + JOINERS
+    return "".join(ranges)
 
 
 @lru_cache(maxsize=1)
 def word_pattern() -> re.Pattern:
+    """A word (word characters and marks, joined across a zero-width joiner) or one other visible character."""
     marks = _mark_class()
-    return re.compile(rf"[\w{marks}]+|[^\w\s{marks}]", re.UNICODE)
+    return re.compile(rf"[\w{marks}]+(?:[{JOINERS}]+[\w{marks}]+)*|[^\w\s{marks}]", re.UNICODE)
 
 
 def _spaced_spans(text: str, offset: int = 0) -> list[tuple[int, int]]:
