@@ -9,7 +9,8 @@ import json
 import logging
 import typing
 
-from hades_ray.config import PRESETS, HadesConfig, key_field, load_config
+from hades_ray.config import PRESETS, HadesConfig, key_field, load_config, resolve_language
+from hades_ray.text.languages import AUTO, language_from_path
 
 
 def number_in(kind, low: float, high: float, low_open: bool = False):
@@ -147,11 +148,21 @@ def executor_from_args(args: argparse.Namespace, config: HadesConfig, kind: str 
     return Executor.of(config.ray, kind or args.executor, args.force)
 
 
+# The arguments whose path may name the language of a run with ``--language auto`` (wiki40b/de/...).
+LANGUAGE_PATHS = ("input", "pool", "workdir", "dataset", "output")
+
+
 def config_from_args(args: argparse.Namespace) -> HadesConfig:
+    """The command's config: preset, file and overrides, then its language's (``config.resolve_language``).
+    ``--language auto`` takes the language the first of the command's paths names; where none does it stays
+    auto, for a command that runs per language folder (perturb) or says which language it needs."""
     overrides = list(args.overrides)
     if getattr(args, "seed", None) is not None:
         overrides.append(f"seed={args.seed}")
-    return load_config(args.preset, args.config_file, overrides)
+    config = load_config(args.preset, args.config_file, overrides)
+    paths = [str(getattr(args, name)) for name in LANGUAGE_PATHS if getattr(args, name, None)]
+    named = next((path for path in paths if language_from_path(path)), None)
+    return config if config.language == AUTO and named is None else resolve_language(config, named)
 
 
 def setup_logging(verbose: bool = False) -> None:

@@ -112,6 +112,8 @@ _PATH_PART = re.compile(r"^(?:wiki40b[-_.])?([a-z]{2}(?:-[a-z]{2})?)$")
 def language(name: str) -> Language:
     """The Wiki-40B language ``name`` (``de``, ``zh-cn``); an unknown name is a one-line error listing them."""
     found = LANGUAGES.get(str(name).lower())
+    if name == AUTO:
+        raise ConfigError("language auto: no path of this command names a Wiki-40B language; give --language NAME")
     if found is None:
         raise ConfigError(f"unknown language {name!r}; Wiki-40B's are {' '.join(NAMES)}")
     return found
