@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hades_ray.perturb.artifacts import ARTIFACT_KINDS, artifact_summary, count_artifacts, span_artifacts
+from hades_ray.workdir import SPAN_TYPE
 
 
 def _replace(text: str, original: str, replacement: str, occurrence_start: int | None = None) -> dict:
@@ -78,3 +79,27 @@ def test_english_checks_no_glue_and_keeps_its_summary_keys():
     summary = artifact_summary(count_artifacts([row]))
     assert list(summary) == ["replacements", "with_artifacts", "rate", "by_kind", "unchanged"]
     assert list(summary["by_kind"]) == list(ARTIFACT_KINDS)
+
+
+def test_measuring_a_finished_run_reads_its_language(tmp_path, capsys):
+    import json
+
+    import pyarrow as pa
+
+    from hades_ray.config import load_config, save_config
+    from hades_ray.perturb.artifacts import main
+    from hades_ray.pipeline import storage
+
+    row = _replace("Am Ufer liegt ein Hausboot.", "boot", "schiff", 22)
+    span = {**row["spans"][0], "orig_start": 22, "orig_end": 26, "ner": "", "pos": "NOUN"}
+    table = pa.table(
+        {"doc_id": ["d1"], "perturbed": [row["perturbed"]], "spans": [[span]]},
+        schema=pa.schema([("doc_id", pa.string()), ("perturbed", pa.string()), ("spans", pa.list_(SPAN_TYPE))]),
+    )
+    storage.write_table(str(tmp_path / "pool" / "part-00000.parquet"), table)
+    save_config(load_config(overrides=["language=de", "spacy_model=blank"]), tmp_path)
+    assert main([str(tmp_path), "--examples", "1"]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads(printed[: printed.rindex("}") + 1])
+    assert summary["by_kind"]["glued"] == 1
+    assert "d1: boot -> \"schiff\" ['glued']" in printed

@@ -87,3 +87,12 @@ def test_linguistics_reads_a_chinese_window_with_the_languages_pipeline():
     # no lemmatizer: the words stand for their lemmas, so original and replacement differ (simulated judges)
     assert out["orig_lemma"][0].replace(" ", "") == "北京大学" and out["repl_lemma"][0] == "上海"
     assert out["orig_ent"] == [""]  # a blank pipeline finds no entities
+
+
+def test_judged_records_keep_their_language_for_the_detector():
+    from hades_ray.select.crossval import hades_fields
+
+    record = {**hades_record(_row("zh-cn", ORIGINAL, "北京大学", "上海"), 1, "zh-cn"), "judge": "a", "round": 1}
+    fields = hades_fields(record)
+    assert fields["language"] == "zh-cn" and "judge" not in fields
+    assert "language" not in hades_fields(hades_record(_row("en", "the cat sat", "cat", "dog")))
