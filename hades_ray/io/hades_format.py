@@ -2,6 +2,10 @@
 
 ``replaced`` is whitespace-separated words with the target span wrapped in ``===``; ``replaced_ids``
 is ``[first, last]`` (inclusive) word indices of the span; ``hallucination`` is 1, 0, or -1 (unknown).
+
+The words are separated by spaces in every language, also in Chinese, Japanese and Thai, which are
+written without them: so no word may hold a space (writing one is refused), and ``instance_text`` gives
+the running text back in the instance's ``language`` (a field of non-English records; absent: English).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import Any
 from hades_ray.errors import UserError
 from hades_ray.pipeline import storage
 from hades_ray.io.lines import MAX_LINE_BYTES, LineError, decode_line, iter_raw_lines
+from hades_ray.text.languages import LANGUAGES, NAMES
+from hades_ray.text.words import join_words
 
 MARK = "==="
 LABELS = (-1, 0, 1)
@@ -33,16 +39,48 @@ class Instance:
     extra: dict[str, Any] = field(default_factory=dict)  # any other fields (id, doc_id, ...) kept as is
 
     def to_json(self) -> dict[str, Any]:
+        try:
+            replaced = mark_span(self.words, self.start, self.end)
+        except HadesFormatError as error:
+            raise HadesFormatError(f"instance {self.extra.get('id', '(no id)')}: {error}") from None
         return {
-            "replaced": mark_span(self.words, self.start, self.end),
+            "replaced": replaced,
             "replaced_ids": [self.start, self.end],
             "hallucination": self.label,
             **self.extra,
         }
 
 
+def instance_language(instance: Instance) -> str:
+    """The language of an instance: its record's ``language`` field, English where it has none."""
+    return str(instance.extra.get("language") or "en")
+
+
+def instance_text(instance: Instance) -> str:
+    """The instance's running text, words joined the way its language is written (spaces or none)."""
+    return join_words(instance.words, instance_language(instance))
+
+
+def span_text(instance: Instance) -> str:
+    """The text of the instance's target span, joined like ``instance_text``."""
+    return join_words(instance.words[instance.start : instance.end + 1], instance_language(instance))
+
+
+def check_words(words: list[str]) -> None:
+    """Refuse words that would not come back as written from space-separated ``replaced``: an empty word,
+    or one holding whitespace (it would read back as several)."""
+    for index, word in enumerate(words):
+        if not isinstance(word, str) or word.split() != [word]:
+            raise HadesFormatError(
+                f"word {index} ({_short(word)}) is empty or holds whitespace: HaDes words are separated by "
+                "spaces, so a word must be one run of non-space characters (cut words with hades_ray.text.words)"
+            )
+
+
 def mark_span(words: list[str], start: int, end: int) -> str:
-    """Join ``words`` with single spaces, wrapping words ``start..end`` in ``===``."""
+    """Join ``words`` with single spaces, wrapping words ``start..end`` in ``===``; a word that would not
+    read back as itself is refused (``check_words``)."""
+    check_words(words)
     marked = list(words)
     marked[start] = MARK + marked[start]
     marked[end] = marked[end] + MARK
@@ -86,8 +124,18 @@ def parse_instance(record: Any, where: str = "") -> Instance:
         raise HadesFormatError(
             f"{prefix}field 'replaced_ids': {ids} disagrees with the === markers at [{start}, {end}]"
         )
+    _check_language(record, prefix)
     extra = {k: v for k, v in record.items() if k not in ("replaced", "replaced_ids", "hallucination")}
     return Instance(words=words, start=first, end=last, label=label, extra=extra)
+
+
+def _check_language(record: dict, prefix: str) -> None:
+    value = record.get("language", "en")
+    if not isinstance(value, str) or value.lower() not in LANGUAGES:
+        raise HadesFormatError(
+            f"{prefix}field 'language': {_short(value)} is not a Wiki-40B language name "
+            f"(one of {' '.join(NAMES)}; absent means en)"
+        )
 
 
 def _short(value: Any, limit: int = 60) -> str:

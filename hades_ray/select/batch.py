@@ -16,10 +16,12 @@ import pyarrow.compute as pc
 
 from hades_ray.io.hades_format import mark_span
 from hades_ray.pipeline import storage
-from hades_ray.workdir import original_words, pool_dir, pool_documents, pool_shards, read_pool_part
+from hades_ray.select.features import window_text
+from hades_ray.workdir import original_span_words, original_words, pool_dir, pool_documents, pool_shards, read_pool_part
 
 
-def hades_record(row, label: int = -1) -> dict:
+def hades_record(row, label: int = -1, language: str = "en") -> dict:
+    """A chosen row in the HaDes format; any language but English is named in a ``language`` field."""
     return {
         "replaced": mark_span(list(row["words"]), row["start"], row["end"]),
         "replaced_ids": [int(row["start"]), int(row["end"])],
@@ -28,23 +30,27 @@ def hades_record(row, label: int = -1) -> dict:
         "doc_id": row["doc_id"],
         "original_span": row["original_span"],
         "replacement": row["replacement"],
+        **({} if language == "en" else {"language": language}),
     }
 
 
-def display_original(row, documents: dict) -> tuple[str, int, int]:
+def display_original(row, documents: dict, language: str = "en") -> tuple[str, int, int]:
     """The original text judges see, and the original span's char offsets in it.
 
     The document's own original text where the pool's spans locate this replacement; else the
-    instance's words with its span put back."""
+    instance's words with its span put back, joined as ``language`` is written."""
     doc = documents.get(row["doc_id"])
     if doc:
         for span in doc["spans"]:
             if span.get("original") == row["original_span"] and span.get("replacement") == row["replacement"]:
                 return doc["original"], int(span["orig_start"]), int(span["orig_end"])
-    words = original_words(row)
-    before = " ".join(words[: row["start"]])
-    start = len(before) + (1 if before else 0)
-    return " ".join(words), start, start + len(str(row["original_span"]))
+    words = original_words(row, language)
+    if language == "en":
+        before = " ".join(words[: row["start"]])
+        start = len(before) + (1 if before else 0)
+        return " ".join(words), start, start + len(str(row["original_span"]))
+    n_span = max(len(original_span_words(row, language)), 1)
+    return window_text(words, row["start"], row["start"] + n_span - 1, len(words), language)
 
 
 def chosen_rows(workdir, chosen: list[tuple[float, str, int]]) -> list[dict]:
@@ -61,13 +67,14 @@ def chosen_rows(workdir, chosen: list[tuple[float, str, int]]) -> list[dict]:
     return rows
 
 
-def write_batch(workdir, rows: list[dict], path: Path) -> None:
+def write_batch(workdir, rows: list[dict], path: Path, language: str = "en") -> None:
     docs_by_shard: dict[int, set[str]] = defaultdict(set)
     for row in rows:
         docs_by_shard[row["shard"]].add(row["doc_id"])
     documents = pool_documents(workdir, docs_by_shard)
     with storage.open_atomic(path) as handle:
         for row in rows:
-            text, start, end = display_original(row, documents)
-            record = {**hades_record(row), "original_text": text, "original_start": start, "original_end": end}
+            text, start, end = display_original(row, documents, language)
+            shown = {"original_text": text, "original_start": start, "original_end": end}
+            record = {**hades_record(row, language=language), **shown}
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

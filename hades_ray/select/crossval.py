@@ -28,6 +28,14 @@ from hades_ray.pipeline.steps import Step, digest_of, run_step
 from hades_ray.select.ratio import detector_rates
 
 HADES_KEYS = ("replaced", "replaced_ids", "hallucination", "id", "doc_id", "original_span", "replacement")
+OPTIONAL_KEYS = ("language",)  # in non-English records only (absent: English)
+
+
+def hades_fields(record: dict) -> dict:
+    """The keys of a judged record that a detector reads, as a HaDes record."""
+    return {k: record[k] for k in HADES_KEYS} | {k: record[k] for k in OPTIONAL_KEYS if k in record}
+
+
 RECORD = "crossval.json"
 
 
@@ -54,7 +62,7 @@ def rated_mask(records: list[dict], round_index: int, rates_from: str) -> np.nda
 
 def write_records(records: list[dict], path: Path) -> Path:
     """The judged ``records`` as a HaDes file (the keys a detector reads)."""
-    return write_instances([{k: r[k] for k in HADES_KEYS} for r in records], path)
+    return write_instances([hades_fields(r) for r in records], path)
 
 
 def backbone_of(config) -> str:
@@ -87,7 +95,7 @@ def _fold(config, labeled: list[dict], held: np.ndarray, base: Path) -> dict:
     predicted = [r for r, h in zip(labeled, held) if h]
     paths = write_records(train, base / "train.txt"), write_records(predicted, base / "predicted.txt")
     model_dir, metrics = _train(config, *paths, base / "model")
-    p = Detector.open(model_dir).score_records([{k: r[k] for k in HADES_KEYS} for r in predicted])[0]
+    p = Detector.open(model_dir).score_records([hades_fields(r) for r in predicted])[0]
     record = {"train_ids": [str(r["id"]) for r in train], "predicted_ids": [str(r["id"]) for r in predicted],
               "best_epoch": int(metrics.get("epoch", config.detect.epochs - 1))}  # fmt: skip
     return {"p": [float(v) for v in p], "record": record}

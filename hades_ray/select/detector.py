@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from hades_ray.pipeline.steps import Step, digest_of
-from hades_ray.select.crossval import HADES_KEYS, backbone_of, crossval_detector, write_records
+from hades_ray.select.crossval import backbone_of, hades_fields, crossval_detector, write_records
 from hades_ray.select.ratio import detector_rates
 from hades_ray.workdir import round_dir
 
@@ -115,7 +115,7 @@ def previous_detector_rates(workdir: Path, labeled: list[dict], round_index: int
     batch = [r for r in labeled if int(r["round"]) == round_index - 1]
     if not model_dir or not batch:
         return None
-    _, pred = Detector.open(model_dir).score_records([{k: r[k] for k in HADES_KEYS} for r in batch])
+    _, pred = Detector.open(model_dir).score_records([hades_fields(r) for r in batch])
     rates = detector_rates([int(r["hallucination"]) for r in batch], pred)
     return {**rates, "source": f"round {round_index - 1}'s batch scored by round {round_index - 1}'s detector"}
 
@@ -150,7 +150,7 @@ def split_detector(config, labeled: list[dict], labels: np.ndarray, folder: Path
     )  # fmt: skip
     calibration = [r for r, p in zip(labeled, parts) if p == "calibration"]
     trained = Detector.open(model_dir)
-    p, pred = trained.score_records([{k: r[k] for k in HADES_KEYS} for r in calibration])
+    p, pred = trained.score_records([hades_fields(r) for r in calibration])
     calibration_labels = labels[parts == "calibration"]
     rates = {**detector_rates(calibration_labels, pred), "source": "calibration split"}
     detector = {

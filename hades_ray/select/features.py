@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
-from hades_ray.workdir import original_words
+from hades_ray.text.words import join_words
+from hades_ray.workdir import original_span_words, original_words
 
 FEATURE_SCHEMA = pa.schema(
     [
@@ -31,20 +32,22 @@ FEATURE_SCHEMA = pa.schema(
 )
 
 
-def window_text(words: list[str], start: int, end: int, context: int) -> tuple[str, int, int]:
-    """The words ``start-context .. end+context`` joined by spaces, and the span's char offsets in it."""
+def window_text(words: list[str], start: int, end: int, context: int, language: str = "en") -> tuple[str, int, int]:
+    """The words ``start-context .. end+context`` joined as ``language`` is written (by spaces, or without
+    them in Chinese, Japanese and Thai), and the span's char offsets in it."""
     lo, hi = max(0, start - context), min(len(words), end + 1 + context)
-    before = " ".join(words[lo:start])
-    span = " ".join(words[start : end + 1])
-    char_start = len(before) + (1 if before else 0)
-    return " ".join(words[lo:hi]), char_start, char_start + len(span)
+    before = join_words(words[lo:start], language)
+    span = join_words(words[start : end + 1], language)
+    separator = len(join_words(["", ""], language))
+    char_start = len(before) + (separator if before else 0)
+    return join_words(words[lo:hi], language), char_start, char_start + len(span)
 
 
-def span_windows(row: dict, context: int) -> tuple[tuple[str, int, int], tuple[str, int, int]]:
-    """(original window, perturbed window) of one instance, each with the span's char offsets."""
-    n_orig = max(len(str(row["original_span"]).split()), 1)
-    original = window_text(original_words(row), row["start"], row["start"] + n_orig - 1, context)
-    return original, window_text(list(row["words"]), row["start"], row["end"], context)
+def span_windows(row: dict, context: int, language: str = "en") -> tuple[tuple[str, int, int], tuple[str, int, int]]:
+    """(original window, perturbed window) of one instance in ``language``, each with the span's char offsets."""
+    n_orig = max(len(original_span_words(row, language)), 1)
+    original = window_text(original_words(row, language), row["start"], row["start"] + n_orig - 1, context, language)
+    return original, window_text(list(row["words"]), row["start"], row["end"], context, language)
 
 
 def encode(tokenizer, model, texts: list[str], pooling: str) -> np.ndarray:
@@ -72,7 +75,10 @@ def _span_info(doc, char_start: int, char_end: int) -> dict:
     if span is None or len(span) == 0:
         return {"ent": "", "pos": "", "lemma": ""}
     ents = [t.ent_type_ for t in span if t.ent_type_]
-    return {"ent": ents[0] if ents else "", "pos": span.root.pos_, "lemma": " ".join(t.lemma_.lower() for t in span)}
+    # A pipeline without a lemmatizer (blank, multilingual, Chinese) leaves lemmas empty: the word stands for
+    # itself, or every replacement would keep "the original's lemmas" (annotate/simulate.py).
+    lemma = " ".join((t.lemma_ or t.text).lower() for t in span)
+    return {"ent": ents[0] if ents else "", "pos": span.root.pos_, "lemma": lemma}
 
 
 class SpanWindowsStage(Stage):
@@ -85,17 +91,17 @@ class SpanWindowsStage(Stage):
         outputs |= {f"ner_{_side}_text": pa.string(), f"ner_{_side}_start": pa.int32(), f"ner_{_side}_end": pa.int32()}
     drops = ("words",)
 
-    def __init__(self, resources: Resources, paraphrase_context: int, ner_context: int):
+    def __init__(self, resources: Resources, paraphrase_context: int, ner_context: int, language: str = "en"):
         super().__init__(resources)
-        self.paraphrase_context, self.ner_context = paraphrase_context, ner_context
+        self.paraphrase_context, self.ner_context, self.language = paraphrase_context, ner_context, language
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         out: dict[str, list] = {name: [] for name in self.outputs}
         for row in batch.select(list(self.inputs)).to_pylist():
-            sim_orig, sim_repl = span_windows(row, self.paraphrase_context)
+            sim_orig, sim_repl = span_windows(row, self.paraphrase_context, self.language)
             out["sim_orig"].append(sim_orig[0])
             out["sim_repl"].append(sim_repl[0])
-            for side, (text, start, end) in zip(("orig", "repl"), span_windows(row, self.ner_context)):
+            for side, (text, start, end) in zip(("orig", "repl"), span_windows(row, self.ner_context, self.language)):
                 out[f"ner_{side}_text"].append(text)
                 out[f"ner_{side}_start"].append(start)
                 out[f"ner_{side}_end"].append(end)
@@ -136,14 +142,14 @@ class LinguisticsStage(Stage):
     outputs = {f"{side}_{k}": pa.string() for side in ("orig", "repl") for k in ("ent", "pos", "lemma")}
     drops = tuple(f"ner_{side}_{k}" for side in ("orig", "repl") for k in ("text", "start", "end"))
 
-    def __init__(self, resources: Resources, spacy_model: str):
+    def __init__(self, resources: Resources, spacy_model: str, language: str = "en"):
         super().__init__(resources)
-        self.spacy_model = spacy_model
+        self.spacy_model, self.language = spacy_model, language
 
     def setup(self) -> None:
-        import spacy
+        from hades_ray.text.pipeline import load_pipeline
 
-        self.nlp = spacy.load(self.spacy_model)
+        self.nlp = load_pipeline(self.language, self.spacy_model)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         out: dict[str, list] = {name: [] for name in self.outputs}
@@ -170,7 +176,7 @@ def feature_stages(config) -> list[Stage]:
     )
     linguistics = Resources(num_cpus=sel.spacy_num_cpus, max_actors=actors, batch_size=sel.spacy_batch_size)
     return [
-        SpanWindowsStage(windows, sel.paraphrase_context_words, sel.ner_context_words),
+        SpanWindowsStage(windows, sel.paraphrase_context_words, sel.ner_context_words, config.language),
         SimilarityStage(similarity, config.models.encoder, sel.pooling_for(config.models.encoder)),
-        LinguisticsStage(linguistics, config.spacy_model),
+        LinguisticsStage(linguistics, config.spacy_model, config.language),
     ]

@@ -124,6 +124,7 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
         judged=len(labeled),
         shards=shards,
         executor=executor,
+        language=config.language,
     )
     band = (sel.candidate_target, sel.p_low, sel.p_high, sel.score_num_gpus)
     settings = digest_of([features.digest, passes.rule.digest(), passes.size, band, random])
@@ -150,6 +151,7 @@ class Round:
     judged: int
     shards: list
     executor: Executor
+    language: str = "en"  # the pool's: how the batch's words are joined for judges, and its records' field
 
 
 def _select(r: Round) -> dict:
@@ -182,7 +184,7 @@ def _select(r: Round) -> dict:
     if len(chosen) < r.size:
         summary["messages"].append(short_batch_message(summary["counts"], r.size, rule))
     out = round_dir(r.workdir, r.index)
-    write_batch(r.workdir, chosen_rows(r.workdir, chosen), out / "batch.jsonl")
+    write_batch(r.workdir, chosen_rows(r.workdir, chosen), out / "batch.jsonl", r.language)
     clock.lap("batch")
     summary["timings"] = clock.laps
     r.save_config(out)

@@ -18,6 +18,7 @@ from hades_ray.detect.settings import DETECTORS, MODES
 from hades_ray.io.hades_format import Instance
 from hades_ray.metrics import binary_metrics, write_metrics
 from hades_ray.pipeline import storage
+from hades_ray.text.pipeline import text_settings
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def _linear_settings(config: HadesConfig, kind: str) -> dict:
         "mode": "offline",
         "mlm": config.models.mlm,
         "feature_window": d.feature_window,
-        "spacy_model": config.spacy_model,
+        **text_settings(config),  # the spaCy pipeline, and the language where it is not English
     }
 
 

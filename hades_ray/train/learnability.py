@@ -1,7 +1,8 @@
 """Labelled instances without human judgments, from the perturbation job's pool.
 
-Replaced spans are label 1; untouched content words (alphabetic, not stop words) of the same
-perturbed texts are label 0. Splits go by ``doc_id``, so no text is on both sides of a split.
+Replaced spans are label 1; untouched content words (letters and the marks written on them, not the
+language's stop words) of the same perturbed texts are label 0. Splits go by ``doc_id``, so no text is
+on both sides of a split.
 A replacement equal to its original (the MLM predicted the original) is no hallucination: skipped.
 """
 
@@ -9,15 +10,26 @@ from __future__ import annotations
 
 import hashlib
 import random
+import unicodedata
 from pathlib import Path
 
 from hades_ray.io.hades_format import Instance
+from hades_ray.text.words import JOINERS
 
 
-def _stop_words() -> frozenset[str]:
-    from hades_ray.text.stopwords import english_stop_words
+def _stop_words(language: str = "en") -> frozenset[str]:
+    from hades_ray.text.stopwords import stop_words
 
-    return english_stop_words("nltk")  # the paper's list, as MASK uses it
+    return stop_words("auto", language)  # as MASK uses them: English NLTK's (the paper's), spaCy's elsewhere
+
+
+def _is_content_word(word: str, stop: frozenset[str] | set[str], language: str) -> bool:
+    """Letters (in English ``str.isalpha``; elsewhere with the vowel signs Hindi or Thai write on them) and
+    no stop word."""
+    if language == "en":
+        return word.isalpha() and word.lower() not in stop
+    letters = all(c.isalpha() or unicodedata.category(c)[0] == "M" or c in JOINERS for c in word)
+    return letters and any(c.isalpha() for c in word) and word.lower() not in stop
 
 
 def doc_instances(
@@ -27,42 +39,49 @@ def doc_instances(
     rng: random.Random,
     negatives_per_positive: float = 1.0,
     stop: frozenset[str] | set[str] | None = None,
+    language: str = "en",
 ) -> list[Instance]:
-    """Positives (replaced spans) and sampled negatives (untouched content words) of one text."""
+    """Positives (replaced spans) and sampled negatives (untouched content words) of one text in ``language``
+    (non-English instances name it, as the perturbation's HaDes records do)."""
     from hades_ray.perturb.spans import words_with_span_indices
 
-    stop = _stop_words() if stop is None else stop
+    stop = _stop_words(language) if stop is None else stop
     spans = sorted(spans, key=lambda s: s["start"])
-    words, ranges = words_with_span_indices(perturbed, spans)
+    words, ranges = words_with_span_indices(perturbed, spans, language)
+    named = {} if language == "en" else {"language": language}
     touched = {i for first, last in ranges for i in range(first, last + 1)}
     out = []
     for k, (span, (first, last)) in enumerate(zip(spans, ranges)):
         if last >= first and span["replacement"].strip().lower() != span["original"].strip().lower():
-            out.append(Instance(words, first, last, 1, {"id": f"{doc_id}#r{k}", "doc_id": doc_id}))
-    candidates = [i for i, w in enumerate(words) if i not in touched and w.isalpha() and w.lower() not in stop]
+            out.append(Instance(words, first, last, 1, {"id": f"{doc_id}#r{k}", "doc_id": doc_id, **named}))
+    candidates = [i for i, w in enumerate(words) if i not in touched and _is_content_word(w, stop, language)]
     n_neg = min(len(candidates), round(len(out) * negatives_per_positive))
     for i in sorted(rng.sample(candidates, n_neg)):
-        out.append(Instance(words, i, i, 0, {"id": f"{doc_id}#k{i}", "doc_id": doc_id}))
+        out.append(Instance(words, i, i, 0, {"id": f"{doc_id}#k{i}", "doc_id": doc_id, **named}))
     return out
 
 
 def pool_instances(
-    pool_dir: str | Path, seed: int = 0, negatives_per_positive: float = 1.0, limit_docs: int | None = None
+    pool_dir: str | Path,
+    seed: int = 0,
+    negatives_per_positive: float = 1.0,
+    limit_docs: int | None = None,
+    language: str = "en",
 ) -> list[Instance]:
-    """Labelled instances from ``pool/part-*.parquet`` (columns doc_id, perturbed, spans)."""
+    """Labelled instances from ``pool/part-*.parquet`` (columns doc_id, perturbed, spans) of a pool in ``language``."""
     import pyarrow.parquet as pq
 
     parts = sorted(Path(pool_dir).glob("part-*.parquet"))
     if not parts:
         raise FileNotFoundError(f"no part-*.parquet under {pool_dir}")
-    rng, stop, out, docs = random.Random(seed), _stop_words(), [], 0
+    rng, stop, out, docs = random.Random(seed), _stop_words(language), [], 0
     for part in parts:
         for row in pq.read_table(part, columns=["doc_id", "perturbed", "spans"]).to_pylist():
             if limit_docs is not None and docs >= limit_docs:
                 return out
             if row["spans"]:
                 out += doc_instances(
-                    str(row["doc_id"]), row["perturbed"], row["spans"], rng, negatives_per_positive, stop
+                    str(row["doc_id"]), row["perturbed"], row["spans"], rng, negatives_per_positive, stop, language
                 )
                 docs += 1
     return out

@@ -19,6 +19,10 @@ ENTITY_TYPES = tuple(
     " WORK_OF_ART".split()
 )
 TAG_NAMES = tuple(f"pos_{t}" for t in UPOS) + tuple(f"ner_{t}" for t in ENTITY_TYPES)
+# Other pipelines' names for those types (the multilingual xx_ent_wiki_sm's and the German, Russian... ones'
+# PER); a type without a column here (MISC) counts as O.
+ENTITY_ALIASES = {"PER": "PERSON"}
+SKIPPED_STEPS = ("lemmatizer",)  # its lemmas are no feature; the pipeline is shared, so skipped per call
 
 
 @torch.no_grad()
@@ -49,11 +53,13 @@ def tag_spans(nlp, items: list[dict]) -> np.ndarray:
     pos_index = {t: i for i, t in enumerate(UPOS)}
     ent_index = {t: len(UPOS) + i for i, t in enumerate(ENTITY_TYPES)}
     # Tagging the given words (not a re-tokenized string) keeps spaCy's tokens aligned with HaDes words.
-    docs = nlp.pipe(Doc(nlp.vocab, words=it["words"]) for it in items)
+    skipped = [step for step in SKIPPED_STEPS if step in nlp.pipe_names]
+    docs = nlp.pipe((Doc(nlp.vocab, words=it["words"]) for it in items), disable=skipped)
     for row, (item, doc) in enumerate(zip(items, docs)):
         span = doc[item["start"] : item["end"] + 1]
         for token in span:
+            entity = ENTITY_ALIASES.get(token.ent_type_, token.ent_type_) or "O"
             out[row, pos_index.get(token.pos_, pos_index["X"])] += 1
-            out[row, ent_index.get(token.ent_type_ or "O", ent_index["O"])] += 1
+            out[row, ent_index.get(entity, ent_index["O"])] += 1
         out[row] /= max(len(span), 1)
     return out

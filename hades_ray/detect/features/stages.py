@@ -25,14 +25,14 @@ class SpanTagStage(Stage):
     inputs = SPAN_INPUTS
     outputs = {"tags": VECTOR}
 
-    def __init__(self, resources: Resources, spacy_model: str):
+    def __init__(self, resources: Resources, spacy_model: str, language: str = "en"):
         super().__init__(resources)
-        self.spacy_model = spacy_model
+        self.spacy_model, self.language = spacy_model, language
 
     def setup(self) -> None:
-        import spacy
+        from hades_ray.text.pipeline import load_pipeline
 
-        self.nlp = spacy.load(self.spacy_model, exclude=["lemmatizer"])
+        self.nlp = load_pipeline(self.language, self.spacy_model)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         return {"tags": list(tag_spans(self.nlp, items_from_table(batch)))}
@@ -97,7 +97,8 @@ class LinearScoreStage(Stage):
 
 def model_feature_stages(settings: dict, d) -> list[Stage]:
     """spaCy tags (one actor) and MLM features (``detect.actors`` actors) with the detect section's resources;
-    ``settings`` are a feature detector's (``mlm``, ``feature_window``, ``spacy_model``)."""
+    ``settings`` are a feature detector's (``mlm``, ``feature_window``, ``spacy_model``, and ``language``
+    where it is not English: a detector saved without one is English's)."""
     from hades_ray.models.registry import resolve_model
 
     tag = Resources(num_cpus=d.actor_cpus, batch_size=d.feature_batch_size * 4, torch_threads=d.torch_threads)
@@ -105,7 +106,7 @@ def model_feature_stages(settings: dict, d) -> list[Stage]:
         num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=d.feature_batch_size, torch_threads=d.torch_threads
     )
     return [
-        SpanTagStage(tag, settings["spacy_model"]),
+        SpanTagStage(tag, settings["spacy_model"], settings.get("language", "en")),
         MlmFeatureStage(mlm, resolve_model(settings["mlm"]), settings["feature_window"]),
     ]
 
