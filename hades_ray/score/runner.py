@@ -22,7 +22,7 @@ from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.shards import Shard
 from hades_ray.score.inputs import memory_input, plan_inputs, read_texts
 from hades_ray.score.settings import ScoreConfig
-from hades_ray.score.stages import score_stages
+from hades_ray.score.stages import score_stages, text_pipeline
 from hades_ray.score.writer import write_shard
 from hades_ray.text.languages import AUTO, language_from_path
 
@@ -122,6 +122,7 @@ def run_score(
     detector = Detector.open(model)  # a missing or broken detector fails here, before any worker starts
     config = language_config(config, detector, input, language)
     settings = config.score
+    text_pipeline(config.language, settings.words, config.spacy_model)  # what is missing fails before any worker
     mode = detector.scoring_mode(settings.mode)
     threshold = settings.threshold if settings.threshold is not None else detector.threshold
     executor = executor or Executor.of(config.ray, "auto", in_memory=in_memory(input, text))

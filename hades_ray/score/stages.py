@@ -28,6 +28,18 @@ def targets_of(batch: pa.Table) -> list[Targets]:
     return [Targets(*row) for row in zip(*columns)]
 
 
+def text_pipeline(language: str, words: str, spacy_model: str):
+    """spaCy for ``content`` targets of ``language`` (loaded once per process); None for ``all``. Where a
+    language writes no spaces its segmenter cuts the words, so that is checked under ``all`` too: whatever
+    is missing is a one-line error saying what to install."""
+    from hades_ray.text.languages import language as known
+    from hades_ray.text.pipeline import load_pipeline, word_tokenizer
+
+    if not known(language).spaced:
+        word_tokenizer(language)
+    return load_pipeline(language, spacy_model) if words == "content" else None
+
+
 class TargetsStage(Stage):
     """CPU: the units of each text and its target spans (content words, entities whole; or all words).
     A batch with a ``language`` column (the service's requests) is cut per row's language; otherwise
@@ -53,17 +65,9 @@ class TargetsStage(Stage):
         self.pipeline(self.language)  # a missing pipeline or segmenter fails here, before any text
 
     def pipeline(self, language: str):
-        """spaCy for ``content`` targets of ``language`` (loaded once per process); None for ``all``. The
-        word units need the language's tokenizer only where words are not written apart; it is checked too."""
-        from hades_ray.text.pipeline import load_pipeline, word_tokenizer
-        from hades_ray.text.languages import language as known
-
-        if not known(language).spaced:
-            word_tokenizer(language)
-        if self.words != "content":
-            return None
+        """``text_pipeline`` of ``language``, with its own spaCy pipeline when it is not the stage's."""
         name = self.spacy_model if language == self.language else self.spacy_models.get(language, self.spacy_model)
-        return load_pipeline(language, name)
+        return text_pipeline(language, self.words, name)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         empty = Targets([], [], [], [], [])

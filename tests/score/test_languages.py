@@ -149,3 +149,16 @@ def test_chromium_lays_the_arabic_heatmap_out_right_to_left(causal, tmp_path):
         [*flags, "--dump-dom", (tmp_path / "probe.html").as_uri()], capture_output=True, text=True, timeout=120
     ).stdout
     assert "<title>rtl</title>" in dom
+
+
+def test_a_missing_spacy_pipeline_is_one_line_before_any_work(causal, tmp_path, capsys):
+    import spacy.util
+
+    if spacy.util.is_package("de_core_news_sm"):
+        pytest.skip("de_core_news_sm is installed here")
+    out = tmp_path / "out"
+    args = ["score", "--model", str(causal), "--output", str(out), "--text", SAMPLES["de"], "--language", "de"]
+    assert main(args) == 2  # spacy_model auto: de_core_news_sm, not installed offline
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "de_core_news_sm" in err[0] and "blank" in err[0]
+    assert not out.exists()
