@@ -41,12 +41,12 @@ class _Job:
 class CausalJudge:
     """p(H) of each chunk's judged words from a span classifier with a causal backbone, cached per row."""
 
-    def __init__(self, scorer, threshold: float | None, words: str = "content"):
+    def __init__(self, scorer, threshold: float | None, words: str = "content", lang: str = "en"):
         scorer.detector.require_online()
         self.scorer, self.tokenizer, self.model = scorer, scorer.tokenizer, scorer.model
         self.window, self.stride = scorer.window, scorer.stride
         self.threshold = scorer.detector.threshold if threshold is None else float(threshold)
-        self.words = words
+        self.words, self.lang = words, lang
         self.caches = RowCaches(0, self.window)
         self.text_tokens = TextTokens(self.tokenizer)  # each row's text's tokens, tokenized as it grows
 
@@ -61,7 +61,7 @@ class CausalJudge:
         (characters in the chunk), every row's new tokens run together."""
         from hades_ray.detect.stable import head_probabilities
 
-        items = [chunk_items(prefix, chunk, self.words) for _, prefix, chunk in requests]
+        items = [chunk_items(prefix, chunk, self.words, self.lang) for _, prefix, chunk in requests]
         jobs, leftovers = self._plan(requests, items)
         pooled: dict[tuple[int, int], torch.Tensor] = {}
         while jobs:  # a row whose chunk spans two windows has a second job: run after its first

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
 
 from hades_ray.errors import UserError
-from hades_ray.guard.words import WORD_CHAR
+from hades_ray.guard.words import word_start
 
 TOKEN_ENV = "HADES_SERVE_TOKEN"
 TIMEOUT_S = 60.0
@@ -48,6 +47,7 @@ class HttpJudge:
             raise UserError(f"{self.url} serves a {self.health.get('mode')} detector; the guard needs an online one")
         self.threshold = float(self.health["threshold"] if threshold is None else threshold)
         self.words = self.health.get("words")
+        self.language = self.health.get("language", "en")  # the service cuts words in its own language
 
     def begin(self, rows: int) -> None:
         """Nothing to reset: the server keeps no state per caller."""
@@ -63,9 +63,8 @@ class HttpJudge:
             return list(pool.map(lambda r: self._chunk(r[1], r[2]), requests))
 
     def _chunk(self, prefix: str, chunk: str) -> list[dict]:
-        shift, since = len(prefix), len(prefix)
-        if chunk[:1] and WORD_CHAR.match(chunk[0]) and prefix and WORD_CHAR.match(prefix[-1]):
-            since -= len(re.search(r"\w+$", prefix).group())  # the chunk continues the prompt's last word
+        shift = len(prefix)
+        since = word_start(prefix + chunk, shift, self.language)  # a chunk continuing the prompt's last word
         answer = self.call("POST", "/score/next", {"text": prefix + chunk, "since": since, "final": True})
         return [
             {

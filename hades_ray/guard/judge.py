@@ -18,10 +18,13 @@ import numpy as np
 from hades_ray.guard.words import chunk_items
 
 
-def open_judge(guard: str, threshold: float | None, words: str = "content", device: str = "cpu", stride: int = 0):
+def open_judge(
+    guard: str, threshold: float | None, words: str = "content", device: str = "cpu", stride: int = 0, lang: str = "en"
+):
     """The judge for ``--guard``: a served detector's URL, or an online detector folder, scored by the
     route the detector takes online (``Detector.route``): windows (a causal backbone, a window in tokens)
-    get the cached judge, with ``stride`` as ``score.stride``; views score each word's own view."""
+    get the cached judge, with ``stride`` as ``score.stride``; views score each word's own view. ``lang``:
+    the generated text's language (a served detector cuts words in the service's)."""
     from hades_ray.detect.detector import Detector
     from hades_ray.guard.http_judge import HttpJudge, is_url
 
@@ -33,18 +36,18 @@ def open_judge(guard: str, threshold: float | None, words: str = "content", devi
     if scorer.one_forward:
         from hades_ray.guard.causal_judge import CausalJudge
 
-        return CausalJudge(scorer, threshold, words)
-    return EncoderJudge(scorer, threshold, words)
+        return CausalJudge(scorer, threshold, words, lang)
+    return EncoderJudge(scorer, threshold, words, lang)
 
 
 class EncoderJudge:
     """p(H) of each chunk's judged words, batched across prompts: one ``score_spans`` call per step."""
 
-    def __init__(self, scorer, threshold: float | None, words: str = "content"):
+    def __init__(self, scorer, threshold: float | None, words: str = "content", lang: str = "en"):
         scorer.detector.require_online()
         self.scorer, self.model, self.tokenizer, self.window = scorer, scorer.model, scorer.tokenizer, scorer.window
         self.threshold = scorer.detector.threshold if threshold is None else float(threshold)
-        self.words = words
+        self.words, self.lang = words, lang
 
     def begin(self, rows: int) -> None:
         """Nothing to reset: every word's view is encoded afresh."""
@@ -55,7 +58,7 @@ class EncoderJudge:
         (punctuation, stop words)."""
         items, owner = [], []
         for k, (_, prefix, chunk) in enumerate(requests):
-            for item in chunk_items(prefix, chunk, self.words):
+            for item in chunk_items(prefix, chunk, self.words, self.lang):
                 items.append(item)
                 owner.append(k)
         p = self.scorer.score_spans(items)

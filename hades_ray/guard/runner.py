@@ -100,17 +100,19 @@ def write_html(output: str, job: GenerateJob, generated: int) -> str:
     for event in storage.iter_jsonl(storage.join(output, "interventions.jsonl")):
         if event["id"] in ids:
             interventions.setdefault(event["id"], []).append(event)
-    suspicious = most_suspicious(report_record(r, {}) for r in storage.iter_jsonl(generations))
+    language = job.language
+    suspicious = most_suspicious(report_record(r, {}, language) for r in storage.iter_jsonl(generations))
     title = f"hades-ray generate: guard {'on' if job.detector else 'off'}, threshold {job.threshold}"
-    records = [report_record(r, interventions) for r in shown]
+    records = [report_record(r, interventions, language) for r in shown]
     return str(write_report(records, Path(output) / "report.html", title, suspicious, generated))
 
 
-def report_record(record: dict, interventions: dict[str, list]) -> dict:
-    """The report shows the prompt apart, so the shaded text is the generation (offsets moved onto it)."""
+def report_record(record: dict, interventions: dict[str, list], language: str = "en") -> dict:
+    """The report shows the prompt apart, so the shaded text is the generation (offsets moved onto it);
+    ``language`` lays it out (``score/html.py``: right to left for Arabic, Persian, Hebrew)."""
     shift = len(record["prompt"])
     words = [w | {"start": w["start"] - shift, "end": w["end"] - shift} for w in record["words"] if w["start"] >= shift]
-    return {
+    return ({"language": language} if language != "en" else {}) | {
         "id": record["id"],
         "prompt": record["prompt"],
         "text": record["generation"],

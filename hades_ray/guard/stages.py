@@ -33,9 +33,13 @@ class GenerateJob:
     words: str = "content"
     dtype: str = "float32"
     stride: int = 0  # a causal judge's windows, as score.stride (0: a quarter window)
+    language: str = "en"  # the generated text's: how the judge cuts words
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        if data["language"] == "en":  # English jobs keep the digest and settings they had before languages came
+            del data["language"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> GenerateJob:
@@ -131,7 +135,7 @@ class GenerateStage(Stage):
         job = self.job
         self.judge = None
         if job.detector:
-            self.judge = open_judge(job.detector, job.threshold, job.words, device, job.stride)
+            self.judge = open_judge(job.detector, job.threshold, job.words, device, job.stride, job.language)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         rows = batch.select(list(self.inputs)).to_pylist()

@@ -9,7 +9,7 @@ import numpy as np
 
 from hades_ray.perturb.artifacts import artifact_summary, count_artifacts
 from hades_ray.report import plots
-from hades_ray.report.inputs import read_json, read_pool_rows
+from hades_ray.report.inputs import pool_language, read_json, read_pool_rows
 from hades_ray.report.model import Figure, Section, Table, fmt
 
 LABELS = {
@@ -126,8 +126,10 @@ def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> 
         )
     if rows:
         section.figures += _figures(sizes, ppl)
+    language = pool_language(pool)
     section.examples = [
         {"doc_id": r["doc_id"], "title": r["title"], "text": r["perturbed"], "spans": r["spans"] or []}
+        | ({"language": language} if language != "en" else {})
         for r in rows[:examples]
     ]
     return section

@@ -15,6 +15,7 @@ from pathlib import Path
 from hades_ray.pipeline import storage
 from hades_ray.report.model import Section, Table, fmt
 from hades_ray.report.plots import data_uri
+from hades_ray.score.html import text_attributes
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -59,8 +60,8 @@ def section_html(section: Section) -> str:
         parts.append("<h3>Examples: the replacements marked (hover for the original)</h3>")
     for example in section.examples:
         parts.append(
-            f'<div class="example"><b>{escape(str(example["doc_id"]))}</b> ({escape(str(example["title"] or ""))})'
-            f"<br>{marked_html(example['text'], example['spans'])}</div>"
+            f'<div class="example"{text_attributes(example.get("language"))}><b>{escape(str(example["doc_id"]))}</b> '
+            f"({escape(str(example['title'] or ''))})<br>{marked_html(example['text'], example['spans'])}</div>"
         )
     return "\n".join(parts) + "</section>"
 

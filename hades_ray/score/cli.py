@@ -9,6 +9,7 @@ from hades_ray.cli_common import (
     add_config_args,
     add_detector_arg,
     add_job_args,
+    add_key_flag,
     add_key_flags,
     config_from_args,
 )
@@ -23,7 +24,9 @@ def _score(args: argparse.Namespace) -> int:
         raise UserError("give --input FILE (or - for stdin) or --text TEXT, one of the two")
     config = config_from_args(args)
     executor = Executor.of(config.ray, args.executor, args.force, in_memory(args.input, args.text))
-    summary = run_score(config, args.model, args.output, input=args.input, text=args.text, executor=executor)
+    summary = run_score(
+        config, args.model, args.output, input=args.input, text=args.text, executor=executor, language=args.language
+    )
     keys = ("scored_texts", "quarantined", "scored_words", "flagged", "flagged_share", "mean_p", "threshold")
     print(json.dumps({k: summary.get(k) for k in keys}))
     return 0
@@ -42,5 +45,7 @@ def register(subparsers) -> None:
         score, "folder for scores.jsonl, quarantine.jsonl, summary.json (and report.html)", ("auto", "ray", "local")
     )
     add_key_flags(score, "score")  # a flag for every key of the section
+    # Read here, not a --set: given, it wins over the detector's language (the config's default en does not).
+    add_key_flag(score, "language", read=True)
     add_config_args(score)
     score.set_defaults(func=_score)

@@ -3,7 +3,8 @@ shaded by p(H) (the paper's Fig. 5 idea), the value on hover, a legend, and the 
 
 One self-contained file: inline CSS, no script, no external resource. Every piece of corpus text goes
 through ``html.escape``, and a Content-Security-Policy forbids scripts anyway, so a ``<script>`` in a
-text shows as text.
+text shows as text. A text not in English (a record's ``language``) is marked with its ``lang`` (fonts:
+Chinese and Japanese glyphs differ), and Arabic, Persian and Hebrew are laid out right to left.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from html import escape
 from pathlib import Path
 
 from hades_ray.pipeline import storage
+from hades_ray.text.languages import LANGUAGES
 
 TOP_WORDS = 30
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -26,6 +28,16 @@ h1{font-size:1.4em}h2{font-size:1.05em;margin:1.4em 0 .3em;color:#57606a}
 table{border-collapse:collapse;margin:1em 0}td,th{padding:.2em .7em;border-bottom:1px solid #d0d7de;text-align:left}
 .num{text-align:right;font-variant-numeric:tabular-nums}.meta{color:#57606a;font-size:.9em}
 """
+
+
+def text_attributes(language: str | None) -> str:
+    """The ``lang`` (and, right-to-left, ``dir``) attributes of an element holding text of ``language``;
+    none for English, so English pages keep their bytes."""
+    if not language or language == "en":
+        return ""
+    known = LANGUAGES.get(language)
+    direction = ' dir="rtl"' if known is not None and known.rtl else ""
+    return f'{direction} lang="{escape(language)}"'
 
 
 def _shade(p: float) -> str:
@@ -55,7 +67,10 @@ def most_suspicious(records, top: int = TOP_WORDS) -> list[dict]:
     heap: list[tuple] = []
     for n, record in enumerate(records):
         for k, w in enumerate(record.get("words", [])):
-            item = (w["p"], -n, -k, {"id": record["id"], **w, "context": _context(record["text"], w)})
+            shown = {"id": record["id"], **w, "context": _context(record["text"], w)}
+            if record.get("language"):
+                shown["language"] = record["language"]
+            item = (w["p"], -n, -k, shown)
             if len(heap) < top:
                 heapq.heappush(heap, item)
             elif item[:3] > heap[0][:3]:
@@ -69,15 +84,17 @@ def _context(text: str, word: dict, width: int = 40) -> str:
 
 
 def _record_html(record: dict) -> str:
+    attrs = text_attributes(record.get("language"))
     parts = [f"<section><h2>{escape(str(record['id']))}</h2>"]
     if record.get("prompt"):
-        parts.append(f'<p class="text prompt">{escape(record["prompt"])}</p>')
-    parts.append(f'<p class="text">{marked_text(record["text"], record.get("words", []))}</p>')
+        parts.append(f'<p class="text prompt"{attrs}>{escape(record["prompt"])}</p>')
+    parts.append(f'<p class="text"{attrs}>{marked_text(record["text"], record.get("words", []))}</p>')
     interventions = record.get("interventions") or []
     if interventions:
         rows = "".join(
-            f"<tr><td>{escape(str(i.get('rejected', '')))}</td><td class=num>{i.get('p_rejected', 0):.3f}</td>"
-            f"<td>{escape(str(i.get('replacement', '')))}</td></tr>"
+            f"<tr><td{attrs}>{escape(str(i.get('rejected', '')))}</td>"
+            f"<td class=num>{i.get('p_rejected', 0):.3f}</td>"
+            f"<td{attrs}>{escape(str(i.get('replacement', '')))}</td></tr>"
             for i in interventions
         )
         parts.append(f"<table><tr><th>rejected</th><th>p(H)</th><th>kept instead</th></tr>{rows}</table>")
@@ -85,10 +102,14 @@ def _record_html(record: dict) -> str:
     return "".join(parts)
 
 
+def _attrs(word: dict) -> str:
+    return text_attributes(word.get("language"))
+
+
 def _suspicious_html(words: list[dict]) -> str:
     rows = "".join(
-        f"<tr><td>{escape(str(w['id']))}</td><td><b>{escape(w.get('word', ''))}</b></td>"
-        f"<td class=num>{w['p']:.3f}</td><td class=meta>{escape(w['context'])}</td></tr>"
+        f"<tr><td>{escape(str(w['id']))}</td><td{_attrs(w)}><b>{escape(w.get('word', ''))}</b></td>"
+        f"<td class=num>{w['p']:.3f}</td><td class=meta{_attrs(w)}>{escape(w['context'])}</td></tr>"
         for w in words
     )
     return f"<table><tr><th>text</th><th>word</th><th>p(H)</th><th>context</th></tr>{rows}</table>"

@@ -6,6 +6,7 @@ from the merged ``scores.jsonl`` afterwards, on request.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -13,7 +14,7 @@ import json
 
 import pyarrow as pa
 
-from hades_ray.config import RESOLVED_NAME, HadesConfig, resolved_yaml
+from hades_ray.config import RESOLVED_NAME, HadesConfig, resolve_language, resolved_yaml
 from hades_ray.detect.detector import Detector
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import Executor
@@ -21,16 +22,41 @@ from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.shards import Shard
 from hades_ray.score.inputs import memory_input, plan_inputs, read_texts
 from hades_ray.score.settings import ScoreConfig
-from hades_ray.score.stages import score_stages
+from hades_ray.score.stages import score_stages, text_pipeline
 from hades_ray.score.writer import write_shard
+from hades_ray.text.languages import AUTO, language_from_path
 
 HTML_TEXTS = 200  # texts shown in report.html (the most suspicious words are taken over all of them)
 COUNTS = ("rows", "scored_texts", "quarantined", "scored_words", "flagged")
 
 
-def settings_digest(detector: Detector, settings: ScoreConfig, threshold: float) -> str:
+def settings_digest(detector: Detector, settings: ScoreConfig, threshold: float, text: dict | None = None) -> str:
+    """The digest of what a shard's output depends on; ``text``: ``text_settings`` of a non-English run
+    (English digests keep the values they had before languages came)."""
     key = [detector.identity(), settings.mode, settings.words, threshold, settings.max_chars, settings.stride]
-    return hashlib.sha256(json.dumps(key).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(key + ([text] if text else [])).encode()).hexdigest()
+
+
+def detector_language(detector: Detector) -> str:
+    """The language a detector trained on (its saved settings' ``language``; older detectors: English)."""
+    return str(detector.meta.get("language") or "en")
+
+
+def text_language(config: HadesConfig, detector: str = "en", input: str | None = None, given: str | None = None) -> str:
+    """The language of the texts a detector reads (``score``, ``serve``, ``generate``): ``given``
+    (``--language``) when given, else the config's, except that the default (``en``) yields to the
+    language the detector trained on (``detector``); ``auto``: the language the input path names, else
+    the detector's."""
+    name = given or config.language
+    if name == AUTO:
+        return language_from_path(str(input or "")) or detector
+    return detector if name == "en" and not given else name
+
+
+def language_config(config: HadesConfig, detector: Detector, input: str | None = None, given: str | None = None):
+    """``config`` resolved for the texts' language (``text_language``): that language's overrides applied."""
+    name = text_language(config, detector_language(detector), input, given)
+    return resolve_language(dataclasses.replace(config, language=name), input)
 
 
 def in_memory(input: str | None, text: str | None) -> bool:
@@ -58,16 +84,22 @@ def score_job(
     return ShardJob(
         name="score",
         output=output,
-        digest=settings_digest(detector, s, threshold),
+        digest=settings_digest(detector, s, threshold, _text_settings(config)),
         plan=plan,
         read=read,
         stages=functools.partial(score_stages, detector.located(), s.mode, s.words, config, s.num_gpus, s.stride),
-        write=functools.partial(write_shard, output=output, threshold=threshold),
+        write=functools.partial(write_shard, output=output, threshold=threshold, language=config.language),
         summarize=functools.partial(summarize, header),
         views=("scores", "quarantine"),
         resolved={RESOLVED_NAME: resolved_yaml(config)},
         rows_verb="texts",
     )
+
+
+def _text_settings(config: HadesConfig) -> dict | None:
+    from hades_ray.text.pipeline import text_settings
+
+    return None if config.language == "en" else text_settings(config)
 
 
 def _memory_rows(table: pa.Table, shard: Shard) -> pa.Table:
@@ -81,12 +113,16 @@ def run_score(
     input: str | None = None,
     text: str | None = None,
     executor: Executor | None = None,
+    language: str | None = None,
 ) -> dict:
     """Score ``text``, or the texts of ``input`` (a file, folder or URI; "-" for stdin lines), with the
     detector folder ``model`` into ``output`` under the ``score`` section; returns the summary.
-    Without ``executor``: in-process for one text and stdin, on Ray per the config for files."""
-    settings = config.score
+    Without ``executor``: in-process for one text and stdin, on Ray per the config for files.
+    ``language`` (``--language``): the texts' language, over the config's and the detector's."""
     detector = Detector.open(model)  # a missing or broken detector fails here, before any worker starts
+    config = language_config(config, detector, input, language)
+    settings = config.score
+    text_pipeline(config.language, settings.words, config.spacy_model)  # what is missing fails before any worker
     mode = detector.scoring_mode(settings.mode)
     threshold = settings.threshold if settings.threshold is not None else detector.threshold
     executor = executor or Executor.of(config.ray, "auto", in_memory=in_memory(input, text))
@@ -98,6 +134,8 @@ def run_score(
         "threshold_from": "--threshold" if settings.threshold is not None else "detector",
         "executor": executor.kind,
     }
+    if config.language != "en":  # English summaries keep the fields they had before languages came
+        header["language"] = config.language
     summary = executor.run(score_job(config, detector, str(output), threshold, header, input, text))
     if settings.html:
         write_html(str(output), threshold, summary["scored_texts"])

@@ -28,29 +28,56 @@ def targets_of(batch: pa.Table) -> list[Targets]:
     return [Targets(*row) for row in zip(*columns)]
 
 
+def text_pipeline(language: str, words: str, spacy_model: str):
+    """spaCy for ``content`` targets of ``language`` (loaded once per process); None for ``all``. Where a
+    language writes no spaces its segmenter cuts the words, so that is checked under ``all`` too: whatever
+    is missing is a one-line error saying what to install."""
+    from hades_ray.text.languages import language as known
+    from hades_ray.text.pipeline import load_pipeline, word_tokenizer
+
+    if not known(language).spaced:
+        word_tokenizer(language)
+    return load_pipeline(language, spacy_model) if words == "content" else None
+
+
 class TargetsStage(Stage):
-    """CPU: the units of each text and its target spans (content words, entities whole; or all words)."""
+    """CPU: the units of each text and its target spans (content words, entities whole; or all words).
+    A batch with a ``language`` column (the service's requests) is cut per row's language; otherwise
+    every text is in the stage's ``language``."""
 
     name = "targets"
     inputs = {"text": pa.string(), "reject": pa.string()}
     outputs = TARGET_COLUMNS
 
-    def __init__(self, resources: Resources, words: str, spacy_model: str):
+    def __init__(
+        self,
+        resources: Resources,
+        words: str,
+        spacy_model: str,
+        language: str = "en",
+        spacy_models: dict[str, str] | None = None,
+    ):
         super().__init__(resources)
-        self.words, self.spacy_model = words, spacy_model
+        self.words, self.spacy_model, self.language = words, spacy_model, language
+        self.spacy_models = spacy_models or {}  # rows in another language than ``language``: its pipeline
 
     def setup(self) -> None:
-        self.nlp = None
-        if self.words == "content":
-            from hades_ray.text.nlp import load_spacy
+        self.pipeline(self.language)  # a missing pipeline or segmenter fails here, before any text
 
-            self.nlp = load_spacy(self.spacy_model)
+    def pipeline(self, language: str):
+        """``text_pipeline`` of ``language``, with its own spaCy pipeline when it is not the stage's."""
+        name = self.spacy_model if language == self.language else self.spacy_models.get(language, self.spacy_model)
+        return text_pipeline(language, self.words, name)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         empty = Targets([], [], [], [], [])
+        texts, rejects = batch.column("text").to_pylist(), batch.column("reject").to_pylist()
+        languages = (
+            batch.column("language").to_pylist() if "language" in batch.column_names else [self.language] * len(texts)
+        )
         found = [
-            empty if reject else find_targets(text, self.words, self.nlp)
-            for text, reject in zip(batch.column("text").to_pylist(), batch.column("reject").to_pylist())
+            empty if reject else find_targets(text, self.words, self.pipeline(lang), lang=lang)
+            for text, reject, lang in zip(texts, rejects, languages)
         ]
         fields = [f.name for f in dataclasses.fields(Targets)]
         return {name: [getattr(t, field) for t in found] for name, field in zip(TARGET_COLUMNS, fields)}
@@ -75,13 +102,16 @@ class WordScoreStage(Stage):
         return {"p": [p.tolist() for p in self.scorer.score(targets_of(batch))]}
 
 
-def score_stages(detector, mode: str | None, words: str, config, num_gpus: float = 0.0, stride: int = 0) -> list[Stage]:
+def score_stages(
+    detector, mode: str | None, words: str, config, num_gpus: float = 0.0, stride: int = 0, spacy_models=None
+) -> list[Stage]:
     """The two stages with the detect section's resources (``detect.actors``, ``detect.actor_cpus``);
-    ``num_gpus`` per scoring actor (0: CPU)."""
+    ``num_gpus`` per scoring actor (0: CPU); texts in ``config.language`` (a concrete one), or in the
+    language of a batch's ``language`` column (``spacy_models``: the pipeline of each)."""
     d = config.detect
     cpu = Resources(num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=256)
     model = Resources(**d.actor_resources(num_gpus, batch_size=d.score_batch_size * 4))
     return [
-        TargetsStage(cpu, words, config.spacy_model),
+        TargetsStage(cpu, words, config.spacy_model, config.language, spacy_models),
         WordScoreStage(model, detector, mode, d.score_batch_size, stride),
     ]

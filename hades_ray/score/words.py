@@ -1,10 +1,12 @@
 """Which words of a free text get a p(H): the units a detector reads, and the target spans among them.
 
-A text is cut into the units HaDes instances are made of (``\\w+`` runs and single punctuation marks,
-as ``hades_ray/perturb/spans.py`` cuts perturbed texts), each with its character range, so the detector
-reads generated text exactly as it read its training data. Targets are content words by default:
-every word but stop words (the paper's NLTK list, as MASK uses) and punctuation, in every sentence,
-with a named entity (spaCy) scored as one span. ``all`` makes every word a target of its own.
+A text is cut into the units HaDes instances are made of (``hades_ray/text/words.py``: runs of word
+characters and combining marks, and single punctuation marks; in Chinese, Japanese and Thai the runs are
+cut where the language's segmenter puts word edges), each with its character range in the text, so the
+detector reads generated text exactly as it read its training data. Targets are content words by
+default: every word but the language's stop words (English: the paper's NLTK list, as MASK uses) and
+punctuation, in every sentence, with a named entity (spaCy) scored as one span. ``all`` makes every
+word a target of its own.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hades_ray.text.stopwords import english_stop_words
+from hades_ray.text.stopwords import stop_words
+from hades_ray.text.words import word_spans
 
-UNIT = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 WORD = re.compile(r"\w", re.UNICODE)
 
 
@@ -29,9 +31,16 @@ class Targets:
     last: list[int]  # per target: its last unit (inclusive)
 
 
-def units(text: str) -> tuple[list[str], list[int], list[int]]:
-    found = list(UNIT.finditer(text))
-    return [m.group() for m in found], [m.start() for m in found], [m.end() for m in found]
+def units(text: str, lang: str = "en") -> tuple[list[str], list[int], list[int]]:
+    """The words of ``text`` in language ``lang`` and their character ranges."""
+    spans = word_spans(text, lang)
+    return [text[s:e] for s, e in spans], [s for s, _ in spans], [e for _, e in spans]
+
+
+def is_word(token: str) -> bool:
+    """A unit with a word character (a letter, digit or ``_``): not a punctuation mark or symbol, nor a
+    combining mark standing alone (a vowel sign is part of the word whose letters it follows)."""
+    return bool(WORD.search(token))
 
 
 def _entity_of_unit(starts: list[int], ends: list[int], entities: list[tuple[int, int]]) -> list[int]:
@@ -45,18 +54,21 @@ def _entity_of_unit(starts: list[int], ends: list[int], entities: list[tuple[int
     return owner
 
 
-def find_targets(text: str, words: str = "content", nlp=None, stops: frozenset[str] | None = None) -> Targets:
-    """The units of ``text`` and its target spans; ``nlp`` (spaCy) finds entities for ``content``."""
-    tokens, starts, ends = units(text)
+def find_targets(
+    text: str, words: str = "content", nlp=None, stops: frozenset[str] | None = None, lang: str = "en"
+) -> Targets:
+    """The units of ``text`` (language ``lang``) and its target spans; ``nlp`` (spaCy) finds entities for
+    ``content``; ``stops`` defaults to the language's stop words."""
+    tokens, starts, ends = units(text, lang)
     first: list[int] = []
     last: list[int] = []
     if words == "all":
         for i, token in enumerate(tokens):
-            if WORD.search(token):
+            if is_word(token):
                 first.append(i)
                 last.append(i)
         return Targets(tokens, starts, ends, first, last)
-    stops = english_stop_words("nltk") if stops is None else stops
+    stops = stop_words("auto", lang) if stops is None else stops
     entities = sorted((e.start_char, e.end_char) for e in nlp(text).ents) if nlp is not None else []
     owner = _entity_of_unit(starts, ends, entities)
     i = 0
@@ -78,4 +90,4 @@ def find_targets(text: str, words: str = "content", nlp=None, stops: frozenset[s
 
 
 def _is_content(token: str, stops: frozenset[str]) -> bool:
-    return bool(WORD.search(token)) and token.lower() not in stops
+    return is_word(token) and token.lower() not in stops

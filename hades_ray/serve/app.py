@@ -92,7 +92,7 @@ class DetectorService:
         texts = body.all_texts()
         if len(texts) > self.max_texts:
             raise RequestError(422, f"texts: {len(texts)} texts, at most {self.max_texts} per request")
-        rows = await self._score_batch(self.scorer.table(texts))
+        rows = await self._score_batch(self.scorer.table(texts, body.language))
         threshold = body.threshold if body.threshold is not None else self.scorer.threshold
         return Response(records_body(rows, threshold), media_type="application/json")
 
@@ -106,23 +106,30 @@ class DetectorService:
             raise RequestError(422, f"since: {body.since} is beyond the text's {len(body.text)} characters")
         if not body.text.strip():
             return JSONResponse({"words": [], "next": body.since})
-        (row,) = await self._score_batch(self.scorer.table([body.text]))
+        (row,) = await self._score_batch(self.scorer.table([body.text], body.language))
         return JSONResponse(next_words(row, self.scorer.threshold, body.since, body.final))
 
     @api.get("/healthz", summary="the detector served, and whether it is ready")
     async def healthz(self, request: Request) -> dict:
         check_token(self.token, request.headers.get("authorization"))
         s = self.scorer
-        return {"ready": True, **s.describe(), "words": s.words, "threshold": s.threshold, "max_chars": s.max_chars}
+        return {
+            "ready": True,
+            **s.describe(),
+            "words": s.words,
+            "threshold": s.threshold,
+            "max_chars": s.max_chars,
+            "language": s.language,
+        }
 
     @api.get("/", response_class=HTMLResponse, summary="a form for the heatmap page")
     async def form(self) -> HTMLResponse:
         return form_page()
 
     @api.get("/heatmap", response_class=HTMLResponse, summary="a text's words shaded by p(H)")
-    async def heatmap(self, request: Request, text: str) -> HTMLResponse:
+    async def heatmap(self, request: Request, text: str, language: str | None = None) -> HTMLResponse:
         check_token(self.token, request.headers.get("authorization"))
-        (row,) = await self._score_batch(self.scorer.table([text]))
+        (row,) = await self._score_batch(self.scorer.table([text], language or None))  # the form's empty field
         return heatmap_page(row, self.scorer.threshold)
 
 

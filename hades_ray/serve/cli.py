@@ -10,7 +10,7 @@ import socket
 import sys
 import threading
 
-from hades_ray.cli_common import add_config_args, add_detector_arg, add_key_flags, config_from_args
+from hades_ray.cli_common import add_config_args, add_detector_arg, add_key_flag, add_key_flags, config_from_args
 
 APP_NAME = "hades"
 
@@ -74,5 +74,6 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("serve", help="serve a trained detector over HTTP (Ray Serve) until stopped")
     add_detector_arg(parser)
     add_key_flags(parser, "serve", "host", "port", "max_replicas", "num_gpus")
+    add_key_flag(parser, "language")  # the requests' default (en, the config's default, yields to the detector's)
     add_config_args(parser)
     parser.set_defaults(func=_serve)

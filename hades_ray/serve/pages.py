@@ -12,8 +12,9 @@ HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
 FORM = (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>hades-ray detector</title>'
     f"<style>{STYLE}</style></head><body><h1>p(H) per word</h1>"
-    '<form method="get" action="heatmap"><textarea name="text" rows="8" cols="80" required></textarea>'
-    '<p><button type="submit">Show the heatmap</button></p></form>'
+    '<form method="get" action="heatmap"><textarea name="text" rows="8" cols="80" dir="auto" required></textarea>'
+    '<p><label>language <input name="language" size="6" placeholder="default"></label> '
+    '<button type="submit">Show the heatmap</button></p></form>'
     '<p class="meta">JSON API: <a href="docs">docs</a>.</p></body></html>\n'
 )
 

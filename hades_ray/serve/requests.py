@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from hades_ray.serve.scoring import RequestError
 
+LANGUAGE_HELP = "the texts' Wiki-40B language (en, de, zh-cn, ...); default: the served detector's"
+
 
 class ScoreRequest(BaseModel):
     """``POST /score``: one text or a list of them; ``threshold`` overrides the detector's for flags."""
@@ -23,6 +25,7 @@ class ScoreRequest(BaseModel):
     text: str | None = Field(None, description="one text")
     texts: list[str] | None = Field(None, description="several texts (at most serve.max_texts_per_request)")
     threshold: float | None = Field(None, ge=0.0, le=1.0, description="flag p(H) at or above it")
+    language: str | None = Field(None, description=LANGUAGE_HELP)
 
     @model_validator(mode="after")
     def _one_of_text_or_texts(self) -> ScoreRequest:
@@ -43,6 +46,7 @@ class NextRequest(BaseModel):
     text: str = Field(description="the whole text so far")
     since: int = Field(0, ge=0, description="the 'next' of the previous call (0 at first)")
     final: bool = Field(False, description="the text is finished: its last word is complete too")
+    language: str | None = Field(None, description=LANGUAGE_HELP)
 
 
 class NextWord(BaseModel):

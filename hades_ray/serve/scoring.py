@@ -14,10 +14,13 @@ import json
 import pyarrow as pa
 
 from hades_ray.detect.detector import Detector
+from hades_ray.errors import UserError
 from hades_ray.pipeline.executor import run_stages
 from hades_ray.score.inputs import memory_table
+from hades_ray.score.runner import language_config
 from hades_ray.score.stages import score_stages
 from hades_ray.score.writer import text_record
+from hades_ray.text.languages import NAMES, language
 
 SOURCE = "text"  # ids and sources are "text:N", as `hades-ray score --text` names its one text
 
@@ -30,16 +33,26 @@ class RequestError(ValueError):
         self.status, self.reason = status, reason
 
 
+def spacy_models(config) -> dict[str, str]:
+    """The spaCy pipeline per Wiki-40B language under ``config`` (its ``languages.LANG.spacy_model``
+    overrides, else ``spacy_model``): what a request in any language is cut with."""
+    return {name: config.languages.get(name, {}).get("spacy_model", config.spacy_model) for name in NAMES}
+
+
 class ServiceScorer:
-    """The detector and the score stages, loaded once per replica."""
+    """The detector and the score stages, loaded once per replica. Texts are in ``language`` (the
+    config's, or the detector's: ``hades_ray/score/runner.py``) unless a request names another."""
 
     def __init__(self, model: str, config, num_gpus: float = 0.0):
-        s = config.score
         self.detector = Detector.open(model)
+        resolved = language_config(config, self.detector)
+        s = resolved.score
         self.mode = self.detector.scoring_mode(s.mode)
         self.threshold = s.threshold if s.threshold is not None else self.detector.threshold
-        self.words, self.max_chars = s.words, s.max_chars
-        self.stages = score_stages(self.detector, s.mode, s.words, config, num_gpus, s.stride)
+        self.words, self.max_chars, self.language = s.words, s.max_chars, resolved.language
+        self.stages = score_stages(
+            self.detector, s.mode, s.words, resolved, num_gpus, s.stride, spacy_models=spacy_models(config)
+        )
         for stage in self.stages:
             stage.setup()
 
@@ -47,14 +60,28 @@ class ServiceScorer:
         d = self.detector
         return {"detector": str(d.folder), "identity": d.identity(), "kind": d.kind, "mode": self.mode}
 
-    def table(self, texts: list[str]) -> pa.Table:
-        """The texts as the score job's rows; a text score would quarantine is refused (422) instead."""
+    def table(self, texts: list[str], language: str | None = None) -> pa.Table:
+        """The texts as the score job's rows, with their language (None: the service's); a text score
+        would quarantine, or a language this service cannot cut, is refused (422) instead."""
+        language = self.check_language(language)
         table = memory_table(texts, SOURCE, self.max_chars)
         for k, reason in enumerate(table.column("reject").to_pylist()):
             if reason:
                 where = "text" if len(texts) == 1 else f"texts[{k}]"
                 raise RequestError(422, f"{where}: {reason}")
-        return table
+        return table.append_column("language", pa.array([language] * len(texts), pa.string()))
+
+    def check_language(self, name: str | None) -> str:
+        """``name`` as a Wiki-40B language whose words and pipeline this replica has (loaded on first use);
+        None: the service's language."""
+        if name is None:
+            return self.language
+        try:
+            found = language(name).name
+            self.stages[0].pipeline(found)
+        except UserError as error:  # an unknown name, or a pipeline or segmenter not installed here
+            raise RequestError(422, f"language: {error}") from None
+        return found
 
     def score_tables(self, tables: list[pa.Table]) -> list[list[dict]]:
         """Each request's rows with their targets and p(H), all requests' texts in one pass."""
