@@ -23,11 +23,12 @@ POSITIVE_FLOAT = number_in(float, 0, float("inf"), low_open=True)
 PER_DEVICE = "per second of one device (a GPU, or a CPU core)"
 # The flags after the corpus's size, in the order --help lists them.
 FLAGS = {
-    "--limit": {"type": POSITIVE_INT, "help": "read at most N rows of the sample"},
+    "--limit": {"type": POSITIVE_INT, "help": "read at most N rows of the sample (of each language's, if several)"},
     "--sample": {
         "type": POSITIVE_INT,
         "metavar": "N",
-        "help": "count a seeded random sample of about N rows of --input (the seed is --seed / the config's seed)",
+        "help": "count a seeded random sample of about N rows of --input, of each language's if several "
+        "(the seed is --seed / the config's seed)",
     },
     "--gpus": {
         "type": POSITIVE_INT,
