@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "hades_ray.guard.cli",
     "hades_ray.report.cli",
     "hades_ray.plan.cli",
+    "hades_ray.text.cli",
     "hades_ray.reproduce.cli",
 )
 

@@ -29,7 +29,7 @@ from hades_ray.select.settings import SelectConfig
 from hades_ray.serve.settings import ServeConfig
 from hades_ray.text.languages import AUTO, NAMES, language, language_from_path
 
-PRESETS = ("local", "paper")
+PRESETS = ("local", "paper", "multilingual")
 RESOLVED_NAME = "config.resolved.yaml"
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few KiB; anything this large is not one
 

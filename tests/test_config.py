@@ -43,7 +43,7 @@ BAD_VALUES = [
     ("list as string", "models.mlm=[a, b]", "expected a string"),
     ("unknown key", "perturb.replace.topk=5", "unknown config key 'perturb.replace.topk'"),
     ("unknown dtype", "perturb.replace.dtype=fp8", "perturb.replace.dtype"),
-    ("unknown preset", "preset=huge", "preset: local or paper"),
+    ("unknown preset", "preset=huge", "preset: local, paper or multilingual"),
     ("local: outside home", "models.mlm=local:../../x", "local: names one folder"),
     ("empty model", "models.encoder=", "empty model reference"),
     ("branch as revision", "models.revisions.gpt2=main", "is not a commit"),
@@ -133,7 +133,7 @@ def test_every_numeric_key_declares_its_range():
 
 
 def test_presets_and_saved_configs_pass_their_own_bounds(tmp_path):
-    for preset in ("local", "paper"):
+    for preset in ("local", "paper", "multilingual"):
         config = load_config(preset)
         for key, value, declared in numeric_keys(config):
             for item in value if isinstance(value, list) else [value]:

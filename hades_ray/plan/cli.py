@@ -2,7 +2,9 @@
 
 The sample's model work is counted with the job's own batching code (MASK runs, the models do not);
 REPLACE and RANK throughput is measured (``--measure``) or given; the plan scales the sample to the
-corpus and prints device-hours, wall time and the REPLACE/RANK actor split.
+corpus and prints device-hours, wall time and the REPLACE/RANK actor split. A sample of several
+Wiki-40B languages (language folders under ``--input``) is counted language by language, each with its
+own config, and what a text costs in each language is printed beside the plan (``plan/languages.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hades_ray.cli_common import add_config_args, config_from_args, number_in
+from hades_ray.cli_common import add_config_args, add_key_flag, config_from_args, number_in
 from hades_ray.errors import UserError
 from hades_ray.io.demo_corpus import DEMO_INPUT
 from hades_ray.pipeline import storage
@@ -21,11 +23,12 @@ POSITIVE_FLOAT = number_in(float, 0, float("inf"), low_open=True)
 PER_DEVICE = "per second of one device (a GPU, or a CPU core)"
 # The flags after the corpus's size, in the order --help lists them.
 FLAGS = {
-    "--limit": {"type": POSITIVE_INT, "help": "read at most N rows of the sample"},
+    "--limit": {"type": POSITIVE_INT, "help": "read at most N rows of the sample (of each language's, if several)"},
     "--sample": {
         "type": POSITIVE_INT,
         "metavar": "N",
-        "help": "count a seeded random sample of about N rows of --input (the seed is --seed / the config's seed)",
+        "help": "count a seeded random sample of about N rows of --input, of each language's if several "
+        "(the seed is --seed / the config's seed)",
     },
     "--gpus": {
         "type": POSITIVE_INT,
@@ -103,25 +106,30 @@ def add_plan_args(parser: argparse.ArgumentParser) -> None:
     for flag, options in FLAGS.items():
         parser.add_argument(flag, **options)
     add_config_args(parser)
+    # The language of files whose path names none; Wiki-40B language folders (in/de/, in/zh-cn/) and files
+    # (wiki40b-ja.parquet) under --input are each counted in their own language (plan/languages.py).
+    add_key_flag(parser, "language")
 
 
 def run(args: argparse.Namespace) -> int:
     from hades_ray.plan.budget import make_plan, needed_throughput
-    from hades_ray.plan.count import count_sample, load_tokenizers
+    from hades_ray.plan.languages import count_languages, language_samples
 
     if args.actors_per_device < 2:
         raise UserError("--actors-per-device must be at least 2 (one REPLACE and one RANK actor)")
     if not args.measure and not (args.mlm_tokens_per_s and args.lm_tokens_per_s):
         raise UserError("give --measure, or both --mlm-tokens-per-s and --lm-tokens-per-s")
-    config = config_from_args(args)
     device = _device(args.device)
-    tokenizers = load_tokenizers(config, args.lm_context)
-    counts = count_sample(
-        config, args.input, tokenizers, args.limit, args.sample, keep_groups=bool(args.measure), device=device
+    samples = language_samples(config_from_args(args), args.input)
+    counted = count_languages(
+        samples, args.lm_context, args.limit, args.sample, keep_groups=bool(args.measure), device=device
     )
+    # The model settings and tokenizers of the first language stand for all (measuring checks they agree).
+    config, tokenizers = samples[0].config, counted[0].tokenizers
+    counts = sum((part.counts for part in counted[1:]), counted[0].counts)
     if not counts.perturbed:
         raise UserError(f"{args.input}: no row of the sample passes the filters ({filtered_text(counts.filtered)})")
-    measured = _measure(args, config, tokenizers, counts, device) if args.measure else None
+    measured = _measure(args, counted, counts, device) if args.measure else None
     throughput = _throughput(args, counts, measured, device)
     plan = make_plan(counts, throughput, args.gpus, args.corpus_docs, args.perturbed_docs, args.actors_per_device)
     result = {
@@ -130,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
         "models": {"mlm": config.models.mlm, "causal_lm": config.models.causal_lm},
         "lm_context": tokenizers.lm_context,
         "sample": counts.to_dict(),
+    }
+    if [part.sample.language for part in counted] != ["en"]:  # English alone prints what it always printed
+        result["languages"] = {part.sample.language: part.costs for part in counted}
+    result |= {
         "measured": measured,
         "throughput": throughput.__dict__,
         "plan": plan,
@@ -149,11 +161,17 @@ def _device(choice: str) -> str:
     return "cpu"
 
 
-def _measure(args, config, tokenizers, counts, device: str) -> dict:
+def _measure(args, counted: list, counts, device: str) -> dict:
     import torch
 
     from hades_ray.plan.measure import measure_stages
 
+    config, tokenizers = counted[0].sample.config, counted[0].tokenizers
+    if len({(part.sample.config.models.mlm, part.sample.config.models.causal_lm) for part in counted}) > 1:
+        raise UserError(
+            "--measure measures one MLM and one causal LM, and the sample's languages use different ones; "
+            "plan each language on its own (--input FOLDER/LANG), or give --mlm-tokens-per-s and --lm-tokens-per-s"
+        )
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("--measure on cuda needs a CUDA device; this machine has none (use --device cpu)")
     positions = tokenizers.lm_positions

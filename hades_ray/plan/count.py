@@ -25,7 +25,7 @@ from hades_ray.io.readers import plan_shards, read_shard
 from hades_ray.models.registry import load_tokenizer
 from hades_ray.perturb import rank, replace, steps
 from hades_ray.perturb.packing import config_positions, packing_of
-from hades_ray.text.nlp import load_spacy
+from hades_ray.text.pipeline import load_pipeline
 from hades_ray.text.stopwords import stop_words
 
 
@@ -58,6 +58,18 @@ class SampleCounts:
     def to_dict(self) -> dict:
         """The counts (the fields shown in ``repr``), without the forwards' shapes and inputs."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+
+    def __add__(self, other: SampleCounts) -> SampleCounts:
+        """Two samples' counts together (each language's run counted on its own, the plan on all):
+        numbers add, filter reasons add, forwards follow one another."""
+        merged = {}
+        for item in fields(self):
+            mine, theirs = getattr(self, item.name), getattr(other, item.name)
+            if isinstance(mine, dict):
+                merged[item.name] = dict(sorted((Counter(mine) + Counter(theirs)).items()))
+            else:
+                merged[item.name] = mine + theirs
+        return SampleCounts(**merged)
 
 
 class CountingNlp:
@@ -137,7 +149,7 @@ def prepare_sample(
 ) -> PreparedSample:
     """Read ``input_path`` as the job does (at most ``limit`` rows, or a seeded ``sample`` of about N)
     and run MASK on it."""
-    nlp = CountingNlp(load_spacy(config.spacy_model))
+    nlp = CountingNlp(load_pipeline(config.language, config.spacy_model))
     shards, seconds = [], 0.0
     for shard in plan_shards(str(input_path), config.perturb.shard_rows, limit, sample, config.seed):
         rows = read_shard(shard).to_pylist()
@@ -160,7 +172,7 @@ def count_prepared(
     as the job packs them on ``device`` ("cpu" or "cuda"); ``keep_groups`` keeps the model calls'
     inputs for ``measure``."""
     perturb = config.perturb
-    stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
+    stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords, config.language)
     bans = replace.vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
     mlm_packing = packing_of(perturb.replace, device, tokenizers.mlm_positions)
     lm_packing = packing_of(perturb.rank, device, tokenizers.lm_positions)

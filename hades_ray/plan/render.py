@@ -32,6 +32,21 @@ def _sample_lines(result: dict) -> list[str]:
     ]
 
 
+def _language_lines(result: dict) -> list[str]:
+    """Per language: what its texts cost (the same text is more tokens in some scripts than in others)."""
+    languages = result.get("languages") or {}
+    lines = [f"languages ({len(languages)}; tokens without special tokens, words as each language's spaCy cuts them):"]
+    for name, c in languages.items():
+        models = "" if c["models"] == result["models"] else f"; MLM {c['models']['mlm']}, LM {c['models']['causal_lm']}"
+        lines.append(
+            f"  {name}: {_n(c['texts'])} texts, {_n(c['words'])} words ({c['words_per_text']:,.1f} per text, "
+            f"{c['stop_word_share']:.0%} stop words; spaCy {c['spacy_model']}{models}); "
+            f"MLM {c['mlm_tokens_per_text']:,.1f} tokens/text, {c['mlm_tokens_per_word']:.2f}/word; "
+            f"causal LM {c['lm_tokens_per_text']:,.1f} tokens/text, {c['lm_tokens_per_word']:.2f}/word"
+        )
+    return lines if languages else []
+
+
 def _throughput_lines(result: dict) -> list[str]:
     t = result["throughput"]
     lines = [
@@ -80,4 +95,5 @@ def _actors_per(kind: str, balance: dict) -> str:
 
 def plan_text(result: dict) -> str:
     """The whole plan as printed by ``hades-ray plan``."""
-    return "\n".join([*_sample_lines(result), *_throughput_lines(result), *_plan_lines(result)])
+    sections = [_sample_lines(result), _language_lines(result), _throughput_lines(result), _plan_lines(result)]
+    return "\n".join(line for lines in sections for line in lines)
