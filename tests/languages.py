@@ -59,13 +59,13 @@ ENTITIES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
-def test_file(lang: str) -> Path:
+def lead_file(lang: str) -> Path:
     return DATA / lang / "test.jsonl"
 
 
 def records(lang: str) -> list[dict]:
     """The language's test records, as the Wiki-40B files hold them."""
-    with open(test_file(lang), encoding="utf-8") as lines:
+    with open(lead_file(lang), encoding="utf-8") as lines:
         return [json.loads(line) for line in lines]
 
 
