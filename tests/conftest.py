@@ -125,3 +125,14 @@ def s3():
     yield dict(S3_ENV)
     os.killpg(server.pid, signal.SIGTERM)
     server.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def micro_multilingual_home(micro_home) -> Path:
+    """``micro_home`` with the multilingual micro kit beside the English one: ``local:mlm-multi`` and
+    ``local:gpt2-multi``, whose WordPiece vocabulary is trained on tests/data/wiki40b and English leads."""
+    from hades_ray.models.micro import build_micro_multilingual_kit
+    from tests.languages import all_texts
+
+    build_micro_multilingual_kit(micro_home, all_texts())
+    return micro_home
