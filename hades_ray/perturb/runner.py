@@ -137,5 +137,5 @@ def summarize(merged: dict, text: dict | None = None) -> dict:
         "quarantined_by_reason": dict(sorted(reasons.items())),
         "perturbed": counts.get("perturbed", 0),
         "instances": counts.get("instances", 0),
-        "artifacts": artifact_summary(merged.get("artifacts", {})),
+        "artifacts": artifact_summary(merged.get("artifacts", {}), (text or {}).get("language", "en")),
     }

