@@ -152,14 +152,17 @@ def executor_from_args(args: argparse.Namespace, config: HadesConfig, kind: str 
 LANGUAGE_PATHS = ("input", "pool", "workdir", "dataset", "output")
 
 
-def config_from_args(args: argparse.Namespace) -> HadesConfig:
+def config_from_args(args: argparse.Namespace, resolve: bool = True) -> HadesConfig:
     """The command's config: preset, file and overrides, then its language's (``config.resolve_language``).
     ``--language auto`` takes the language the first of the command's paths names; where none does it stays
-    auto, for a command that runs per language folder (perturb) or says which language it needs."""
+    auto. A command that settles each run's language itself (per language folder, per detector, per request:
+    perturb, plan, score, serve, generate) passes ``resolve=False`` and keeps every ``languages.LANG``."""
     overrides = list(args.overrides)
     if getattr(args, "seed", None) is not None:
         overrides.append(f"seed={args.seed}")
     config = load_config(args.preset, args.config_file, overrides)
+    if not resolve:
+        return config
     paths = [str(getattr(args, name)) for name in LANGUAGE_PATHS if getattr(args, name, None)]
     named = next((path for path in paths if language_from_path(path)), None)
     return config if config.language == AUTO and named is None else resolve_language(config, named)

@@ -39,7 +39,7 @@ def compare(config, workdir: Path, test_round: int, output: Path, training: str)
     from hades_ray.annotate.labels import consensus_items
     from hades_ray.detect.detector import Detector
     from hades_ray.metrics import binary_metrics
-    from hades_ray.select.crossval import HADES_KEYS, crossval_detector
+    from hades_ray.select.crossval import crossval_detector, hades_fields
     from hades_ray.select.detector import round_detector_config, split_detector
     from hades_ray.select.ratio import detector_rates
 
@@ -53,7 +53,7 @@ def compare(config, workdir: Path, test_round: int, output: Path, training: str)
     seconds = time.perf_counter() - began
     test = consensus_items(config, workdir, [test_round])
     y = np.array([r["hallucination"] for r in test], dtype=int)
-    p, pred = Detector.open(result["model_dir"]).score_records([{k: r[k] for k in HADES_KEYS} for r in test])
+    p, pred = Detector.open(result["model_dir"]).score_records([hades_fields(r) for r in test])
     actual = detector_rates(y, pred)
     estimated = result["rates"]
     return {

@@ -11,11 +11,11 @@ import pandas as pd
 from hades_ray.annotate.judgments import simulated_rounds
 from hades_ray.annotate.labels import consensus_items
 from hades_ray.config import save_config
-from hades_ray.io.hades_format import write_instances
+from hades_ray.io.hades_format import LANGUAGE_FIELD, RECORD_FIELDS, write_instances
 from hades_ray.pipeline.storage import write, write_json_atomic
 
 SPLITS = ("train", "valid", "test")
-HADES_KEYS = ("replaced", "replaced_ids", "hallucination", "id", "doc_id", "original_span", "replacement", "round")
+HADES_KEYS = (*RECORD_FIELDS, "round", LANGUAGE_FIELD)  # language: non-English records only
 
 
 def split_documents(doc_sizes: dict[str, int], shares: list[float], seed: int) -> dict[str, str]:

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from hades_ray.guard.stages import GenerateJob
     from hades_ray.score.runner import detector_language, text_language
 
-    config = config_from_args(args)
+    config = config_from_args(args, resolve=False)
     g = config.guard
     _check(args, g)
     threshold, detector, language = g.threshold, args.guard, text_language(config, "en", args.prompts, args.language)

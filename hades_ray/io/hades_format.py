@@ -24,6 +24,9 @@ from hades_ray.text.words import join_words
 
 MARK = "==="
 LABELS = (-1, 0, 1)
+# A record's fields as this project writes them; ``language`` only in non-English records (absent: English).
+RECORD_FIELDS = ("replaced", "replaced_ids", "hallucination", "id", "doc_id", "original_span", "replacement")
+LANGUAGE_FIELD = "language"
 
 
 class HadesFormatError(UserError):

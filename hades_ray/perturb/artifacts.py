@@ -29,14 +29,13 @@ import argparse
 import json
 import re
 import sys
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 from hades_ray.errors import UserError
 from hades_ray.text.languages import language as find_language
-from hades_ray.text.words import JOINERS, word_spans, words
+from hades_ray.text.words import is_mark, is_word, word_spans, words
 
 ARTIFACT_KINDS = ("punctuation", "repeated_word", "token_count")
 GLUED = "glued"
@@ -51,22 +50,18 @@ def artifact_kinds(language: str = "en") -> tuple[str, ...]:
     return ARTIFACT_KINDS + ((GLUED,) if lang.spaced and lang.name != "en" else ())
 
 
-def _is_mark(char: str) -> bool:
-    return unicodedata.category(char)[0] == "M" or char in JOINERS
-
-
 def _is_word_char(char: str) -> bool:
     """A character of a word in any language: ``\\w`` or a combining mark (a Devanagari vowel sign)."""
-    return bool(_WORD_CHAR.match(char)) or _is_mark(char)
+    return bool(_WORD_CHAR.match(char)) or is_mark(char)
 
 
 def _punctuation(text: str, marks_are_letters: bool = False) -> set[str]:
-    return {c for c in text if not c.isalnum() and not c.isspace() and not (marks_are_letters and _is_mark(c))}
+    return {c for c in text if not c.isalnum() and not c.isspace() and not (marks_are_letters and is_mark(c))}
 
 
 def _is_alphabetic(word: str) -> bool:
     """Letters, and the marks written on them (``str.isalpha`` on a word without marks)."""
-    return bool(word) and all(c.isalpha() or _is_mark(c) for c in word) and any(c.isalpha() for c in word)
+    return is_word(word, letters_only=True)
 
 
 def _repeats(tokens: list[tuple[int, int]], text: str, inside) -> bool:

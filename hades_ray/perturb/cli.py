@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     from hades_ray.perturb.runner import language_runs, run_perturb
 
-    config = config_from_args(args)
+    config = config_from_args(args, resolve=False)
     for flag in ("limit", "sample"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise UserError(f"--{flag} must be >= 1")

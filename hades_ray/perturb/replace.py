@@ -27,6 +27,7 @@ import torch
 from hades_ray.models.fixed_rows import fill_rows
 from hades_ray.perturb.packing import Packing, body_rows, head_rows, model_positions, packing_of
 from hades_ray.perturb.settings import ReplaceConfig
+from hades_ray.text.words import is_word
 
 NEG_INF = float("-inf")
 SPAN_START, CONTINUATION, INNER_WORD = 0, 1, 2  # what the original token at a position was
@@ -88,7 +89,7 @@ def vocabulary_bans(
             index in special or token is None or text.startswith(("[unused", "<unused")) or not text
         )
         flags["continuation"].append(continues)
-        flags["punctuation"].append(not text.isalnum())
+        flags["punctuation"].append(not is_word(text))  # a vowel sign is no punctuation
         lowered = text.lower()
         flags["stop"].append(lowered in stop_words)
         flags["clitic"].append(lowered in CLITICS)

@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.measure and not (args.mlm_tokens_per_s and args.lm_tokens_per_s):
         raise UserError("give --measure, or both --mlm-tokens-per-s and --lm-tokens-per-s")
     device = _device(args.device)
-    samples = language_samples(config_from_args(args), args.input)
+    samples = language_samples(config_from_args(args, resolve=False), args.input)
     counted = count_languages(
         samples, args.lm_context, args.limit, args.sample, keep_groups=bool(args.measure), device=device
     )

@@ -66,20 +66,6 @@ def read_yaml_config(path: Path):
     return config_from_dict(data)
 
 
-def pool_language(pool: Path) -> str:
-    """The language of a pool's texts: its ``config.resolved.yaml``'s ``language`` (a pool without one,
-    or an older pool that has none: English)."""
-    path = pool / "config.resolved.yaml"
-    if not path.is_file():
-        return "en"
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise ReportInputError(f"{path}: unreadable YAML: {error}") from None
-    found = data.get("language") if isinstance(data, dict) else None
-    return found if isinstance(found, str) and found else "en"
-
-
 def round_folders(workdir: Path) -> list[Path]:
     """``round-NNN`` folders that hold a ``round.json`` (a selected round), in order."""
     rounds = sorted(p for p in workdir.glob("round-[0-9][0-9][0-9]") if (p / "round.json").is_file())

@@ -10,6 +10,7 @@ from pathlib import Path
 from hades_ray.detect.data import LoadReport, load_labelled
 from hades_ray.io.hades_format import Instance
 from hades_ray.report.inputs import ReportInputError
+from hades_ray.workdir import pool_language
 
 SPLIT_FILES = ("train.txt", "valid.txt", "test.txt")
 LEARNABILITY = (
@@ -39,7 +40,9 @@ def labelled_instances(
     elif pool is not None:
         from hades_ray.train.learnability import pool_instances
 
-        instances, source = pool_instances(pool / "pool", seed=seed, limit_docs=max_docs), LEARNABILITY
+        language = pool_language(pool)
+        instances = pool_instances(pool / "pool", seed=seed, limit_docs=max_docs, language=language)
+        source = LEARNABILITY
     else:
         return [], ""
     if len(instances) > limit:

@@ -9,7 +9,8 @@ import numpy as np
 
 from hades_ray.perturb.artifacts import artifact_summary, count_artifacts
 from hades_ray.report import plots
-from hades_ray.report.inputs import pool_language, read_json, read_pool_rows
+from hades_ray.report.inputs import read_json, read_pool_rows
+from hades_ray.workdir import pool_language
 from hades_ray.report.model import Figure, Section, Table, fmt
 
 LABELS = {

@@ -22,7 +22,7 @@ def _score(args: argparse.Namespace) -> int:
 
     if (args.input is None) == (args.text is None):
         raise UserError("give --input FILE (or - for stdin) or --text TEXT, one of the two")
-    config = config_from_args(args)
+    config = config_from_args(args, resolve=False)
     executor = Executor.of(config.ray, args.executor, args.force, in_memory(args.input, args.text))
     summary = run_score(
         config, args.model, args.output, input=args.input, text=args.text, executor=executor, language=args.language

@@ -22,18 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from hades_ray.io.hades_format import write_instances
+from hades_ray.io.hades_format import LANGUAGE_FIELD, RECORD_FIELDS, write_instances
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.steps import Step, digest_of, run_step
 from hades_ray.select.ratio import detector_rates
 
-HADES_KEYS = ("replaced", "replaced_ids", "hallucination", "id", "doc_id", "original_span", "replacement")
-OPTIONAL_KEYS = ("language",)  # in non-English records only (absent: English)
-
 
 def hades_fields(record: dict) -> dict:
     """The keys of a judged record that a detector reads, as a HaDes record."""
-    return {k: record[k] for k in HADES_KEYS} | {k: record[k] for k in OPTIONAL_KEYS if k in record}
+    language = {LANGUAGE_FIELD: record[LANGUAGE_FIELD]} if LANGUAGE_FIELD in record else {}
+    return {k: record[k] for k in RECORD_FIELDS} | language
 
 
 RECORD = "crossval.json"

@@ -40,7 +40,7 @@ from hades_ray.select.feature_job import feature_counts, features_job
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.schedule import round_size
 from hades_ray.select.scores import histogram_total, scores_job
-from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
+from hades_ray.workdir import check_pool_language, existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
 COUNT_ORDER = (
@@ -101,7 +101,9 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
             f"round {round_index} was already selected ({out / 'round.json'}) and its batch may be judged; "
             "rounds are never overwritten: start the next round or a new work directory"
         )
-    shards = pool_shards(pool_dir(workdir))  # one plan of the pool for every pass of the round
+    pool = pool_dir(workdir)
+    check_pool_language(pool, config.language)
+    shards = pool_shards(pool)  # one plan of the pool for every pass of the round
     taken = assigned_ids(workdir, round_index)
     labeled = consensus_items(config, workdir, list(range(round_index))) if round_index else []
     features = features_job(config, workdir, shards)

@@ -40,7 +40,7 @@ def _serve(args: argparse.Namespace) -> int:
     from hades_ray.detect.detector import Detector
     from hades_ray.ray_runtime import init_ray
 
-    config = config_from_args(args)
+    config = config_from_args(args, resolve=False)
     s = config.serve
     Detector.open(args.model).scoring_mode(config.score.mode)  # a bad folder fails before Ray starts
     _check_port_free(s.host, s.port)

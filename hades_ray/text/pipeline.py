@@ -22,6 +22,11 @@ from hades_ray.text.languages import AUTO, BLANK, ENGLISH_OFFLINE, Language, lan
 # full-width and Devanagari marks are named again so the list in use is written down here.
 SENTENCE_ENDS = (".", "!", "?", "。", "！", "？", "।", "॥", "؟", "۔", "։", "።", "…")
 SENTENCE_SETTERS = ("parser", "senter", "sentencizer")
+# spaCy's Arabic and Persian tokenizers keep a number and the full stop after it as one token ("1938."), so a
+# sentence that ends with a year never ends; these scripts write no ordinals that way, so the stop is split off.
+# (German, Turkish, Hungarian, Norwegian, Slovene and Serbian keep "3." whole on purpose: it is an ordinal.)
+NUMBER_STOP_SPLIT = frozenset({"ar", "fa"})
+NUMBER_STOP = r"(?<=[0-9\u0660-\u0669\u06f0-\u06f9])\."
 
 
 class LanguageSupportError(UserError):
@@ -51,13 +56,27 @@ def _blank(lang: Language):
 
     tokenizer = lang.segmenter.tokenizer if lang.segmenter else {}
     try:
-        if lang.segmenter and lang.segmenter.module == "jieba":
-            import jieba  # its dictionary loads on first use and logs each step: keep that out of job logs
-
-            jieba.setLogLevel(logging.WARNING)
-        return spacy.blank(lang.spacy, config={"nlp": {"tokenizer": tokenizer}} if tokenizer else {})
+        _quiet_segmenter(lang)
+        nlp = spacy.blank(lang.spacy, config={"nlp": {"tokenizer": tokenizer}} if tokenizer else {})
     except (ImportError, ValueError, OSError, RuntimeError) as error:
         raise _segmenter_missing(lang, error) from None
+    _split_number_stops(lang, nlp)
+    return nlp
+
+
+def _quiet_segmenter(lang: Language) -> None:
+    if lang.segmenter and lang.segmenter.module == "jieba":
+        import jieba  # its dictionary loads on first use and logs each step: keep that out of job logs
+
+        jieba.setLogLevel(logging.WARNING)
+
+
+def _split_number_stops(lang: Language, nlp) -> None:
+    if lang.spacy in NUMBER_STOP_SPLIT:
+        import spacy.util
+
+        suffixes = [*(nlp.Defaults.suffixes or ()), NUMBER_STOP]
+        nlp.tokenizer.suffix_search = spacy.util.compile_suffix_regex(suffixes).search
 
 
 @lru_cache(maxsize=1)
@@ -109,6 +128,7 @@ def load_pipeline(name: str, spacy_model: str = AUTO):
     if not _installed(pipeline):
         raise _not_installed(lang, pipeline)
     try:
+        _quiet_segmenter(lang)
         nlp = spacy.load(pipeline)
     except ImportError as error:  # a pipeline's tokenizer needs the language's segmenter
         raise _segmenter_missing(lang, error) from None
@@ -119,6 +139,8 @@ def load_pipeline(name: str, spacy_model: str = AUTO):
             f"language {lang.name}: spaCy pipeline {pipeline!r} is for language {nlp.lang!r}, not {lang.spacy!r}; "
             f"set languages.{lang.name}.spacy_model to a {lang.spacy} or multilingual (xx) pipeline, or to blank"
         )
+    else:
+        _split_number_stops(lang, nlp)  # a trained pipeline cuts words as the blank one does
     if not any(step in nlp.pipe_names for step in SENTENCE_SETTERS):
         nlp.add_pipe("sentencizer", first=True, config={"punct_chars": list(_sentence_ends())})
     return nlp
@@ -128,7 +150,14 @@ def _with_language_tokenizer(name: str, multilingual):
     """A multilingual pipeline's entity recognisers behind language ``name``'s own tokenizer."""
     nlp = _blank(language(name))
     for component in multilingual.pipe_names:
-        nlp.add_pipe(component, source=multilingual)
+        sourced = nlp.add_pipe(component, source=multilingual)
+        if hasattr(sourced, "add_patterns") and hasattr(sourced, "patterns"):
+            # an entity ruler turned its phrase patterns into Docs with the xx tokenizer; made again with this
+            # language's tokenizer, a name the language cuts otherwise ("Kaiser-Wilhelm-Gesellschaft") still matches
+            patterns = sourced.patterns
+            sourced.nlp = nlp
+            sourced.clear()
+            sourced.add_patterns(patterns)
     return nlp
 
 

@@ -19,6 +19,18 @@ from hades_ray.text.languages import Language, language
 JOINERS = "\u200c\u200d"  # zero-width (non-)joiner: inside Persian and Indic words
 
 
+def is_mark(char: str) -> bool:
+    """A combining mark (a Devanagari vowel sign, Arabic tanwin) or a zero-width joiner: part of a word."""
+    return unicodedata.category(char)[0] == "M" or char in JOINERS
+
+
+def is_word(text: str, letters_only: bool = False) -> bool:
+    """``text`` is one word: letters (and digits, unless ``letters_only``) with the marks written on them,
+    at least one of them a letter or digit (``str.isalnum`` / ``isalpha``, which call a vowel sign punctuation)."""
+    base = str.isalpha if letters_only else str.isalnum
+    return any(base(c) for c in text) and all(base(c) or is_mark(c) for c in text)
+
+
 @lru_cache(maxsize=1)
 def _mark_class() -> str:
     """The combining marks (Unicode categories Mn, Mc, Me) as a regex class body, built once per process."""

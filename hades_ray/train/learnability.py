@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-import unicodedata
 from pathlib import Path
 
 from hades_ray.io.hades_format import Instance
-from hades_ray.text.words import JOINERS
+from hades_ray.text.words import is_word
 
 
 def _stop_words(language: str = "en") -> frozenset[str]:
@@ -28,8 +27,7 @@ def _is_content_word(word: str, stop: frozenset[str] | set[str], language: str) 
     no stop word."""
     if language == "en":
         return word.isalpha() and word.lower() not in stop
-    letters = all(c.isalpha() or unicodedata.category(c)[0] == "M" or c in JOINERS for c in word)
-    return letters and any(c.isalpha() for c in word) and word.lower() not in stop
+    return is_word(word, letters_only=True) and word.lower() not in stop
 
 
 def doc_instances(

@@ -42,18 +42,6 @@ MODELS = ("models.mlm=local:mlm-multi", "models.causal_lm=local:gpt2-multi")
 CANDIDATES = 4
 # sentence ends the test texts use: 。！？ end a sentence where they stand; . ! ? । only before a space or the end
 SENTENCE_END = re.compile(r"[。！？]|[.!?।](?=\s|$)")
-XFAIL_MARKS = pytest.mark.xfail(
-    strict=True,
-    reason="perturb/replace.py vocabulary_bans: a token is 'punctuation' when not text.isalnum(), and a combining "
-    "mark (Devanagari vowel sign, Arabic tanwin) is not alnum, so a word whose every token holds one ('गंग' '##ा') "
-    "is kept as it was: the replacement is the original",
-)
-XFAIL_RULER = pytest.mark.xfail(
-    strict=True,
-    reason="text/pipeline.py _with_language_tokenizer: an entity_ruler sourced from an xx pipeline keeps its phrase "
-    "patterns as the xx tokenizer cut them (EntityRuler.nlp is still the xx pipeline), so an entity the language's "
-    "tokenizer cuts otherwise (Kaiser-Wilhelm-Gesellschaft; jieba's and SudachiPy's words) is never found",
-)
 
 
 @pytest.fixture(scope="module")
@@ -183,9 +171,7 @@ def test_an_entity_is_masked_whole_or_not_at_all(stepped, lang):
     assert whole, f"no ruler entity of {lang} was masked: the rule went untested"
 
 
-@pytest.mark.parametrize(
-    "lang", [pytest.param(lang, marks=XFAIL_MARKS) if lang == "hi" else lang for lang in LANGUAGES]
-)
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_a_replacement_is_never_the_original(stepped, lang):
     for _, _, spans in _candidates(stepped(lang)[1]):
         for span in spans:
@@ -281,9 +267,7 @@ def test_hindi_words_keep_their_vowel_signs(job_runs):
 # ---- pipelines: multilingual, wrong language, missing segmenter ------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "lang", [pytest.param(lang, marks=XFAIL_RULER) if lang in ("de", "zh-cn", "ja") else lang for lang in LANGUAGES]
-)
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_a_multilingual_pipeline_lends_its_entities_to_the_language_tokenizer(spacy_folders, lang):
     own = load_pipeline(lang, spacy_folders[lang])
     lent = load_pipeline(lang, spacy_folders["xx"])
@@ -296,11 +280,6 @@ def test_a_multilingual_pipeline_lends_its_entities_to_the_language_tokenizer(sp
         ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="text/pipeline.py: spaCy's Arabic tokenizer keeps a number and the full stop after it as one token "
-    "('1938.'), so the sentencizer, which looks for a token '.', does not end the sentence there",
-)
 def test_an_arabic_sentence_that_ends_with_a_number_ends_there():
     aramco = leads("ar")[3]
     assert aramco.count(". ") + 1 == 7

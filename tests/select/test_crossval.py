@@ -67,13 +67,13 @@ def check_out_of_fold_round(config, workdir) -> None:
     # The literal reading (select.rates_from=previous_detector): round 1's batch as round 1's own detector,
     # the one that selected it, scored it; round 1 has no previous detector (round 0 samples at random).
     from hades_ray.detect.detector import Detector
-    from hades_ray.select.crossval import HADES_KEYS
+    from hades_ray.select.crossval import hades_fields
     from hades_ray.select.detector import previous_detector_rates
 
     rates = previous_detector_rates(workdir, judgments, 2)
     batch = [r for r in judgments if r["round"] == 1]
     model_dir = json.loads((workdir / "round-001" / "round.json").read_text())["detector"]["model_dir"]
-    _, pred = Detector.open(model_dir).score_records([{k: r[k] for k in HADES_KEYS} for r in batch])
+    _, pred = Detector.open(model_dir).score_records([hades_fields(r) for r in batch])
     assert {k: rates[k] for k in ("alpha", "beta", "gamma")} == {
         k: detector_rates([r["hallucination"] for r in batch], pred)[k] for k in ("alpha", "beta", "gamma")
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+import pytest
 
 from hades_ray.select.batch import display_original, hades_record
 from hades_ray.select.features import LinguisticsStage, span_windows, window_text
@@ -96,3 +97,20 @@ def test_judged_records_keep_their_language_for_the_detector():
     fields = hades_fields(record)
     assert fields["language"] == "zh-cn" and "judge" not in fields
     assert "language" not in hades_fields(hades_record(_row("en", "the cat sat", "cat", "dog")))
+
+
+def test_a_round_refuses_a_pool_of_another_language(micro_home, tmp_path):
+    from hades_ray.config import load_config
+    from hades_ray.errors import UserError
+    from hades_ray.pipeline.executor import Executor
+    from hades_ray.select.round import run_round
+    from tests.select.fake_pool import build_pool
+
+    workdir = tmp_path / "wd"
+    build_pool(workdir / "pool", n_docs=4, docs_per_shard=4, unfinished=False)
+    (workdir / "pool" / "config.resolved.yaml").write_text("language: de\n", encoding="utf-8")
+    with pytest.raises(UserError) as refused:
+        run_round(load_config(overrides=["select.round_sizes=[5]"]), workdir, 0, executor=Executor("local"))
+    message = str(refused.value)
+    assert "in language de" in message and "give --language de" in message and "\n" not in message
+    assert not (workdir / "round-000").exists()
