@@ -239,6 +239,22 @@ def resolved_yaml(config: HadesConfig) -> str:
     return yaml.safe_dump(config.to_dict(), sort_keys=False)
 
 
+def recorded_language(folder: str | Path) -> str:
+    """The language an output folder (a pool: a folder or URI) was written in: its ``config.resolved.yaml``'s
+    ``language``; a folder without one (written before languages, or by hand) is English."""
+    from hades_ray.pipeline import storage
+
+    path = storage.join(folder, RESOLVED_NAME)
+    if not storage.exists(path):
+        return "en"
+    try:
+        data = yaml.safe_load(storage.read_text(path))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ConfigError(f"{path}: unreadable YAML ({' '.join(str(error).split())[:160]})") from None
+    found = data.get("language") if isinstance(data, dict) else None
+    return found if isinstance(found, str) and found else "en"
+
+
 def save_config(config: HadesConfig, directory: str | Path, name: str = RESOLVED_NAME) -> Path:
     """Write the resolved configuration into a local folder (a job's output URI: ``resolved_yaml``)."""
     from hades_ray.pipeline import storage  # here, not above: building a config imports no pyarrow

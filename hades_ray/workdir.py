@@ -20,7 +20,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hades_ray.errors import UserError
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard, part_name, read_markers
 from hades_ray.pipeline.steps import digest_of
@@ -105,34 +104,6 @@ def pool_dir(workdir: str | Path) -> str:
             "instances/part-NNNNN.parquet there); run `hades-ray perturb` into WORKDIR/pool or pass --pool"
         )
     return pool
-
-
-def pool_language(pool: str | Path) -> str:
-    """The language of a pool's texts (a folder or URI): its ``config.resolved.yaml``'s ``language``; a pool
-    without one (written before languages, or by hand) is English."""
-    import yaml
-
-    from hades_ray.config import RESOLVED_NAME
-
-    path = storage.join(pool, RESOLVED_NAME)
-    if not storage.exists(path):
-        return "en"
-    try:
-        data = yaml.safe_load(storage.read_text(path))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise UserError(f"{path}: unreadable YAML ({' '.join(str(error).split())[:160]})") from None
-    found = data.get("language") if isinstance(data, dict) else None
-    return found if isinstance(found, str) and found else "en"
-
-
-def check_pool_language(pool: str | Path, language: str) -> None:
-    """A round reads a pool in its own language (words are joined, tagged and judged that language's way)."""
-    found = pool_language(pool)
-    if found != language:
-        raise UserError(
-            f"the pool {pool} is in language {found} (its config.resolved.yaml) but this "
-            f"run's language is {language}: give --language {found}"
-        )
 
 
 def part_path(folder: str, index: int) -> str:

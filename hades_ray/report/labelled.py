@@ -10,7 +10,7 @@ from pathlib import Path
 from hades_ray.detect.data import LoadReport, load_labelled
 from hades_ray.io.hades_format import Instance
 from hades_ray.report.inputs import ReportInputError
-from hades_ray.workdir import pool_language
+from hades_ray.config import recorded_language
 
 SPLIT_FILES = ("train.txt", "valid.txt", "test.txt")
 LEARNABILITY = (
@@ -40,7 +40,7 @@ def labelled_instances(
     elif pool is not None:
         from hades_ray.train.learnability import pool_instances
 
-        language = pool_language(pool)
+        language = recorded_language(pool)
         instances = pool_instances(pool / "pool", seed=seed, limit_docs=max_docs, language=language)
         source = LEARNABILITY
     else:

@@ -10,7 +10,7 @@ import numpy as np
 from hades_ray.perturb.artifacts import artifact_summary, count_artifacts
 from hades_ray.report import plots
 from hades_ray.report.inputs import read_json, read_pool_rows
-from hades_ray.workdir import pool_language
+from hades_ray.config import recorded_language
 from hades_ray.report.model import Figure, Section, Table, fmt
 
 LABELS = {
@@ -92,7 +92,7 @@ def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> 
     summary = read_json(pool / "summary.json", "the perturbation job's summary")
     rows = read_pool_rows(pool, COLUMNS, max_docs)
     sizes, ppl = size_numbers(rows), perplexity_numbers(rows)
-    language = pool_language(pool)
+    language = recorded_language(pool)
     artifacts = summary.get("artifacts") or artifact_summary(count_artifacts(rows, language), language)
     section = Section("pool", "Pool")
     section.tables.append(_counts_table(summary))

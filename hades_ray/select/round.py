@@ -25,7 +25,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from hades_ray.config import save_config
+from hades_ray.config import recorded_language, save_config
+from hades_ray.errors import UserError
 from hades_ray.pipeline.executor import Executor
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.shards import finished_shards
@@ -40,7 +41,7 @@ from hades_ray.select.feature_job import feature_counts, features_job
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.schedule import round_size
 from hades_ray.select.scores import histogram_total, scores_job
-from hades_ray.workdir import check_pool_language, existing_rounds, pool_dir, pool_shards, round_dir, set_pool
+from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
 COUNT_ORDER = (
@@ -102,7 +103,12 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
             "rounds are never overwritten: start the next round or a new work directory"
         )
     pool = pool_dir(workdir)
-    check_pool_language(pool, config.language)
+    found = recorded_language(pool)
+    if found != config.language:  # words are joined, tagged and judged the pool's language's way
+        raise UserError(
+            f"the pool {pool} is in language {found} (its config.resolved.yaml) but this run's language is "
+            f"{config.language}: give --language {found}"
+        )
     shards = pool_shards(pool)  # one plan of the pool for every pass of the round
     taken = assigned_ids(workdir, round_index)
     labeled = consensus_items(config, workdir, list(range(round_index))) if round_index else []

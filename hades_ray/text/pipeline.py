@@ -22,6 +22,9 @@ from hades_ray.text.languages import AUTO, BLANK, ENGLISH_OFFLINE, Language, lan
 # full-width and Devanagari marks are named again so the list in use is written down here.
 SENTENCE_ENDS = (".", "!", "?", "。", "！", "？", "।", "॥", "؟", "۔", "։", "።", "…")
 SENTENCE_SETTERS = ("parser", "senter", "sentencizer")
+# Thai ends a sentence with a space, not a mark (PyThaiNLP's "whitespace" sentence splitter does the same);
+# its tokenizer makes that space a token of its own. (A space also ends some clauses: more, shorter sentences.)
+LANGUAGE_SENTENCE_ENDS = {"th": (" ",)}
 # spaCy's Arabic and Persian tokenizers keep a number and the full stop after it as one token ("1938."), so a
 # sentence that ends with a year never ends; these scripts write no ordinals that way, so the stop is split off.
 # (German, Turkish, Hungarian, Norwegian, Slovene and Serbian keep "3." whole on purpose: it is an ordinal.)
@@ -46,7 +49,7 @@ def blank_pipeline(name: str):
     """spaCy's blank pipeline of language ``name`` with its segmenter, and a sentence splitter."""
 
     nlp = _blank(language(name))
-    nlp.add_pipe("sentencizer", config={"punct_chars": list(_sentence_ends())})
+    nlp.add_pipe("sentencizer", config={"punct_chars": list(_sentence_ends(name))})
     return nlp
 
 
@@ -79,11 +82,12 @@ def _split_number_stops(lang: Language, nlp) -> None:
         nlp.tokenizer.suffix_search = spacy.util.compile_suffix_regex(suffixes).search
 
 
-@lru_cache(maxsize=1)
-def _sentence_ends() -> tuple[str, ...]:
+@lru_cache(maxsize=8)
+def _sentence_ends(name: str) -> tuple[str, ...]:
     from spacy.pipeline.sentencizer import Sentencizer
 
-    return tuple(dict.fromkeys((*Sentencizer.default_punct_chars, *SENTENCE_ENDS)))
+    own = LANGUAGE_SENTENCE_ENDS.get(language(name).spacy, ())
+    return tuple(dict.fromkeys((*Sentencizer.default_punct_chars, *SENTENCE_ENDS, *own)))
 
 
 def word_tokenizer(name: str):
@@ -142,7 +146,7 @@ def load_pipeline(name: str, spacy_model: str = AUTO):
     else:
         _split_number_stops(lang, nlp)  # a trained pipeline cuts words as the blank one does
     if not any(step in nlp.pipe_names for step in SENTENCE_SETTERS):
-        nlp.add_pipe("sentencizer", first=True, config={"punct_chars": list(_sentence_ends())})
+        nlp.add_pipe("sentencizer", first=True, config={"punct_chars": list(_sentence_ends(name))})
     return nlp
 
 

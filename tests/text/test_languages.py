@@ -106,6 +106,7 @@ def test_english_words_are_the_old_pattern_except_that_marks_stay_in_their_word(
         ("ru", "Москва — столица России.", ["Москва", "—", "столица", "России", "."]),
         ("zh-cn", "北京是中国的首都。", ["北京", "是", "中国", "的", "首都", "。"]),
         ("ja", "東京は日本の首都です。", ["東京", "は", "日本", "の", "首都", "です", "。"]),
+        ("th", "กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย", ["กรุงเทพมหานคร", "เป็น", "เมืองหลวง", "ของ", "ประเทศ", "ไทย"]),
     ],
 )
 def test_words_per_script_keep_their_marks_and_offsets(lang, text, expected):
@@ -118,6 +119,7 @@ def test_words_per_script_keep_their_marks_and_offsets(lang, text, expected):
 def test_sentences_end_at_each_scripts_marks():
     cases = {"zh-cn": "第一句。第二句！第三句？第四句。", "hi": "पहला वाक्य। दूसरा वाक्य। तीसरा वाक्य। चौथा।"}
     cases["ar"] = "الجملة الأولى. الجملة الثانية؟ الجملة الثالثة! الرابعة."
+    cases["th"] = "กรุงเทพมหานครเป็นเมืองหลวง ประชากรมีจำนวนมาก เมืองนี้ก่อตั้งขึ้นนานแล้ว มีวัดจำนวนมาก"  # a space ends it
     for lang, text in cases.items():
         assert len(list(load_pipeline(lang, "blank")(text).sents)) == 4, lang
 
