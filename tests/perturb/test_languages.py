@@ -309,7 +309,8 @@ def fresh_pipelines():
 
 @pytest.mark.parametrize("lang, module", [("ja", "sudachipy"), ("th", "pythainlp"), ("zh-cn", "jieba")])
 def test_a_missing_segmenter_is_one_line_naming_what_to_install(fresh_pipelines, monkeypatch, lang, module):
-    monkeypatch.setitem(sys.modules, module, None)  # ``import module`` now fails as if it were not installed
+    for name in [module, *[m for m in sys.modules if m.startswith(module + ".")]]:
+        monkeypatch.setitem(sys.modules, name, None)  # ``import module(.sub)`` now fails as if it were not installed
     segmenter = language(lang).segmenter
     with pytest.raises(LanguageSupportError) as raised:
         load_pipeline(lang, "blank")

