@@ -20,7 +20,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
-.PHONY: install models demo demo-loop device-check report test golden-diff lint bench ray-head submit-perturb clean
+.PHONY: install models demo demo-loop device-check report test test-cluster golden-diff lint bench ray-head submit-perturb clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,8 +58,14 @@ report: demo demo-loop
 # wait on Ray's start-up, actors and subprocesses more than they compute, so two halve the wall time on
 # two cores. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
+# The cluster scenarios (a job through `ray job submit` to a head that demands the token, a node lost
+# mid-job, the paper preset's 4-GPU pools; tests marked `cluster`) each start a cluster of their own and
+# take minutes on two cores: `make test-cluster` runs them (`pytest tests` runs everything).
 test: install
-	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) --durations=25 tests
+	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) --durations=25 -m "not cluster" tests
+
+test-cluster: install
+	$(PY) -m pytest -q -p no:cacheprovider -m cluster tests
 
 # The strict check of a refactor: every golden job at BASE (in a git worktree, with its own code) and in
 # this working tree, on this machine, their outputs compared byte for byte (tests/golden/README.md).

@@ -76,6 +76,7 @@ def _wait_listening(port: int, deadline: float) -> None:
             time.sleep(0.5)
 
 
+@pytest.mark.cluster
 def test_job_submitted_through_the_jobs_api_needs_the_token(micro_home, shared_data, tmp_path):
     """A head started as ``make ray-head`` starts it keeps Ray's token auth on: the perturbation job
     submitted with the token runs to the end; a caller without the token is refused."""
@@ -155,6 +156,7 @@ def test_job_submitted_through_the_jobs_api_needs_the_token(micro_home, shared_d
             os.killpg(head.pid, signal.SIGKILL)
 
 
+@pytest.mark.cluster
 def test_job_finishes_every_row_once_after_losing_a_node(micro_home, shared_data, tmp_path):
     # 12 leads, 6 shards of 2: at least as many shards as the 3 REPLACE actors node_removal.py asks for,
     # so the pools keep their size and spread to the worker node (24 leads only doubled the work after).

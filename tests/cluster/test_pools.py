@@ -5,7 +5,7 @@ import pytest
 
 from tests.cluster.test_jobs import run_cluster_script
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 
 
 def test_every_actor_of_a_four_gpu_pool_does_work(micro_home, shared_data, tmp_path):
