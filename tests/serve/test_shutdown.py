@@ -11,9 +11,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.loopback import free_port
 from tests.score.test_score import _detector
+
+pytestmark = pytest.mark.ray  # `hades-ray serve` starts a Ray cluster of its own
 
 ROOT = Path(__file__).resolve().parents[2]
 
