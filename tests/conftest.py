@@ -53,11 +53,6 @@ os.environ.update(S3_ENV)
 def pytest_collection_modifyitems(config, items):
     import torch
 
-    # Files whose tests start Ray (or its jobs) run first: the two workers take a file at a time in this
-    # order, so the long files start early and the short ones fill the end, instead of one worker finishing
-    # a long file alone while the other idles (a stable sort: the order within each group is kept).
-    heavy = {item.path for item in items if "ray" in item.keywords or "ray_local" in item.fixturenames}
-    items.sort(key=lambda item: item.path not in heavy)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")

@@ -46,8 +46,7 @@ def test_s3_round_trip_killed_and_resumed(micro_home, shared_data, s3, ray_local
     assert first.poll() is None, first.stdout.read().decode()[-3000:]  # still running when killed
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=60)
-    # killed mid-run: some shards finished, not all (how many depends on the machine's load, not on the code)
-    assert 0 < finished_before_kill < ROWS
+    assert 0 < finished_before_kill < ROWS // 2  # killed mid-run: some of the 5 shards (2 rows each) finished, not all
     storage.delete(f"{output}/_lock.json")  # a killed run on another host would leave it: clear it as a user would
     assert main(_args(output, "local")) == 0  # resumed in-process (micro_home and s3 set this process's env)
     summary = json.loads(storage.read_text(f"{output}/summary.json"))
