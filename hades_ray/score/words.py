@@ -37,7 +37,7 @@ def units(text: str, lang: str = "en") -> tuple[list[str], list[int], list[int]]
     return [text[s:e] for s, e in spans], [s for s, _ in spans], [e for _, e in spans]
 
 
-def is_word(token: str) -> bool:
+def has_word_char(token: str) -> bool:
     """A unit with a word character (a letter, digit or ``_``): not a punctuation mark or symbol, nor a
     combining mark standing alone (a vowel sign is part of the word whose letters it follows)."""
     return bool(WORD.search(token))
@@ -64,7 +64,7 @@ def find_targets(
     last: list[int] = []
     if words == "all":
         for i, token in enumerate(tokens):
-            if is_word(token):
+            if has_word_char(token):
                 first.append(i)
                 last.append(i)
         return Targets(tokens, starts, ends, first, last)
@@ -90,4 +90,4 @@ def find_targets(
 
 
 def _is_content(token: str, stops: frozenset[str]) -> bool:
-    return is_word(token) and token.lower() not in stops
+    return has_word_char(token) and token.lower() not in stops
