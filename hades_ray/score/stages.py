@@ -75,8 +75,11 @@ class TargetsStage(Stage):
         languages = (
             batch.column("language").to_pylist() if "language" in batch.column_names else [self.language] * len(texts)
         )
+        # once per language, not per row; a rejected row's language is never loaded
+        kept = {lang for lang, reject in zip(languages, rejects) if not reject}
+        pipelines = {lang: self.pipeline(lang) for lang in kept}
         found = [
-            empty if reject else find_targets(text, self.words, self.pipeline(lang), lang=lang)
+            empty if reject else find_targets(text, self.words, pipelines[lang], lang=lang)
             for text, reject, lang in zip(texts, rejects, languages)
         ]
         fields = [f.name for f in dataclasses.fields(Targets)]
