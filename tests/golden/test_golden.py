@@ -33,7 +33,7 @@ from tests.golden.content import compare, float_deviation, output_files, records
 from tests.golden.jobs import JOBS, NEEDS_RAY, PERTURB, Inputs
 from tests.perturb.test_job import _without_shard  # which shard a document came from follows the layout
 
-pytestmark = pytest.mark.ray  # the jobs of NEEDS_RAY run on the session's Ray cluster
+pytestmark = pytest.mark.ray  # the jobs of NEEDS_RAY run on the Ray cluster of conftest.ray_local
 RECORDING = Path(__file__).with_name("golden.json")
 RECORD = os.environ.get("HADES_RECORD_GOLDEN") == "1"
 
