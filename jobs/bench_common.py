@@ -188,12 +188,31 @@ def machine_words(report: dict) -> str:
     return describe_machine(report["machine"]) if "machine" in report else f"{os.cpu_count()} cores, CPU only"
 
 
+def made_at() -> str:
+    """The commit this checkout's code is at, for a results page to name ("abc1234", with "+ uncommitted
+    changes" where the tracked files differ from it): a page must say which code made it."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown (not a git checkout)"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return commit + (" + uncommitted changes" if dirty else "")
+
+
 def write_results(name: str, report, markdown: str | None = None) -> None:
-    """jobs/results/NAME.json and, with ``markdown``, NAME.md, which is also printed."""
+    """jobs/results/NAME.json and, with ``markdown``, NAME.md, which is also printed. Both name the commit
+    the code was at (``made_at``): the JSON as ``made_at``, the page in a line under its title."""
     from hades_ray.pipeline import storage
 
+    commit = made_at()
+    if isinstance(report, dict):
+        report = {"made_at": commit, **report}
     storage.write(RESULTS / f"{name}.json", json.dumps(report, indent=2, default=str) + "\n")
     if markdown is not None:
+        stamp = f"Made at commit `{commit}`."
+        title, sep, rest = markdown.partition("\n")
+        markdown = f"{title}\n\n{stamp}\n{sep}{rest}" if title.startswith("# ") else f"{stamp}\n\n{markdown}"
         storage.write(RESULTS / f"{name}.md", markdown)
         print(markdown)
 

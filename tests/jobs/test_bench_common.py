@@ -46,3 +46,18 @@ def test_the_sampler_keeps_the_peak_and_the_forward_clock_counts_forwards():
         layer(torch.zeros(1, 2))
     seconds, calls = clock.take()
     assert calls == 2 and seconds >= 0 and clock.take() == (0, 0)
+
+
+def test_a_results_page_names_the_commit_that_made_it(tmp_path, monkeypatch):
+    import json
+
+    import jobs.bench_common as bench_common
+
+    monkeypatch.setattr(bench_common, "RESULTS", tmp_path)
+    commit = bench_common.made_at()
+    bench_common.write_results("page", {"figure": 1}, "# A page\n\n| a |\n")
+    page = (tmp_path / "page.md").read_text()
+    assert page.splitlines()[:3] == ["# A page", "", f"Made at commit `{commit}`."]
+    assert "| a |" in page
+    assert json.loads((tmp_path / "page.json").read_text()) == {"made_at": commit, "figure": 1}
+    assert commit.split()[0] != "unknown" or not (bench_common.ROOT / ".git").exists()
