@@ -4,9 +4,7 @@ online detector that resamples each word it flags (up to ``--max-retries`` times
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-from pathlib import Path
 
 from hades_ray.cli_common import (
     add_config_args,
@@ -48,42 +46,11 @@ def _check(args: argparse.Namespace, settings: GuardConfig) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hades_ray.config import resolve_language
-    from hades_ray.detect.detector import Detector
-    from hades_ray.guard.http_judge import HttpJudge, is_url
-    from hades_ray.guard.runner import run_generate
-    from hades_ray.guard.sampling import Sampling
-    from hades_ray.guard.stages import GenerateJob
-    from hades_ray.score.runner import detector_language, text_language
+    from hades_ray.guard.runner import guard_job, run_generate
 
     config = config_from_args(args, resolve=False)
-    g = config.guard
-    _check(args, g)
-    threshold, detector, language = g.threshold, args.guard, text_language(config, "en", args.prompts, args.language)
-    if is_url(args.guard):  # an unreachable or offline service fails here, before any work
-        served = HttpJudge(args.guard, threshold)
-        threshold, language = served.threshold, served.language
-    elif args.guard:
-        found = Detector.open(args.guard)
-        found.require_online()  # a folder that is no online span classifier fails before any work
-        threshold = found.threshold if threshold is None else threshold
-        detector = str(Path(args.guard).resolve())
-        language = text_language(config, detector_language(found), args.prompts, args.language)
-    config = resolve_language(dataclasses.replace(config, language=language), args.prompts)
-    g = config.guard  # with the language's overrides
-    job = GenerateJob(
-        generator=args.model or config.models.causal_lm,
-        sampling=Sampling(g.max_new_tokens, g.temperature, g.top_k, g.top_p, g.no_end),
-        seed=config.seed,
-        detector=detector,
-        threshold=threshold,
-        max_retries=g.max_retries,
-        slots=g.slots,
-        words=g.words,
-        dtype=g.dtype,
-        stride=config.score.stride,
-        language=config.language,
-    )
+    _check(args, config.guard)
+    config, job, _ = guard_job(config, args.model, args.guard, args.language, args.prompts)
     summary = run_generate(job, args.prompts, args.output, config, executor_from_args(args, config))
     print(json.dumps(summary, indent=2))
     return 0

@@ -32,7 +32,12 @@ def open_judge(
         return HttpJudge(guard, threshold)
     detector = Detector.open(guard)
     detector.require_online()
-    scorer = detector.scorer("online", device, stride=stride)
+    return scorer_judge(detector.scorer("online", device, stride=stride), threshold, words, lang)
+
+
+def scorer_judge(scorer, threshold: float | None, words: str = "content", lang: str = "en"):
+    """The judge over an online ``Scorer`` already loaded: the cached causal judge where it scores a
+    window per forward, else each word's own view."""
     if scorer.one_forward:
         from hades_ray.guard.causal_judge import CausalJudge
 

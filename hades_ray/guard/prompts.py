@@ -33,14 +33,18 @@ def plan_prompt_shards(path: str, shard_size: int, mapper=None) -> list[Shard]:
 
 def prompt_row(raw: bytes | None, row: int, source: str, fallback: str) -> dict:
     """One line as a prompt row, or the reason it is set aside (``source`` is ``file:line``)."""
-    out = {"row": row, "id": fallback, "prompt": "", "source": source, "reject": ""}
     record, reject = decode_json_line(raw)
     if reject or not isinstance(record, dict):
-        return out | {"reject": reject or "not_an_object"}
+        return _row(row, source, fallback) | {"reject": reject or "not_an_object"}
     given = record.get("id")
     if isinstance(given, (str, int)) and not isinstance(given, bool) and str(given) != "":
-        out["id"] = str(given)
-    prompt = record.get("prompt")
+        fallback = str(given)
+    return given_prompt_row(record.get("prompt"), row, source, fallback)
+
+
+def given_prompt_row(prompt: object, row: int, source: str, text_id: str) -> dict:
+    """A prompt (from a line, or handed to ``hades_ray.guarded_generate``) as a row, checked the same way."""
+    out = _row(row, source, text_id)
     if prompt is None:
         return out | {"reject": "missing_prompt"}
     if not isinstance(prompt, str):
@@ -52,8 +56,16 @@ def prompt_row(raw: bytes | None, row: int, source: str, fallback: str) -> dict:
     return out | {"prompt": prompt}
 
 
+def _row(row: int, source: str, text_id: str) -> dict:
+    return {"row": row, "id": text_id, "prompt": "", "source": source, "reject": ""}
+
+
 def read_prompt_shard(shard: Shard) -> pa.Table:
     """The shard's lines as rows (blank lines skipped), sorted by prompt length so batches pad little."""
-    rows = [prompt_row(raw, row, source, fallback) for row, raw, source, fallback in shard_lines(shard)]
-    rows.sort(key=lambda r: (len(r["prompt"]), r["row"]))
+    return prompt_table([prompt_row(raw, row, source, fallback) for row, raw, source, fallback in shard_lines(shard)])
+
+
+def prompt_table(rows: list[dict]) -> pa.Table:
+    """One shard's prompt rows as the generation stage reads them: sorted by prompt length (then row)."""
+    rows = sorted(rows, key=lambda r: (len(r["prompt"]), r["row"]))
     return pa.Table.from_pylist(rows, schema=PROMPT_SCHEMA)

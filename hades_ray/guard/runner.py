@@ -5,6 +5,7 @@ summary's layout; ``report.html`` is drawn from the merged views afterwards, on 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -26,6 +27,55 @@ TOTALS += ("emitted_flagged",)
 HTML_SHOWN = 200  # generations drawn in full on the page; the rest count in its header
 
 
+def guard_job(
+    config: HadesConfig, generator: str | None, guard: str | None, language: str | None = None, prompts=None
+) -> tuple[HadesConfig, GenerateJob, object]:
+    """What ``generate`` (and ``hades_ray.guarded_generate``) runs: the config resolved for the text's
+    language (``--language``, else the detector's or the service's), and the job with the ``guard``
+    section's settings, the threshold the section or the detector gives, and ``guard`` (a detector
+    folder, a served detector's URL, or None: the guard off). Also the served detector's ``HttpJudge``
+    when ``guard`` is a URL (None otherwise): asked once here, so an unreachable service fails first."""
+    from hades_ray.config import resolve_language
+    from hades_ray.detect.detector import Detector
+    from hades_ray.guard.http_judge import HttpJudge, is_url
+    from hades_ray.guard.sampling import Sampling
+    from hades_ray.score.runner import detector_language, text_language
+
+    threshold, detector, served = config.guard.threshold, guard, None
+    name = text_language(config, "en", prompts, language)
+    if is_url(guard):  # an unreachable or offline service fails here, before any work
+        served = HttpJudge(guard, threshold)
+        threshold, name = served.threshold, served.language
+    elif guard:
+        found = Detector.open(guard)
+        found.require_online()  # a folder that is no online span classifier fails before any work
+        threshold = found.threshold if threshold is None else threshold
+        detector = str(Path(guard).resolve())
+        name = text_language(config, detector_language(found), prompts, language)
+    config = resolve_language(dataclasses.replace(config, language=name), prompts)
+    g = config.guard  # with the language's overrides
+    job = GenerateJob(
+        generator=generator or config.models.causal_lm,
+        sampling=Sampling(g.max_new_tokens, g.temperature, g.top_k, g.top_p, g.no_end),
+        seed=config.seed,
+        detector=detector,
+        threshold=threshold,
+        max_retries=g.max_retries,
+        slots=g.slots,
+        words=g.words,
+        dtype=g.dtype,
+        stride=config.score.stride,
+        language=config.language,
+    )
+    return config, job, served
+
+
+def generation_resources(config: HadesConfig) -> Resources:
+    """One generation actor's resources; its ``batch_size`` is the guard's (a batch shares one seed)."""
+    g = config.guard
+    return Resources(**config.detect.actor_resources(g.num_gpus, g.batch_size, max_actors=g.actors))
+
+
 def job_digest(job: GenerateJob, batch_size: int) -> str:
     """What the text depends on: the job, the batch size (a batch shares one seed) and the judge: a detector
     folder by its identity, so generations kept from a detector retrained in the same folder are stale."""
@@ -41,7 +91,7 @@ def generate_job(job: GenerateJob, prompts: str, output: str, config: HadesConfi
     """Generation for every prompt of ``prompts`` into ``output`` (actors and shards from the ``guard``
     section)."""
     g = config.guard
-    resources = Resources(**config.detect.actor_resources(g.num_gpus, g.batch_size, max_actors=g.actors))
+    resources = generation_resources(config)
     settings = {"job": job.to_dict(), "resources": resources.__dict__, "prompts": prompts}
     return ShardJob(
         name="generate",

@@ -55,19 +55,20 @@ def context_limit(model) -> int | None:
     return getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
 
 
+def prompt_fits(model, tokenizer, prompt: str, max_new_tokens: int) -> bool:
+    """Whether the prompt's tokens and ``max_new_tokens`` fit the generator's context."""
+    limit = context_limit(model)
+    return not limit or len(tokenizer(prompt)["input_ids"]) + max_new_tokens <= limit
+
+
 def generate_rows(rows: list[dict], model, tokenizer, judge, job: GenerateJob) -> list[dict]:
     """Generations for the usable rows (one batch, one seed); the others get their reject reason."""
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import plain_generate
 
-    limit = context_limit(model)
     out = [{"status": r["reject"] or "ok"} for r in rows]
     for r, o in zip(rows, out):
-        if (
-            o["status"] == "ok"
-            and limit
-            and len(tokenizer(r["prompt"])["input_ids"]) + job.sampling.max_new_tokens > limit
-        ):
+        if o["status"] == "ok" and not prompt_fits(model, tokenizer, r["prompt"], job.sampling.max_new_tokens):
             o["status"] = "prompt_too_long"
     usable = [k for k, o in enumerate(out) if o["status"] == "ok"]
     if not usable:
@@ -122,6 +123,13 @@ class GenerateStage(Stage):
     def __init__(self, resources: Resources, job: GenerateJob):
         super().__init__(resources)
         self.job_dict = job.to_dict()
+
+    @classmethod
+    def loaded(cls, resources: Resources, job: GenerateJob, model, tokenizer, judge) -> GenerateStage:
+        """The stage with a generator (and judge) the caller loaded (``hades_ray.guarded_generate``)."""
+        stage = cls(resources, job)
+        stage.job, stage.model, stage.tokenizer, stage.judge = job, model, tokenizer, judge
+        return stage
 
     def setup(self) -> None:
         from hades_ray.guard.judge import open_judge

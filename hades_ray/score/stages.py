@@ -93,28 +93,40 @@ class WordScoreStage(Stage):
     inputs = TARGET_COLUMNS
     outputs = {"p": pa.list_(pa.float64())}
 
-    def __init__(self, resources: Resources, detector, mode: str | None, forward_batch: int, stride: int = 0):
+    def __init__(
+        self, resources: Resources, detector, mode: str | None, forward_batch: int, stride: int = 0, scorer=None
+    ):
         super().__init__(resources)
         self.detector, self.mode, self.forward_batch, self.stride = detector, mode, forward_batch, stride
+        self.scorer = scorer  # a ``Scorer`` loaded by the caller (the Python API): setup loads none
 
     def setup(self) -> None:
-        device = setup_torch(self.resources)
-        self.scorer = self.detector.scorer(self.mode, device, self.forward_batch, self.stride)
+        if self.scorer is None:
+            device = setup_torch(self.resources)
+            self.scorer = self.detector.scorer(self.mode, device, self.forward_batch, self.stride)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         return {"p": [p.tolist() for p in self.scorer.score(targets_of(batch))]}
 
 
 def score_stages(
-    detector, mode: str | None, words: str, config, num_gpus: float = 0.0, stride: int = 0, spacy_models=None
+    detector,
+    mode: str | None,
+    words: str,
+    config,
+    num_gpus: float = 0.0,
+    stride: int = 0,
+    spacy_models=None,
+    scorer=None,
 ) -> list[Stage]:
     """The two stages with the detect section's resources (``detect.actors``, ``detect.actor_cpus``);
     ``num_gpus`` per scoring actor (0: CPU); texts in ``config.language`` (a concrete one), or in the
-    language of a batch's ``language`` column (``spacy_models``: the pipeline of each)."""
+    language of a batch's ``language`` column (``spacy_models``: the pipeline of each); ``scorer``: the
+    detector already loaded in this process (in ``mode``, with ``stride``), used instead of loading it."""
     d = config.detect
     cpu = Resources(num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=256)
     model = Resources(**d.actor_resources(num_gpus, batch_size=d.score_batch_size * 4))
     return [
         TargetsStage(cpu, words, config.spacy_model, config.language, spacy_models),
-        WordScoreStage(model, detector, mode, d.score_batch_size, stride),
+        WordScoreStage(model, detector, mode, d.score_batch_size, stride, scorer),
     ]

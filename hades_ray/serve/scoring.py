@@ -43,15 +43,17 @@ class ServiceScorer:
     """The detector and the score stages, loaded once per replica. Texts are in ``language`` (the
     config's, or the detector's: ``hades_ray/score/runner.py``) unless a request names another."""
 
-    def __init__(self, model: str, config, num_gpus: float = 0.0):
-        self.detector = Detector.open(model)
-        resolved = language_config(config, self.detector)
+    def __init__(self, model, config, num_gpus: float = 0.0, language: str | None = None, scorer=None):
+        """``model``: a detector folder (or an opened ``detect.detector.Detector``); ``language`` as
+        ``--language``; ``scorer``: the detector already loaded in ``config.score.mode`` (the Python API's)."""
+        self.detector = model if isinstance(model, Detector) else Detector.open(model)
+        resolved = language_config(config, self.detector, given=language)
         s = resolved.score
         self.mode = self.detector.scoring_mode(s.mode)
         self.threshold = s.threshold if s.threshold is not None else self.detector.threshold
         self.words, self.max_chars, self.language = s.words, s.max_chars, resolved.language
         self.stages = score_stages(
-            self.detector, s.mode, s.words, resolved, num_gpus, s.stride, spacy_models=spacy_models(config)
+            self.detector, s.mode, s.words, resolved, num_gpus, s.stride, spacy_models(config), scorer
         )
         for stage in self.stages:
             stage.setup()
@@ -60,14 +62,15 @@ class ServiceScorer:
         d = self.detector
         return {"detector": str(d.folder), "identity": d.identity(), "kind": d.kind, "mode": self.mode}
 
-    def table(self, texts: list[str], language: str | None = None) -> pa.Table:
+    def table(self, texts: list[str], language: str | None = None, listed: bool = False) -> pa.Table:
         """The texts as the score job's rows, with their language (None: the service's); a text score
-        would quarantine, or a language this service cannot cut, is refused (422) instead."""
+        would quarantine, or a language this service cannot cut, is refused (422) instead, naming the
+        text ``text``, or ``texts[K]`` when there are several (or ``listed``: they came as a list)."""
         language = self.check_language(language)
         table = memory_table(texts, SOURCE, self.max_chars)
         for k, reason in enumerate(table.column("reject").to_pylist()):
             if reason:
-                where = "text" if len(texts) == 1 else f"texts[{k}]"
+                where = "text" if len(texts) == 1 and not listed else f"texts[{k}]"
                 raise RequestError(422, f"{where}: {reason}")
         return table.append_column("language", pa.array([language] * len(texts), pa.string()))
 

@@ -1,0 +1,49 @@
+"""The Python API tests' detectors: real detector folders (random heads) exported as training exports them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def export(directory: Path, backbone: str, mode: str, window: int, seed: int = 0) -> Path:
+    """A detector folder on ``backbone`` with a random head, and the config ``hades-ray train`` saves."""
+    import torch
+
+    from hades_ray.config import HadesConfig, save_config
+    from hades_ray.detect.model import build_classifier, export_detector, trainable_state
+
+    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window}
+    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
+    torch.manual_seed(seed)
+    tokenizer, model = build_classifier(backbone, settings)
+    export_detector(directory, trainable_state(model), settings, tokenizer)
+    save_config(HadesConfig(), directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def causal_online(micro_home, tmp_path_factory) -> Path:
+    """Online, on the micro GPT-2: scored a window per forward (the cached judge in the guard)."""
+    return export(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
+
+
+@pytest.fixture(scope="session")
+def encoder_online(micro_home, tmp_path_factory) -> Path:
+    """Online, on the micro BERT: each word's own view."""
+    return export(tmp_path_factory.mktemp("det") / "mlm", str(micro_home / "models" / "mlm"), "online", 32, seed=3)
+
+
+@pytest.fixture(scope="session")
+def encoder_offline(micro_home, tmp_path_factory) -> Path:
+    return export(tmp_path_factory.mktemp("det") / "offline", str(micro_home / "models" / "mlm"), "offline", 48)
+
+
+@pytest.fixture(scope="module")
+def generator(micro_home):
+    """The micro kit's GPT-2 and its tokenizer, as a user loads a causal LM (eval mode)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = str(micro_home / "models" / "gpt2")
+    return AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder).eval()
