@@ -73,7 +73,9 @@ def _guard_reference(detector) -> str | None:
         return detector or None
     if isinstance(detector, Detector):
         return str(detector.folder)
-    raise ValueError(f"detector: a hades_ray.Detector, a detector folder or a serve URL (got {type(detector).__name__})")
+    raise ValueError(
+        f"detector: a hades_ray.Detector, a detector folder or a serve URL (got {type(detector).__name__})"
+    )
 
 
 def _judge(detector, job, model):

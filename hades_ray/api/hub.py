@@ -64,7 +64,7 @@ def _snapshot(reference: str, revision: str | None) -> str:
     try:
         return snapshot_download(reference, revision=revision, local_files_only=offline)
     except Exception as error:  # noqa: BLE001 - not cached, not found, refused: all one line saying what to do
-        why = "is not in the Hugging Face cache and the hub is not reachable" if offline else f"cannot be fetched"
+        why = "is not in the Hugging Face cache and the hub is not reachable" if offline else "cannot be fetched"
         raise HubModelUnavailableError(
             f"detector {where!r} {why} ({type(error).__name__}); give a detector folder, or download it once "
             "where the hub is reachable (HF_HUB_OFFLINE=1 then opens it from the cache)"

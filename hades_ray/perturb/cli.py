@@ -49,5 +49,5 @@ def run(args: argparse.Namespace) -> int:
     for language, source, output in language_runs(args.input, args.output, config.language):
         run_config = dataclasses.replace(config, language=language)
         summary = run_perturb(run_config, source, output, args.limit, args.sample, executor)
-        print_summary(output, summary, examples=args.examples)
+        print_summary(output, summary, examples=args.examples, models=run_config.models)
     return 0

@@ -62,9 +62,64 @@ def first_rows(output: str | Path, count: int) -> list[dict]:
     return found
 
 
-def print_summary(output: str | Path, summary: dict, examples: int = 3) -> None:
+def print_summary(output: str | Path, summary: dict, examples: int = 3, models=None) -> None:
+    """The table, the examples, the outputs and, when the run used the offline kit (``models``: the
+    run's ``models`` section), what those models are."""
     print("\n" + summary_table(summary))
     for row in first_rows(output, examples):
         print(f"\n--- {row['doc_id']} ({row['title']}) ppl={row['ppl']:.2f}, candidate {row['candidate']}")
         print(mark_replacements(row["perturbed"], row["spans"]))
     print(f"\noutputs: {output}/pool/, {output}/instances.jsonl, {output}/summary.json")
+    lines = kit_lines(models) if models is not None else []
+    if lines:
+        print("\n" + "\n".join(lines))
+
+
+KIT_ROLES = {"mlm": "REPLACE's masked LM", "causal_lm": "RANK's GPT-2"}
+
+
+def kit_lines(models) -> list[str]:
+    """What the offline kit's models are, with their held-out figures (``models/quality.json``), and the
+    command that runs the paper's; nothing when the run used no kit model."""
+    used = {role: getattr(models, role) for role in KIT_ROLES if getattr(models, role).startswith("local:")}
+    if not used:
+        return []
+    lines = ["models: the offline kit's, small ones trained here in minutes on the demo corpus (not the paper's),"]
+    lines.append("so odd replacements are a small model's guesses, not the method's:")
+    quality, built = _kit_quality()
+    for role, reference in used.items():
+        lines.append(f"  {reference} ({KIT_ROLES[role]}): {_figure(role, quality, built)}")
+    lines.append("the paper's models (BERT-base, GPT-2; needs the Hugging Face hub, a GPU helps):")
+    lines.append("  hades-ray perturb --input demo --limit 200 --output out/demo-paper --preset paper")
+    return lines
+
+
+def _kit_quality() -> tuple[dict, dict]:
+    import json
+
+    from hades_ray.models.kit import model_status, models_root
+    from hades_ray.models.quality import QUALITY_FILE
+
+    path = models_root() / QUALITY_FILE
+    try:
+        quality = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        quality = {}
+    return quality, {name: (s.get("info") or {}) for name, s in model_status().items()}
+
+
+def _figure(role: str, quality: dict, built: dict) -> str:
+    name = "mlm" if role == "mlm" else "gpt2"
+    seconds = built.get(name, {}).get("seconds")
+    trained = f"trained {seconds / 60:.1f} min, " if isinstance(seconds, (int, float)) else ""
+    report = quality.get(name) or {}
+    if name == "mlm" and report.get("top10") is not None:
+        held = f"held-out top-10 recovery of a masked content word {report['top10']:.1%} (n={report.get('n')})"
+    elif name == "gpt2" and report.get("pairwise_accuracy") is not None:
+        held = (
+            f"held-out preference for the original lead over one with three words swapped "
+            f"{report['pairwise_accuracy']:.1%} (n={report.get('n')})"
+        )
+    else:
+        held = "held-out quality not measured (hades-ray models evaluate)"
+    return trained + held

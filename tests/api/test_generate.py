@@ -14,6 +14,7 @@ PROMPTS = ["the city of", "in 1990 the band released their first album", "he was
 
 
 def _cli(tmp_path, *flags) -> tuple[list[dict], list[dict]]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in PROMPTS))
     out = tmp_path / "out"
@@ -26,7 +27,9 @@ def _cli(tmp_path, *flags) -> tuple[list[dict], list[dict]]:
 def _same(mine: list[dict], cli: list[dict], events: list[dict]) -> None:
     for k, (record, line) in enumerate(zip(mine, cli, strict=True)):
         assert record["id"] == f"prompt:{k + 1}"
-        assert {n: v for n, v in record.items() if n not in ("id", "events")} == {n: v for n, v in line.items() if n != "id"}
+        assert {n: v for n, v in record.items() if n not in ("id", "events")} == {
+            n: v for n, v in line.items() if n != "id"
+        }
         theirs = [{n: v for n, v in e.items() if n != "id"} for e in events if e["id"] == line["id"]]
         assert [{n: v for n, v in e.items() if n != "id"} for e in record["events"]] == theirs
 
@@ -39,8 +42,16 @@ def test_the_commands_generations_for_a_model_already_loaded(causal_online, gene
     cli, events = _cli(tmp_path, *flags)
     detector = Detector.open(causal_online) if as_object else str(causal_online)
     mine = guarded_generate(
-        model, tokenizer, PROMPTS, detector=detector, threshold=0.56, max_retries=2, max_new_tokens=16, seed=5,
-        batch_size=2, top_k=40,
+        model,
+        tokenizer,
+        PROMPTS,
+        detector=detector,
+        threshold=0.56,
+        max_retries=2,
+        max_new_tokens=16,
+        seed=5,
+        batch_size=2,
+        top_k=40,
     )
     assert events  # the guard did take words back at this threshold
     _same(mine, cli, events)

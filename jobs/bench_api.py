@@ -1,0 +1,176 @@
+"""The Python API against the command: ``Detector.score`` of the same texts as ``hades-ray score``
+(the same p(H) bits? the wall time of each, and peak memory), and ``WordStream.feed`` per generated
+token, in milliseconds.
+
+- score: one ``hades-ray score --input texts.jsonl --executor local`` child process (the fastest way to
+  run the job on a small machine: no Ray start-up), timed end to end and by its summary (the job alone).
+- API: in this process, ``Detector.open`` and a first ``det.score(texts)`` (cold: spaCy and the model
+  load), then the same call again (warm: what a notebook pays per call); its records are compared with
+  ``scores.jsonl``'s lines (all but ``id`` and ``source``, which name the text's place).
+- stream: the kit's GPT-2 samples ``--tokens`` tokens after each of ``--prompts`` held-out lead
+  openings; each token's text so far is fed to a ``det.stream()``, and each ``feed`` is timed.
+
+    python jobs/bench_api.py [--texts 100] [--prompts 5] [--tokens 60]
+
+The detector: an online span classifier on the offline kit's GPT-2 (the micro models where the kit is
+not built) with a random head: speed does not depend on the head's weights. Writes
+jobs/results/bench_api.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hades_ray.report.markdown import pipe_table
+from jobs.bench_common import (
+    ROOT,
+    command_line,
+    kit_or_micro,
+    machine_words,
+    make_detector,
+    offline_env,
+    peak_rss_mib,
+    write_results,
+)
+
+
+def run_cli(detector: str, data: Path, out: Path) -> dict:
+    command = [sys.executable, "-m", "hades_ray.cli", "score", "--model", detector, "--input", str(data)]
+    began = time.perf_counter()
+    subprocess.run(
+        [*command, "--output", str(out), "--executor", "local"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env=offline_env(PYTHONPATH=str(ROOT)),
+    )
+    wall = time.perf_counter() - began
+    summary = json.loads((out / "summary.json").read_text())
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    job = (summary.get("timings") or {}).get("wall_seconds") or summary.get("wall_seconds")
+    return {"wall_s": round(wall, 2), "job_s": job, "peak_rss_mib": round(peak, 1), "texts": summary["scored_texts"]}
+
+
+def run_api(detector: str, texts: list[str], expected: list[dict]) -> tuple[dict, object]:
+    from hades_ray import Detector
+
+    began = time.perf_counter()
+    det = Detector.open(detector)
+    first = det.score(texts)
+    cold = time.perf_counter() - began
+    began = time.perf_counter()
+    again = det.score(texts)
+    warm = time.perf_counter() - began
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("id", "source")}  # noqa: E731
+    same = [strip(r) for r in first] == [strip(r) for r in expected] and again == first
+    words = sum(r["n_words"] for r in first)
+    figures = {"cold_s": round(cold, 2), "warm_s": round(warm, 2), "same_bits_as_score": same, "words": words}
+    return figures | {"peak_rss_mib": round(peak_rss_mib(), 1)}, det
+
+
+def run_stream(det, openings: list[str], tokens: int) -> dict:
+    import numpy as np
+    import torch
+
+    from hades_ray.guard.sampling import Sampling, plain_generate, prepare_tokenizer
+    from hades_ray.guard.text import TokenText
+    from hades_ray.models.registry import load_causal_lm
+
+    tokenizer, model = load_causal_lm("local:gpt2", "cpu")
+    tokenizer = prepare_tokenizer(tokenizer)
+    torch.manual_seed(0)
+    generated = plain_generate(model, tokenizer, openings, Sampling(max_new_tokens=tokens, no_end=True), seed=0)
+    per_token, words = [], 0
+    for opening, ids in zip(openings, generated):
+        stream, text = det.stream(), TokenText(tokenizer, tokenizer(opening)["input_ids"])
+        for k in range(1, len(ids) + 1):
+            so_far = opening + text.generated(ids[:k])
+            began = time.perf_counter()
+            words += len(stream.feed(so_far, final=k == len(ids)))
+            per_token.append((time.perf_counter() - began) * 1000)
+    ms = np.array(per_token)
+    return {
+        "prompts": len(openings),
+        "tokens": int(ms.size),
+        "words": words,
+        "ms_per_token_median": round(float(np.median(ms)), 2),
+        "ms_per_token_mean": round(float(ms.mean()), 2),
+        "ms_per_token_p90": round(float(np.percentile(ms, 90)), 2),
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=int, default=100, help="demo leads scored by both")
+    parser.add_argument("--prompts", type=int, default=5, help="lead openings generated from for the stream")
+    parser.add_argument("--tokens", type=int, default=60, help="tokens generated after each opening")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from hades_ray.io.demo_corpus import read_demo_records
+    from hades_ray.models.registry import resolve_model
+
+    torch.set_num_threads(1)  # as the command's actor (detect.torch_threads), so both use one core
+    kit = kit_or_micro()
+    work = Path(tempfile.mkdtemp(prefix="bench_api_"))
+    detector = make_detector(work / "detector", resolve_model("local:gpt2"), "online")
+    records = read_demo_records()
+    texts = [r["text"] for r in records[: args.texts]]
+    data = work / "texts.jsonl"
+    data.write_text("".join(json.dumps({"id": f"lead-{k}", "text": t}) + "\n" for k, t in enumerate(texts)))
+    cli = run_cli(detector, data, work / "cli")
+    expected = [json.loads(line) for line in (work / "cli" / "scores.jsonl").read_text().splitlines()]
+    api, det = run_api(detector, texts, expected)
+    openings = [" ".join(r["text"].split()[:8]) for r in records[args.texts : args.texts + args.prompts]]
+    stream = run_stream(det, openings, args.tokens)
+    models = "the offline kit's GPT-2 (local:gpt2)" if kit else "the micro random-weight GPT-2 (kit not built)"
+    report = {
+        "command": command_line("bench_api.py", argv),
+        "machine": machine_words({}),
+        "detector": f"online span classifier on {models}, random head, window 160, content words",
+        "score_cli": cli,
+        "score_api": api,
+        "stream": stream,
+    }
+    write_results("bench_api", report, markdown(report))
+
+
+def markdown(report: dict) -> str:
+    cli, api, stream = report["score_cli"], report["score_api"], report["stream"]
+    rows = [
+        ["`hades-ray score --executor local` (child process, end to end)", cli["wall_s"], "", cli["peak_rss_mib"]],
+        ["the job alone (its summary's wall seconds)", cli["job_s"], "", ""],
+        ["`Detector.open` + first `det.score` (cold)", api["cold_s"], api["same_bits_as_score"], api["peak_rss_mib"]],
+        ["`det.score` again (warm)", api["warm_s"], api["same_bits_as_score"], ""],
+    ]
+    table = pipe_table(["run", "wall s", "same p(H) bits as score", "peak RSS MiB"], rows)
+    return "\n".join(
+        [
+            "# The Python API against `hades-ray score`",
+            "",
+            f"{cli['texts']} demo leads ({api['words']} content words); detector: {report['detector']}; "
+            f"machine: {report['machine']}. Run: `{report['command']}`.",
+            "",
+            table,
+            "",
+            f"`stream.feed` per generated token ({stream['tokens']} tokens: {stream['prompts']} prompts of the "
+            f"kit's GPT-2, each token's text so far fed whole, {stream['words']} words returned): median "
+            f"{stream['ms_per_token_median']} ms, mean {stream['ms_per_token_mean']} ms, p90 "
+            f"{stream['ms_per_token_p90']} ms. Each feed scores the whole text so far (as `POST /score/next` "
+            "does), so the cost grows with the text.",
+            "",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()
