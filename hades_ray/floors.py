@@ -37,6 +37,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("plan", "report"),
     # The paper's experiments over all of them (they read the report's statistics; the report reads their files).
     ("reproduce",),
+    # The Python API (``from hades_ray import Detector, guarded_generate``): objects over the jobs' own code.
+    ("api",),
     # Command wiring: the entry point, shared flags, every package's ``cli.py``.
     ("cli", "cli_common", "__main__", "*.cli"),
 )

@@ -57,9 +57,9 @@ def detector_folder(reference, revision: str | None = None) -> Path:
 def _snapshot(reference: str, revision: str | None) -> str:
     from huggingface_hub import constants, snapshot_download
 
-    from hades_ray.models.registry import HubModelUnavailableError, _hub_unreachable
+    from hades_ray.models.registry import HubModelUnavailableError, hub_unreachable
 
-    offline = bool(constants.HF_HUB_OFFLINE) or bool(_hub_unreachable())
+    offline = bool(constants.HF_HUB_OFFLINE) or bool(hub_unreachable())
     where = f"{reference}@{revision}" if revision else reference
     try:
         return snapshot_download(reference, revision=revision, local_files_only=offline)

@@ -125,6 +125,12 @@ def _cached_snapshot(reference: str, revision: str | None) -> str | None:
     return os.path.dirname(found) if isinstance(found, str) else None
 
 
+def hub_unreachable() -> str:
+    """Why the hub gave no answer within ``HUB_PROBE_SECONDS`` ("" when it did), asked once per process:
+    what every hub lookup here (models, and ``hades_ray.Detector.open``'s detectors) decides offline by."""
+    return _hub_unreachable()
+
+
 def _hub_unreachable() -> str:
     """Why the hub gave no answer (any HTTP status is one) within ``HUB_PROBE_SECONDS``; "" when it did."""
     from huggingface_hub import constants, get_session

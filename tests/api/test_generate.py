@@ -64,8 +64,10 @@ def test_an_encoder_judge_and_the_guard_off(encoder_online, generator, tmp_path)
     det = Detector.open(encoder_online)
     _same(guarded_generate(model, tokenizer, PROMPTS, detector=det, max_new_tokens=12, threshold=0.5), cli, events)
     plain, _ = _cli(tmp_path / "plain", "--max-new-tokens", "12", "--seed", "2")
-    one = guarded_generate(model, tokenizer, PROMPTS[1], detector=None, max_new_tokens=12, seed=2)
-    assert one["generation"] == plain[1]["generation"] and one["words"] == [] and one["events"] == []
+    unguarded = guarded_generate(model, tokenizer, PROMPTS, detector=None, max_new_tokens=12, seed=2)
+    _same(unguarded, plain, [])
+    one = guarded_generate(model, tokenizer, PROMPTS[1], max_new_tokens=4)  # one prompt: one record
+    assert one["prompt"] == PROMPTS[1] and one["words"] == [] and one["events"] == [] and one["new_tokens"] <= 4
 
 
 @pytest.mark.parametrize(
