@@ -81,6 +81,21 @@ def test_cli_guard_url_writes_what_the_detector_folder_writes(detector, url, tmp
     assert [{k: e[k] for k in KEYS} for e in events_s] == [{k: e[k] for k in KEYS} for e in events_l]
 
 
+def test_guarded_generate_with_the_url_is_the_commands_generation(generator, url, tmp_path, monkeypatch):
+    from hades_ray import guarded_generate as generate_with_guard
+
+    tokenizer, model = generator
+    monkeypatch.setenv("HADES_SERVE_TOKEN", TOKEN)
+    out = tmp_path / "cli"
+    argv = ["generate", "--prompts", str(_prompts_file(tmp_path, bad=False)), "--output", str(out), "--seed", "2"]
+    argv += ["--executor", "local", "--guard", url, "--threshold", "0.5", "--max-new-tokens", "16"]
+    assert main(argv) == 0
+    prompts = [g["prompt"] for g in _read(out / "generations.jsonl")]
+    mine = generate_with_guard(model, tokenizer, prompts, detector=url, threshold=0.5, max_new_tokens=16, seed=2)
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("id", "events")}  # noqa: E731
+    assert [strip(r) for r in mine] == [strip(g) for g in _read(out / "generations.jsonl")]
+
+
 def test_wrong_token_and_unreachable_server_are_one_line_errors(url, tmp_path, capsys, monkeypatch):
     argv = ["generate", "--prompts", str(_prompts_file(tmp_path, bad=False)), "--output", str(tmp_path / "o")]
     argv += ["--executor", "local"]
