@@ -141,6 +141,7 @@ def main(argv=None) -> None:
         "score_api": api,
         "stream": stream,
     }
+    print(json.dumps(report))  # the figures, whatever happens to the page
     write_results("bench_api", report, markdown(report))
 
 
@@ -160,11 +161,11 @@ def markdown(report: dict) -> str:
             f"{cli['texts']} demo leads ({api['words']} content words); detector: {report['detector']}; "
             f"machine: {report['machine']}. Run: `{report['command']}`.",
             "",
-            table,
+            *table,
             "",
-            f"`stream.feed` per generated token ({stream['tokens']} tokens: {stream['prompts']} prompts of the "
-            f"kit's GPT-2, each token's text so far fed whole, {stream['words']} words returned): median "
-            f"{stream['ms_per_token_median']} ms, mean {stream['ms_per_token_mean']} ms, p90 "
+            f"`stream.feed` per generated token ({stream['tokens']} tokens: {stream['prompts']} prompts sampled by "
+            f"the detector's backbone GPT-2, each token's text so far fed whole, {stream['words']} words returned): "
+            f"median {stream['ms_per_token_median']} ms, mean {stream['ms_per_token_mean']} ms, p90 "
             f"{stream['ms_per_token_p90']} ms. Each feed scores the whole text so far (as `POST /score/next` "
             "does), so the cost grows with the text.",
             "",
