@@ -30,12 +30,9 @@ def is_local(path: str | Path) -> bool:
 
 
 def _s3(uri: str) -> tuple[pafs.FileSystem, str]:
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    options: dict = {"region": os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"}
-    if endpoint:
-        scheme, _, host = endpoint.partition("://")
-        options.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
-    return pafs.S3FileSystem(**options), uri.split("://", 1)[1].rstrip("/")
+    from hades_ray.pipeline import s3
+
+    return s3.filesystem(), uri.split("://", 1)[1].rstrip("/")
 
 
 def resolve(path: str | Path) -> tuple[pafs.FileSystem, str]:
