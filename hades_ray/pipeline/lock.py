@@ -5,8 +5,9 @@ On a local disk the lock file is created exclusively; a lock whose process is go
 taken over. On S3 it is created with a conditional write (``If-None-Match: *``: of runs started at the
 same instant exactly one creates it) and held by a lease: the holder rewrites it every third of
 ``lease_s`` (a thread of the driver, ``If-Match`` on its ETag), and a lock not rewritten for ``lease_s``
-by the store's clock is taken over, wherever its holder ran, by one ``If-Match`` write: of two takers
-only one succeeds. A store without conditional writes gets no lock, and a warning that says so.
+by the store's clock is taken over, wherever its holder ran (at once when its process is gone from
+this host), by one ``If-Match`` write: of two takers only one succeeds. A store without conditional
+writes gets no lock, and a warning that says so.
 """
 
 from __future__ import annotations
@@ -167,16 +168,17 @@ class Lease:
         else:  # released and taken again between our requests, three times over
             return {}
         holder = _parse(current.body)
-        if current.age_s <= float(holder.get("lease_s", LEASE_S)):
+        lease = float(holder.get("lease_s", LEASE_S))
+        gone = holder.get("host") == self.owner["host"] and not _alive(int(holder.get("pid", -1)))
+        if current.age_s <= lease and not gone:
             return holder
         try:
             self.etag = s3.put_conditional(self.path, self._body(), if_match=current.etag)
         except s3.ConditionFailed:  # another taker won, or the holder renewed just now
             return _parse(getattr(s3.get_tagged(self.path), "body", b"")) or holder
-        log.warning(
-            "taking over %s: the run that held it (pid %s on %s) has not renewed its lease for %.0f s (lease %g s)",
-            self.path, holder.get("pid"), holder.get("host"), current.age_s, float(holder.get("lease_s", LEASE_S)),
-        )  # fmt: skip
+        why = "is gone" if gone else f"has not renewed its lease for {current.age_s:.0f} s (lease {lease:g} s)"
+        log.warning("taking over %s: the run that held it (pid %s on %s) %s", self.path, holder.get("pid"),
+                    holder.get("host"), why)  # fmt: skip
         return None
 
     def start(self) -> None:

@@ -47,6 +47,7 @@ def _filesystem(config: Settings) -> pafs.S3FileSystem:
     options: dict = {
         "region": config.region,
         "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=RETRY_ATTEMPTS),
+        "allow_delayed_open": True,  # a small file is one PUT, not a multipart upload's three requests
     }
     if config.endpoint:
         scheme, _, host = config.endpoint.partition("://")
@@ -71,13 +72,15 @@ def _client(config: Settings):
         region_name=config.region,
         config=Config(retries=retries, connect_timeout=5, read_timeout=30),
     )
-    made.meta.events.register("before-sleep.s3", _count_retry)  # botocore sleeps once before each retry
+    made.meta.events.register("after-call.s3", _count_retries)
     return made
 
 
-def _count_retry(**_) -> None:
-    with _retries_lock:
-        _retries["count"] += 1
+def _count_retries(parsed=None, **_) -> None:
+    attempts = int(((parsed or {}).get("ResponseMetadata") or {}).get("RetryAttempts") or 0)
+    if attempts:
+        with _retries_lock:
+            _retries["count"] += attempts
 
 
 def retries() -> int:

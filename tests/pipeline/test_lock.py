@@ -26,7 +26,8 @@ def race(prefix: str, contenders: int, trials: int, env: dict, lease: float = 60
     start = time.time() + 6.0  # every contender has started and imported by then
     args = [sys.executable, "-m", "tests.pipeline.lock_race", "--prefix", prefix, "--trials", str(trials)]
     args += ["--start", str(start), "--step", "0.6", "--hold", "0.4", "--lease", str(lease)]
-    procs = [subprocess.Popen(args, env={**os.environ, **env}, stdout=subprocess.PIPE, text=True) for _ in range(contenders)]
+    env = {**os.environ, **env}
+    procs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True) for _ in range(contenders)]
     reports = [json.loads(line) for p in procs for line in p.communicate(timeout=120)[0].splitlines()]
     assert all(p.returncode == 0 for p in procs)
     return [[r for r in reports if r["trial"] == k] for k in range(trials)]
