@@ -33,7 +33,8 @@ VIEWS = ("instances", "quarantine")
 def shards(n: int):
     from hades_ray.pipeline.shards import Shard
 
-    return [Shard(k, "s3://hades/in/leads.jsonl", "jsonl", 1000 * k, 1000 * (k + 1), identity="bench") for k in range(n)]
+    source = "s3://hades/in/leads.jsonl"
+    return [Shard(k, source, "jsonl", 1000 * k, 1000 * (k + 1), identity="bench") for k in range(n)]
 
 
 def plan(n: int, mapper):

@@ -134,9 +134,10 @@ def _handler(proxy: FaultProxy):
             for key, value in reply.getheaders():
                 if key.lower() not in _HOP and key.lower() != "content-length":
                     self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)) if self.command != "HEAD" else reply.getheader("Content-Length", "0"))
+            head = self.command == "HEAD"
+            self.send_header("Content-Length", reply.getheader("Content-Length", "0") if head else str(len(data)))
             self.end_headers()
-            if self.command != "HEAD":
+            if not head:
                 self.wfile.write(data)
             upstream.close()
 
