@@ -76,7 +76,16 @@ class Executor:
         return on_ray
 
     def run(self, job: ShardJob) -> dict:
-        """Plan, skip finished shards, run the rest, merge: returns the summary written to ``summary.json``."""
+        """Plan, skip finished shards, run the rest, merge: returns the summary written to ``summary.json``.
+        A full disk or a store that failed through every retry ends it with a one-line ``StoreError``."""
+        try:
+            return self._plan_run_merge(job)
+        except Exception as error:
+            if (explained := storage.explain(error, job.output)) is not None:
+                raise explained from None
+            raise
+
+    def _plan_run_merge(self, job: ShardJob) -> dict:
         started = time.perf_counter()
         with OutputLock(job.output) as lock:
             check_layout(job.output)

@@ -40,6 +40,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_HELD: set[str] = set()  # the tokens of the locks this process holds now
+
+
+def _gone(holder: dict, host: str) -> bool:
+    """Whether the lock's holder ran on this host and is gone: its process ended, or it is this process,
+    which holds no such lock now (a run here that failed with its store down and could not remove it)."""
+    if holder.get("host") != host:
+        return False
+    pid = int(holder.get("pid", -1))
+    return not _alive(pid) or (pid == os.getpid() and holder.get("token") not in _HELD)
+
+
 class OutputLock:
     """``with OutputLock(output):`` holds the output for this run; a second holder is refused, or with
     ``wait=True`` waits until the first releases the lock, its process is gone (local) or its lease ran
@@ -73,7 +85,7 @@ class OutputLock:
             return {}
 
     def _stale(self, holder: dict) -> bool:
-        return holder.get("host") == self.owner["host"] and not _alive(int(holder.get("pid", -1)))
+        return _gone(holder, self.owner["host"])
 
     def acquire(self) -> None:
         if storage.is_local(self.path):
@@ -97,6 +109,7 @@ class OutputLock:
             self._lease = None
             return
         self.locked = True
+        _HELD.add(self.owner["token"])
         if self._lease:
             self._lease.start()
 
@@ -127,11 +140,12 @@ class OutputLock:
             )
 
     def release(self) -> None:
+        _HELD.discard(self.owner["token"])
+        was, self.locked = self.locked, False
         if self._lease:
             self._lease.release()
-        elif self.locked and (self._holder() or {}).get("token") == self.owner["token"]:
+        elif was and (self._holder() or {}).get("token") == self.owner["token"]:
             storage.delete(self.path)
-        self.locked = False
 
     def __enter__(self) -> OutputLock:
         self.acquire()
@@ -169,7 +183,7 @@ class Lease:
             return {}
         holder = _parse(current.body)
         lease = float(holder.get("lease_s", LEASE_S))
-        gone = holder.get("host") == self.owner["host"] and not _alive(int(holder.get("pid", -1)))
+        gone = _gone(holder, self.owner["host"])
         if current.age_s <= lease and not gone:
             return holder
         try:
@@ -205,7 +219,11 @@ class Lease:
         if self._thread:
             self._thread.join()
         if not self.lost and self.etag:
-            s3.delete_if_match(self.path, self.etag)
+            try:
+                s3.delete_if_match(self.path, self.etag)
+            except Exception as error:  # the store is down: the run's own error matters more than this
+                log.warning("%s: could not remove the lock (%s); the next run takes it over (this run is gone)",
+                            self.path, str(error).splitlines()[0] if str(error) else type(error).__name__)  # fmt: skip
 
 
 def _parse(body: bytes) -> dict:

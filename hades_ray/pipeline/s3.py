@@ -48,6 +48,9 @@ def _filesystem(config: Settings) -> pafs.S3FileSystem:
         "region": config.region,
         "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=RETRY_ATTEMPTS),
         "allow_delayed_open": True,  # a small file is one PUT, not a multipart upload's three requests
+        # The SDK's 1 s connect and 3 s request timeouts fail a busy store's requests through every retry.
+        "connect_timeout": 10,
+        "request_timeout": 60,
     }
     if config.endpoint:
         scheme, _, host = config.endpoint.partition("://")
@@ -70,7 +73,7 @@ def _client(config: Settings):
         "s3",
         endpoint_url=config.endpoint or None,
         region_name=config.region,
-        config=Config(retries=retries, connect_timeout=5, read_timeout=30),
+        config=Config(retries=retries, connect_timeout=10, read_timeout=60),
     )
     made.meta.events.register("after-call.s3", _count_retries)
     return made

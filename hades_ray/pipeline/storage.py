@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -19,6 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+
+from hades_ray.pipeline.errors import StoreError
 
 _CHUNK = 8 * 1024 * 1024
 READERS = 16  # concurrent requests to an object store: each waits on its latency, not on this process
@@ -269,3 +272,22 @@ def _jsonable(value):
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"not JSON serializable: {type(value)}")
+
+
+def explain(error: BaseException, output: str | Path) -> StoreError | None:
+    """A one-line ``StoreError`` for a failure of the output's disk or store anywhere in ``error``'s chain
+    (a Ray task's error holds its worker's as ``cause``), or None for any other error."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            where = f" ({error.filename})" if error.filename else ""
+            return StoreError(f"{output}: no space left on the device that holds it{where}; free space (or write to "
+                              "another --output) and rerun: finished shards are kept")  # fmt: skip
+        text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        botocore = type(error).__module__.startswith("botocore")  # the lock's client, past its retries
+        if (isinstance(error, OSError) and "AWS Error" in text) or botocore:
+            return StoreError(f"{output}: the object store kept failing through every retry ({text}); rerun once it "
+                              "answers: finished shards are kept")  # fmt: skip
+        error = getattr(error, "cause", None) or error.__cause__ or error.__context__
+    return None

@@ -1,14 +1,16 @@
-"""One contender of the lock race (tests/pipeline/test_lock.py, jobs/bench_driver.py): at each trial's
-start time it takes ``OutputLock`` of ``PREFIX/trial-K`` and holds it for ``--hold`` seconds if it got
-it, printing one JSON line per trial (``got`` true, or the refusal naming the holder).
-A trial whose lock is already there, left by a dead holder whose lease ran out, is a race to take it over."""
+"""One contender of the lock race (tests/pipeline/test_lock.py, jobs/chaos.py), driven line by line
+through stdin by the process that started it: it prints ``{"ready": PID}``; on ``go K`` it takes
+``OutputLock`` of ``PREFIX/trial-K`` and prints one JSON line (``got`` true, or the refusal naming the
+holder); on ``release`` it lets go of a lock it got and prints ``{"released": PID}``. Every contender
+gets ``go K`` at once and ``release`` only after all have answered, so a winner holds the lock while
+the others ask, however slow the machine."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import time
+import sys
 
 from hades_ray.pipeline.errors import OutputLockedError
 from hades_ray.pipeline.lock import OutputLock
@@ -17,26 +19,30 @@ from hades_ray.pipeline.lock import OutputLock
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--prefix", required=True, help="s3:// folder holding one output per trial")
-    parser.add_argument("--trials", type=int, default=10, help="how many races")
-    parser.add_argument("--start", type=float, required=True, help="time.time() of the first race")
-    parser.add_argument("--step", type=float, default=1.0, help="seconds between the races")
-    parser.add_argument("--hold", type=float, default=0.5, help="seconds a winner holds the lock")
     parser.add_argument("--lease", type=float, default=60.0, help="the lock's lease in seconds")
     args = parser.parse_args()
     from hades_ray.pipeline import s3
 
     s3.client()  # made before the first race, so that no contender is late by its import
-    for trial in range(args.trials):
-        lock = OutputLock(f"{args.prefix}/trial-{trial:03d}", lease_s=args.lease)
-        time.sleep(max(0.0, args.start + trial * args.step - time.time()))
-        try:
-            lock.acquire()
-        except OutputLockedError as error:
-            print(json.dumps({"trial": trial, "pid": os.getpid(), "got": False, "error": str(error)}), flush=True)
-            continue
-        print(json.dumps({"trial": trial, "pid": os.getpid(), "got": True, "at": time.time()}), flush=True)
-        time.sleep(args.hold)
-        lock.release()
+    print(json.dumps({"ready": os.getpid()}), flush=True)
+    held = None
+    for line in sys.stdin:
+        command = line.split()
+        if command[0] == "go":
+            trial = int(command[1])
+            lock = OutputLock(f"{args.prefix}/trial-{trial:03d}", lease_s=args.lease)
+            report = {"trial": trial, "pid": os.getpid()}
+            try:
+                lock.acquire()
+                held = lock
+                print(json.dumps({**report, "got": True}), flush=True)
+            except OutputLockedError as error:
+                print(json.dumps({**report, "got": False, "error": str(error)}), flush=True)
+        elif command[0] == "release":
+            if held is not None:
+                held.release()
+                held = None
+            print(json.dumps({"released": os.getpid()}), flush=True)
 
 
 if __name__ == "__main__":

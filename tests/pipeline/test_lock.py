@@ -21,16 +21,31 @@ pytest.importorskip("moto")
 CONTENDERS, TRIALS = 6, 8
 
 
-def race(prefix: str, contenders: int, trials: int, env: dict, lease: float = 60.0) -> list[list[dict]]:
-    """Each trial's reports, from ``contenders`` processes racing ``trials`` times."""
-    start = time.time() + 6.0  # every contender has started and imported by then
-    args = [sys.executable, "-m", "tests.pipeline.lock_race", "--prefix", prefix, "--trials", str(trials)]
-    args += ["--start", str(start), "--step", "0.6", "--hold", "0.4", "--lease", str(lease)]
+def race(prefix: str, contenders: int, trials: int, env: dict) -> list[list[dict]]:
+    """Each trial's reports, from ``contenders`` processes told to take the lock at once, ``trials``
+    times (tests/pipeline/lock_race.py: a winner holds it until every contender has answered)."""
+    args = [sys.executable, "-m", "tests.pipeline.lock_race", "--prefix", prefix]
     env = {**os.environ, **env}
-    procs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True) for _ in range(contenders)]
-    reports = [json.loads(line) for p in procs for line in p.communicate(timeout=120)[0].splitlines()]
-    assert all(p.returncode == 0 for p in procs)
-    return [[r for r in reports if r["trial"] == k] for k in range(trials)]
+    procs = [subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+             for _ in range(contenders)]  # fmt: skip
+
+    def tell(line: str) -> list[dict]:
+        for p in procs:
+            p.stdin.write(line + "\n")
+            p.stdin.flush()
+        return [json.loads(p.stdout.readline()) for p in procs]
+
+    try:
+        assert all("ready" in r for r in [json.loads(p.stdout.readline()) for p in procs])
+        trials_reports = []
+        for k in range(trials):
+            trials_reports.append(tell(f"go {k}"))
+            tell("release")
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait(timeout=60)
+    return trials_reports
 
 
 def dead_holder_lock(path: str, age_s: float = 0.0) -> None:
