@@ -38,10 +38,22 @@ BAD_ROWS = ["{broken json", json.dumps({"id": "empty", "text": "   "}), json.dum
 ERROR_PREFIX = "hades-ray perturb: error: "
 
 
-def write_input(path: Path, leads_file: Path, leads: int = 7) -> int:
-    """Real leads and rows that must be quarantined, in one JSONL file; returns its row count."""
-    lines = leads_file.read_text(encoding="utf-8").splitlines()[:leads]
-    rows = [*lines[:3], BAD_ROWS[0], *lines[3:], *BAD_ROWS[1:]]
+PLACES = ("Aldham", "Brinton", "Corvale", "Dunmere", "Eskby", "Farrow", "Glenisle")
+TEMPLATE = (
+    "{p} is a market town in the north of the county. It lies on the river {r}, about twelve miles from "
+    "the coast. The town grew around a wool market in the fourteenth century. Its parish church was "
+    "rebuilt in {y} after a fire destroyed the nave. The railway reached {p} in 1862 and brought new "
+    "mills to the valley. Today the town is known for its bridge, its library and a yearly folk festival."
+)
+
+
+def write_input(path: Path, leads: int = 7) -> int:
+    """English leads (written for the campaign: six sentences each, so they are kept), one too short,
+    and rows that must be quarantined, in one JSONL file; returns its row count."""
+    texts = [TEMPLATE.format(p=p, r=["Wend", "Ouse", "Lark", "Tees"][k % 4], y=1700 + 13 * k)
+             for k, p in enumerate(PLACES[:leads])]  # fmt: skip
+    rows = [json.dumps({"id": f"lead-{k}", "title": PLACES[k], "text": t}) for k, t in enumerate(texts)]
+    rows = [*rows[:3], BAD_ROWS[0], *rows[3:], json.dumps({"id": "short", "text": "A short line."}), *BAD_ROWS[1:]]
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return len(rows)
 

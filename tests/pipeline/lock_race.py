@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 
 from hades_ray.pipeline.errors import OutputLockedError
@@ -43,6 +44,33 @@ def main() -> None:
                 held.release()
                 held = None
             print(json.dumps({"released": os.getpid()}), flush=True)
+
+
+def race(prefix: str, contenders: int, trials: int, env: dict) -> list[list[dict]]:
+    """Each trial's reports, from ``contenders`` processes told to take the lock at once, ``trials``
+    times (tests/pipeline/lock_race.py: a winner holds it until every contender has answered)."""
+    args = [sys.executable, "-m", "tests.pipeline.lock_race", "--prefix", prefix]
+    env = {**os.environ, **env}
+    procs = [subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+             for _ in range(contenders)]  # fmt: skip
+
+    def tell(line: str) -> list[dict]:
+        for p in procs:
+            p.stdin.write(line + "\n")
+            p.stdin.flush()
+        return [json.loads(p.stdout.readline()) for p in procs]
+
+    try:
+        assert all("ready" in r for r in [json.loads(p.stdout.readline()) for p in procs])
+        trials_reports = []
+        for k in range(trials):
+            trials_reports.append(tell(f"go {k}"))
+            tell("release")
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait(timeout=60)
+    return trials_reports
 
 
 if __name__ == "__main__":

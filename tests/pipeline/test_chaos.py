@@ -17,9 +17,9 @@ CLEAN = {"lost": 0, "duplicated": 0, "corrupted": 0, "unaccounted": 0, "quaranti
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory, shared_data, micro_home):
+def source(tmp_path_factory, micro_home):
     path = tmp_path_factory.mktemp("chaos_in") / "leads.jsonl"
-    return str(path), chaos.write_input(path, shared_data / "enwiki2015_first_paragraphs.jsonl")
+    return str(path), chaos.write_input(path)
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ a run whose lease was taken over is told to stop. Each contender is a process of
 import json
 import logging
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -16,36 +14,10 @@ from hades_ray.pipeline import s3 as objects
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.errors import OutputLockedError
 from hades_ray.pipeline.lock import OutputLock
+from tests.pipeline.lock_race import race
 
 pytest.importorskip("moto")
 CONTENDERS, TRIALS = 6, 8
-
-
-def race(prefix: str, contenders: int, trials: int, env: dict) -> list[list[dict]]:
-    """Each trial's reports, from ``contenders`` processes told to take the lock at once, ``trials``
-    times (tests/pipeline/lock_race.py: a winner holds it until every contender has answered)."""
-    args = [sys.executable, "-m", "tests.pipeline.lock_race", "--prefix", prefix]
-    env = {**os.environ, **env}
-    procs = [subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-             for _ in range(contenders)]  # fmt: skip
-
-    def tell(line: str) -> list[dict]:
-        for p in procs:
-            p.stdin.write(line + "\n")
-            p.stdin.flush()
-        return [json.loads(p.stdout.readline()) for p in procs]
-
-    try:
-        assert all("ready" in r for r in [json.loads(p.stdout.readline()) for p in procs])
-        trials_reports = []
-        for k in range(trials):
-            trials_reports.append(tell(f"go {k}"))
-            tell("release")
-    finally:
-        for p in procs:
-            p.stdin.close()
-            p.wait(timeout=60)
-    return trials_reports
 
 
 def dead_holder_lock(path: str, age_s: float = 0.0) -> None:
