@@ -20,7 +20,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
-.PHONY: install models demo demo-loop device-check report test test-cluster golden-diff lint bench ray-head submit-perturb clean
+.PHONY: install models demo demo-loop device-check report test test-cluster chaos golden-diff lint bench ray-head submit-perturb clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,12 @@ test: install
 
 test-cluster: install
 	$(PY) -m pytest -q -p no:cacheprovider -m cluster tests
+
+# The whole fault campaign (make test keeps a seeded slice, tests/pipeline/test_chaos.py): seeded runs of the
+# perturbation job under store errors, a store outage, a full disk (a tmpfs: root only), killed drivers,
+# workers and actors, each audited; and the S3 lock race. Its table: jobs/results/chaos.md.
+chaos: install
+	$(PY) jobs/chaos.py
 
 # The strict check of a refactor: every golden job at BASE (in a git worktree, with its own code) and in
 # this working tree, on this machine, their outputs compared byte for byte (tests/golden/README.md).

@@ -9,7 +9,7 @@ import sys
 from hades_ray.cli_common import setup_logging
 from hades_ray.errors import UserError
 from hades_ray.io.readers import InputError
-from hades_ray.pipeline.errors import OutputLockedError, ResourceError
+from hades_ray.pipeline.errors import OutputLockedError, ResourceError, StoreError
 
 # Each module defines ``register(subparsers)``; a command's handler returns an exit code.
 COMMAND_MODULES = (
@@ -39,6 +39,7 @@ USER_ERRORS = (
     InputError,
     ResourceError,
     OutputLockedError,
+    StoreError,  # a full disk, a store failing through every retry: finished shards are kept
 )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from ray.data.datasource import Datasource
 
 from hades_ray.pipeline import storage
@@ -19,7 +20,7 @@ from hades_ray.pipeline.job import Mapper, ShardJob, merge_stats, read_shard, wr
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.pools import IO_TASK_CPUS, describe_pools, pool_sizes
 from hades_ray.pipeline.progress import Progress
-from hades_ray.pipeline.shards import Shard, check_layout, iter_markers, part_name, plan_work, read_markers
+from hades_ray.pipeline.shards import Shard, check_layout, load_markers, part_name, plan_work, write_roll_up
 from hades_ray.pipeline.stage import Stage, StageActor
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,9 @@ BlockWriter = Callable[[pa.Table], pa.Table]  # a block of shards -> their stats
 # Read and write tasks take little CPU (pools.IO_TASK_CPUS); a fractional share keeps them schedulable
 # next to actor pools that hold the other logical CPUs (a 2-CPU cluster otherwise deadlocks silently).
 SHARD_BLOCK_BYTES = 2 * 1024**3  # a shard stays one block: Ray Data must never split it
+# Above this a JSONL view is not merged into VIEW.jsonl (the driver would stream it all): the parts, which
+# Ray Data, pandas and the rounds read as they are, are the dataset, and summary.json names them.
+VIEW_MAX_BYTES = 256 * 1024**2
 
 
 EXECUTORS = ("ray", "local")
@@ -72,20 +76,33 @@ class Executor:
         return on_ray
 
     def run(self, job: ShardJob) -> dict:
-        """Plan, skip finished shards, run the rest, merge: returns the summary written to ``summary.json``."""
+        """Plan, skip finished shards, run the rest, merge: returns the summary written to ``summary.json``.
+        A full disk or a store that failed through every retry ends it with a one-line ``StoreError``."""
+        try:
+            return self._plan_run_merge(job)
+        except Exception as error:
+            if (explained := storage.explain(error, job.output)) is not None:
+                raise explained from None
+            raise
+
+    def _plan_run_merge(self, job: ShardJob) -> dict:
         started = time.perf_counter()
-        with OutputLock(job.output):
+        with OutputLock(job.output) as lock:
             check_layout(job.output)
             shards = job.plan(self.mapper())
-            todo, skipped = plan_work(shards, read_markers(job.output), job.digest, self.force)
+            markers, rolled_up = load_markers(job.output)
+            todo, skipped = plan_work(shards, markers, job.digest, self.force)
             for name, text in job.resolved.items():
                 storage.write(storage.join(job.output, name), text)
             log.info("%s: %d shards planned, %d to run, %d already finished", job.name, len(shards), len(todo), skipped)
             if todo:
-                self._run(job, todo)
-            return finish(job, len(todo), skipped, time.perf_counter() - started)
+                for marker in self._run(job, todo):
+                    markers[marker["shard"]] = marker
+                    lock.check()
+            return finish(job, markers, len(todo), skipped, time.perf_counter() - started, rolled_up and not todo)
 
-    def _run(self, job: ShardJob, todo: list[Shard]) -> None:
+    def _run(self, job: ShardJob, todo: list[Shard]) -> Iterator[dict]:
+        """Runs the shards; yields each one's marker as its writer reports it."""
         stages = job.stages()
         read = functools.partial(read_shard, job.read, job.digest)
         write = functools.partial(write_shards, job.write, job.output, job.digest)
@@ -100,28 +117,62 @@ class Executor:
         with Progress(job.name, len(todo), sum(planned.values()), job.rows_verb) as progress:
             for row in stream:
                 progress.done(row["shard"], planned[row["shard"]])
+                yield json.loads(row["marker"])
 
 
-def finish(job: ShardJob, processed: int, skipped: int, seconds: float) -> dict:
-    """Concatenate the JSONL views and merge every finished shard's marker into ``summary.json`` (the
-    job's ``summary_file``; none when the job records its summary itself)."""
-    indices = sorted(m["shard"] for m in iter_markers(job.output))
-    for view in job.views:
-        parts = [storage.join(job.output, view, f"{part_name(i)}.jsonl") for i in indices]
-        storage.concatenate(parts, storage.join(job.output, f"{view}.jsonl"))
-    merged = merge_stats(iter_markers(job.output))
+def finish(
+    job: ShardJob, markers: dict[int, dict], processed: int, skipped: int, seconds: float, rolled_up: bool = False
+) -> dict:
+    """Merge every finished shard's marker (``markers``: those read at the start and those the writers
+    reported, so none is read again) into ``summary.json`` (the job's ``summary_file``; none when the
+    job records its summary itself), write the JSONL views and the markers' roll-up (unless
+    ``rolled_up``: it already holds exactly these)."""
+    ordered = [markers[i] for i in sorted(markers)]
+    views = write_views(job, sorted(markers), processed)
+    if not rolled_up:
+        write_roll_up(job.output, markers)
+    merged = merge_stats(ordered)
     summary = job.summarize(merged) if job.summarize else dict(merged.get("counts", {}))
-    summary["shards"] = {"total": len(indices), "processed_now": processed, "skipped_finished": skipped}
+    summary["shards"] = {"total": len(ordered), "processed_now": processed, "skipped_finished": skipped}
+    if views:
+        summary["views"] = views
     busy = merged.get("stage_seconds", {})
     summary["timings"] = {
         "wall_seconds": round(seconds, 3),
         "stage_busy_seconds": {k: round(v, 3) for k, v in sorted(busy.items())},
-        "stage_actors": actors_per_stage(iter_markers(job.output)),
+        "stage_actors": actors_per_stage(ordered),
         **summary.get("timings", {}),  # a job's own figures derived from them (tokens per busy second)
     }
     if job.summary_file:
         storage.write(storage.join(job.output, job.summary_file), json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def write_views(job: ShardJob, indices: list[int], processed: int) -> dict:
+    """Concatenate each JSONL view's parts into ``VIEW.jsonl`` in shard order, unless it is already
+    their concatenation (no shard ran, and it is as long as the parts and newer than all of them), or
+    the parts hold more than ``VIEW_MAX_BYTES``: then the view is not written (an older one removed)
+    and the returned entry, which goes into the summary, names the parts instead."""
+    not_merged = {}
+    for view in job.views:
+        listed = {e.path: e for e in storage.list_infos(storage.join(job.output, view), (".jsonl",), recursive=False)}
+        parts = [storage.join(job.output, view, f"{part_name(i)}.jsonl") for i in indices]
+        missing = [p for p in parts if p not in listed]
+        if missing:
+            raise FileNotFoundError(f"{missing[0]}: the part of a finished shard is missing ({len(missing)} in all); "
+                                    "delete that shard's marker and rerun to write it again")  # fmt: skip
+        size = sum(listed[p].size for p in parts)
+        target = storage.join(job.output, f"{view}.jsonl")
+        if size > VIEW_MAX_BYTES:
+            storage.delete(target)
+            not_merged[view] = {"merged": False, "parts": storage.join(job.output, view, "part-*.jsonl"),
+                                "files": len(parts), "bytes": size}  # fmt: skip
+            continue
+        info = storage.file_info(target)
+        newest = max((listed[p].mtime_ns for p in parts), default=0)
+        if processed or info.type != pafs.FileType.File or info.size != size or (info.mtime_ns or 0) < newest:
+            storage.concatenate(parts, target)
+    return not_merged
 
 
 def actors_per_stage(markers) -> dict[str, int]:

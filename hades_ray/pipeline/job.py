@@ -9,7 +9,6 @@ its marker is written; stages skip it).
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -75,7 +74,7 @@ def write_shards(job_write: ShardWriter, output: str, digest: str, table: pa.Tab
     for index in sorted(set(table.column(SHARD).to_pylist())):
         rows = table.filter(pc.equal(table.column(SHARD), index))
         markers.append(_write_one(job_write, output, digest, int(index), rows))
-    return pa.table({"shard": [m["shard"] for m in markers], "marker": [json.dumps(m) for m in markers]})
+    return pa.table({"shard": [m["shard"] for m in markers], "marker": [m["text"] for m in markers]})
 
 
 def _write_one(job_write: ShardWriter, output: str, digest: str, index: int, table: pa.Table) -> dict:
@@ -97,8 +96,8 @@ def _write_one(job_write: ShardWriter, output: str, digest: str, index: int, tab
         "actors": actors,  # each pool's actors that worked on this shard
         "finished_at": time.time(),
     }
-    write_marker(output, index, marker)  # last: a shard with a marker is whole
-    return marker
+    text = write_marker(output, index, marker)  # last: a shard with a marker is whole
+    return {"shard": index, "text": text}  # the stats row carries the marker's text as written
 
 
 def stage_seconds(table: pa.Table) -> dict[str, float]:

@@ -6,13 +6,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+import pyarrow.fs as pafs
 
 from hades_ray.pipeline import storage
 
 MARKERS = "_markers"
+ROLL_UP = "_index.jsonl"  # in MARKERS: the driver's copy of the markers it merged (a leading _: no marker)
 LEGACY_MARKERS = "markers"  # written by hades_ray before one engine ran every job
 
 
@@ -53,12 +55,23 @@ def marker_path(output: str | Path, index: int) -> str:
     return storage.join(output, MARKERS, f"{part_name(index)}.json")
 
 
-def write_marker(output: str | Path, index: int, stats: dict) -> None:
-    storage.write(marker_path(output, index), json.dumps(stats, indent=1, sort_keys=True))
+def marker_text(stats: dict) -> str:
+    """A marker as written: the same text on disk and in the stats row the driver receives."""
+    return json.dumps(stats, indent=1, sort_keys=True)
+
+
+def write_marker(output: str | Path, index: int, stats: dict) -> str:
+    text = marker_text(stats)
+    storage.write(marker_path(output, index), text)
+    return text
 
 
 def _marker_paths(output: str | Path) -> list[str]:
     return storage.list_files(storage.join(output, MARKERS), (".json",), recursive=False)
+
+
+def list_markers(output: str | Path) -> list[storage.Listed]:
+    return storage.list_infos(storage.join(output, MARKERS), (".json",), recursive=False)
 
 
 def _index(path: str) -> int:
@@ -67,10 +80,56 @@ def _index(path: str) -> int:
 
 def read_markers(output: str | Path) -> dict[int, dict]:
     """Every finished shard's marker, by shard index (read in parallel: an object store is slow per file)."""
-    paths = _marker_paths(output)
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        texts = list(pool.map(storage.read_text, paths))
-    return {_index(path): json.loads(text) for path, text in zip(paths, texts)}
+    return load_markers(output)[0]
+
+
+def load_markers(output: str | Path) -> tuple[dict[int, dict], bool]:
+    """(every finished shard's marker by shard index, whether the roll-up holds exactly these). Each
+    marker is read at most once: one the last run's roll-up (``_markers/_index.jsonl``) holds, unchanged
+    since (same size and modification time, older than the roll-up), is taken from it; the others are
+    read concurrently."""
+    listed = list_markers(output)
+    rolled, rolled_at = _read_roll_up(output) if listed else ({}, 0)
+    markers: dict[int, dict] = {}
+    unread = []
+    for entry in listed:
+        known = rolled.get(entry.path.rsplit("/", 1)[1])
+        if known and (known["size"], known["mtime_ns"]) == (entry.size, entry.mtime_ns) and entry.mtime_ns < rolled_at:
+            markers[_index(entry.path)] = known["marker"]
+        else:
+            unread.append(entry.path)
+    for path, text in zip(unread, storage.read_texts(unread)):
+        markers[_index(path)] = json.loads(text)
+    return markers, not unread and len(rolled) == len(listed)
+
+
+def _roll_up_path(output: str | Path) -> str:
+    return storage.join(output, MARKERS, ROLL_UP)
+
+
+def _read_roll_up(output: str | Path) -> tuple[dict[str, dict], int]:
+    """The roll-up's entries by marker file name, and its own modification time (none: empty, 0)."""
+    path = _roll_up_path(output)
+    info = storage.file_info(path)
+    if info.type != pafs.FileType.File:
+        return {}, 0
+    try:
+        entries = [json.loads(line) for line in storage.read_text(path).splitlines() if line]
+    except (ValueError, OSError):  # a roll-up that cannot be read is only a cache: read the markers
+        return {}, 0
+    return {e["name"]: e for e in entries}, info.mtime_ns or 0
+
+
+def write_roll_up(output: str | Path, markers: dict[int, dict]) -> None:
+    """What the driver holds of every finished shard's marker, in one file, for the next run's
+    ``load_markers``: one GET instead of one a shard. Markers it does not hold are left out."""
+    lines = []
+    for entry in list_markers(output):
+        index = _index(entry.path)
+        if index in markers:
+            item = {"name": entry.path.rsplit("/", 1)[1], "size": entry.size, "mtime_ns": entry.mtime_ns}
+            lines.append(json.dumps({**item, "marker": markers[index]}, sort_keys=True) + "\n")
+    storage.write(_roll_up_path(output), "".join(lines))
 
 
 def iter_markers(output: str | Path, indices: set[int] | None = None):

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -11,14 +12,19 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from hades_ray.pipeline.errors import StoreError
+
 _CHUNK = 8 * 1024 * 1024
+READERS = 16  # concurrent requests to an object store: each waits on its latency, not on this process
 
 
 def is_uri(path: str | Path) -> bool:
@@ -30,12 +36,9 @@ def is_local(path: str | Path) -> bool:
 
 
 def _s3(uri: str) -> tuple[pafs.FileSystem, str]:
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    options: dict = {"region": os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"}
-    if endpoint:
-        scheme, _, host = endpoint.partition("://")
-        options.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
-    return pafs.S3FileSystem(**options), uri.split("://", 1)[1].rstrip("/")
+    from hades_ray.pipeline import s3
+
+    return s3.filesystem(), uri.split("://", 1)[1].rstrip("/")
 
 
 def resolve(path: str | Path) -> tuple[pafs.FileSystem, str]:
@@ -177,8 +180,17 @@ def delete(path: str | Path) -> None:
         fs.delete_dir(inner)
 
 
-def list_files(path: str | Path, suffixes: tuple[str, ...] = (), recursive: bool = True) -> list[str]:
-    """Files under a folder (sorted URIs or paths, in the same form as ``path``); hidden names skipped."""
+@dataclass(frozen=True)
+class Listed:
+    """A file as a folder listing shows it: one LIST request per 1,000 files on an object store."""
+
+    path: str  # in the same form as the folder given (URI or local path)
+    size: int
+    mtime_ns: int  # the store's resolution: seconds on S3
+
+
+def list_infos(path: str | Path, suffixes: tuple[str, ...] = (), recursive: bool = True) -> list[Listed]:
+    """Files under a folder with their sizes and modification times, sorted by path; hidden names skipped."""
     fs, inner = resolve(path)
     infos = fs.get_file_info(pafs.FileSelector(inner, recursive=recursive, allow_not_found=True))
     prefix = str(path).rstrip("/")
@@ -188,18 +200,38 @@ def list_files(path: str | Path, suffixes: tuple[str, ...] = (), recursive: bool
             continue
         if suffixes and not info.base_name.endswith(suffixes):
             continue
-        found.append(prefix + info.path[len(inner.rstrip("/")) :])
-    return sorted(found)
+        found.append(Listed(prefix + info.path[len(inner.rstrip("/")) :], info.size or 0, info.mtime_ns or 0))
+    return sorted(found, key=lambda listed: listed.path)
+
+
+def list_files(path: str | Path, suffixes: tuple[str, ...] = (), recursive: bool = True) -> list[str]:
+    """Files under a folder (sorted URIs or paths, in the same form as ``path``); hidden names skipped."""
+    return [listed.path for listed in list_infos(path, suffixes, recursive)]
+
+
+def read_texts(paths: list[str]) -> list[str]:
+    """Several files' texts, read concurrently from an object store (each request waits on the network)."""
+    if not paths or all(is_local(p) for p in paths):
+        return [read_text(p) for p in paths]
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        return list(pool.map(read_text, paths))
 
 
 def concatenate(parts: list[str], target: str | Path) -> None:
-    """Stream ``parts`` into ``target`` in order (bounded memory), then put it in place atomically."""
+    """Stream ``parts`` into ``target`` in order (bounded memory), then put it in place atomically; parts
+    on an object store are fetched ``READERS`` at a time, ahead of the writer."""
     with open_atomic(target, "wb") as out:
-        for part in parts:
-            part_fs, part_inner = resolve(part)
-            with part_fs.open_input_stream(part_inner) as handle:
-                while chunk := handle.read(_CHUNK):
-                    out.write(chunk)
+        if all(is_local(p) for p in parts):
+            for part in parts:
+                part_fs, part_inner = resolve(part)
+                with part_fs.open_input_stream(part_inner) as handle:
+                    while chunk := handle.read(_CHUNK):
+                        out.write(chunk)
+            return
+        with ThreadPoolExecutor(max_workers=READERS) as pool:
+            for lo in range(0, len(parts), READERS):
+                for data in pool.map(read_bytes, parts[lo : lo + READERS]):
+                    out.write(data)
 
 
 def iter_jsonl(path: str | Path):
@@ -240,3 +272,22 @@ def _jsonable(value):
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"not JSON serializable: {type(value)}")
+
+
+def explain(error: BaseException, output: str | Path) -> StoreError | None:
+    """A one-line ``StoreError`` for a failure of the output's disk or store anywhere in ``error``'s chain
+    (a Ray task's error holds its worker's as ``cause``), or None for any other error."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            where = f" ({error.filename})" if error.filename else ""
+            return StoreError(f"{output}: no space left on the device that holds it{where}; free space (or write to "
+                              "another --output) and rerun: finished shards are kept")  # fmt: skip
+        text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        botocore = type(error).__module__.startswith("botocore")  # the lock's client, past its retries
+        if (isinstance(error, OSError) and "AWS Error" in text) or botocore:
+            return StoreError(f"{output}: the object store kept failing through every retry ({text}); rerun once it "
+                              "answers: finished shards are kept")  # fmt: skip
+        error = getattr(error, "cause", None) or error.__cause__ or error.__context__
+    return None

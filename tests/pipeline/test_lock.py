@@ -1,0 +1,79 @@
+"""The output lock on an object store (moto's S3 server on 127.0.0.1): of drivers started at the same
+instant exactly one holds the output, the others are refused naming it; a lock whose lease ran out is
+taken over (by one of several takers) with a line naming the dead holder; a held lease is renewed, and
+a run whose lease was taken over is told to stop. Each contender is a process of its own."""
+
+import json
+import logging
+import os
+import time
+
+import pytest
+
+from hades_ray.pipeline import s3 as objects
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.errors import OutputLockedError
+from hades_ray.pipeline.lock import OutputLock
+from tests.pipeline.lock_race import race
+
+pytest.importorskip("moto")
+CONTENDERS, TRIALS = 6, 8
+
+
+def dead_holder_lock(path: str, age_s: float = 0.0) -> None:
+    body = {"host": "node-7", "pid": 4242, "token": "dead", "since": time.time() - 100, "lease_s": 1.0}
+    storage.write(path, json.dumps(body))
+
+
+def test_of_drivers_started_at_once_exactly_one_holds_the_output_each_time(s3):
+    for trial in race("s3://hades/lock-race", CONTENDERS, TRIALS, s3):
+        winners = [r for r in trial if r["got"]]
+        assert len(trial) == CONTENDERS and len(winners) == 1, trial
+        for refused in (r for r in trial if not r["got"]):
+            assert f"pid {winners[0]['pid']} on " in refused["error"]  # the holder named
+
+
+def test_a_lock_whose_lease_ran_out_is_taken_over_by_exactly_one_of_several_takers(s3):
+    for k in range(TRIALS):
+        dead_holder_lock(f"s3://hades/lock-takeover/trial-{k:03d}/_lock.json")
+    time.sleep(2.5)  # past the dead holder's 1 s lease by the store's clock (seconds resolution)
+    for trial in race("s3://hades/lock-takeover", CONTENDERS, TRIALS, s3):
+        winners = [r for r in trial if r["got"]]
+        assert len(winners) == 1, trial
+        assert all(f"pid {winners[0]['pid']} on " in r["error"] for r in trial if not r["got"])
+
+
+def test_a_taken_over_lock_is_logged_with_its_holder_and_a_renewed_lease_is_kept(s3, caplog):
+    path = "s3://hades/lock-lease/a/_lock.json"
+    dead_holder_lock(path)
+    time.sleep(2.5)
+    with caplog.at_level(logging.WARNING), OutputLock("s3://hades/lock-lease/a", lease_s=1.5) as held:
+        assert held.locked
+        assert "taking over" in caplog.text and "pid 4242 on node-7" in caplog.text
+        time.sleep(4.0)  # more than twice the lease: only its renewals keep it
+        with pytest.raises(OutputLockedError, match=f"pid {os.getpid()} on "):
+            OutputLock("s3://hades/lock-lease/a", lease_s=1.5).acquire()
+        held.check()  # still ours
+    assert objects.get_tagged(path) is None  # released
+
+
+def test_a_run_whose_lease_was_taken_over_is_told_to_stop_and_leaves_the_new_lock(s3):
+    first = OutputLock("s3://hades/lock-lost", lease_s=1.0)
+    first.acquire()
+    first._lease._stop.set()  # a driver stalled past its lease (a long GC pause, a network partition)
+    first._lease._thread.join()
+    time.sleep(2.5)
+    second = OutputLock("s3://hades/lock-lost", lease_s=60)
+    second.acquire()
+    assert not first._lease.renew()
+    with pytest.raises(OutputLockedError, match="another run took the output over"):
+        first.check()
+    first.release()
+    assert json.loads(objects.get_tagged("s3://hades/lock-lost/_lock.json").body)["token"] == second.owner["token"]
+    second.release()
+
+
+def test_a_store_without_conditional_writes_says_the_output_is_not_locked(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING), OutputLock("gs://bucket/out") as held:
+        assert not held.locked
+    assert "NOT locked" in caplog.text
