@@ -25,7 +25,7 @@ from hades_ray.pipeline import storage
 from hades_ray.report.labelled import LEARNABILITY
 
 EXPERIMENT = "context_length"
-PAPER_WINDOWS = (5, 10, 20, 40, 80, 160)  # words around the target (the paper's Fig. 6)
+PAPER_WINDOWS = (5, 10, 20, 40, 80, 160)  # the paper's Fig. 6 windows; it gives no unit (words: our reading)
 METRICS = ("accuracy", "gmean", "bss", "auc", "h_f1", "n_f1", "epoch")
 
 

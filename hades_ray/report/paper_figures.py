@@ -5,9 +5,12 @@ Values are in percent except Krippendorff's alpha, Table 1's word statistics and
 paper prints as "–" is absent from its row, never zero.
 
 Tables 2 (offline) and 3 (online) use the metric keys of ``hades_ray.metrics.binary_metrics``: accuracy,
-gmean, bss, auc, then P/R/F1 of the not-hallucination (n_) and the hallucination (h_) class. The paper
-names its detectors "BERT-base", "GPT-2 (117M)", "a RoBERTa model" and XLNet; which checkpoints (cased or
-not, which size of RoBERTa and XLNet) it does not say: our choices are in the presets and the README.
+gmean, bss, auc, then P/R/F1 of the not-hallucination (n_) and the hallucination (h_) class. The paper's
+Sec. 5 names the detectors of Tables 2-3: "BERT-large (335M), GPT2-medium (345M), XLNet-large (340M),
+RoBERTa-large (355M)" (``presets/tables_paper.yaml`` pins those backbones). "BERT-base" is REPLACE's model
+and "GPT-2 (117M)" RANK's (Sec. 3.2); "a RoBERTa model (without fine-tuning)" is the paraphrase encoder and
+the round detector is "initiated with BERT" (Sec. 3.3), its size not given. Cased or uncased is never
+stated: that choice is ours (the presets and the README's deviations).
 
 ``inconsistencies()`` checks every relation between the printed figures that can be derived, and names
 each cell that does not follow from the others.
