@@ -86,7 +86,9 @@ def annotation_numbers(workdir: Path) -> dict:
     def percent(value):
         return None if value is None else 100 * value
 
+    rule = configs[max(configs)].annotate if configs else None
     return {
+        "rule": rule_judgments(rule) if rule is not None else None,
         "share_consensus": percent(report.get("share_consensus")),
         "share_agreement_80": percent(report.get("share_agreement_80")),
         "share_agreement_100": percent(report.get("share_agreement_100")),
@@ -101,10 +103,42 @@ def annotation_numbers(workdir: Path) -> dict:
     }
 
 
+def rule_judgments(cfg) -> dict:
+    """The judgments our consensus rule (``cfg``: an ``annotate`` section) implies for the paper's 12,719
+    items at its three shares, and the most any panels of that size allow (``annotate/rules.py``)."""
+    from hades_ray.annotate.rules import most_judgments, rebuild_shares
+
+    figures = {f.key: f.value for f in paper.ANNOTATION + paper.ROUNDS}
+    annotated, shares = int(figures["annotated"]), [figures[k] for k in paper.SHARE_KEYS]
+    result = rebuild_shares(cfg, annotated, *shares)
+    return {"rule": f"{cfg.consensus_rule} (min_agree_first {cfg.min_agree_first})", "fits": result["fits"],
+            "judgments": result.get("judgments"), "most": most_judgments(cfg, annotated, shares[0])}  # fmt: skip
+
+
+def rule_note(rule: dict) -> str:
+    """Why the judgments a rule implies differ from the paper's 71,226 HITs."""
+    hits = int(next(f.value for f in paper.ROUNDS if f.key == "hits"))
+    if not rule["fits"]:
+        return (
+            f"our consensus rule, {rule['rule']}, cannot give the paper's three agreement shares, so it implies "
+            "no judgment count for them (`hades-ray annotations shares --preset paper`: one that can)"
+        )
+    return (f"at the paper's shares our consensus rule, {rule['rule']}, implies {rule['judgments']:,} judgments "
+            f"for its 12,719 items, not its {hits:,} HITs ({hits / 12_719:.2f} per item): with 71.24% of the "
+            f"items stopping at a first panel of 4, even every other item at 6 judges gives {rule['most']:,}. "
+            "The paper does not say what else its HITs count (items outside the 12,719, repeated or rejected "
+            "work): the difference cannot be checked here")  # fmt: skip
+
+
 def annotation_table(ours: dict) -> Table:
     rows = [_row(f.label, "our rounds", f.value, ours.get(f.key), ours["labels"], 2 if f.unit else 3)
             for f in paper.ANNOTATION]  # fmt: skip
     rows += [_row(f.label, "our rounds", f.value, ours.get(f.key), ours["labels"], 0) for f in paper.ROUNDS]
+    rule = ours.get("rule")
+    if rule:
+        hits = next(f.value for f in paper.ROUNDS if f.key == "hits")
+        rows.append(_row("HITs: the judgments our rule implies at the paper's shares", f"rule {rule['rule']}",
+                         hits, rule["judgments"], "the paper's shares", 0))  # fmt: skip
     return Table("Annotation beside the paper's (percent, except alpha and the counts)", COLUMNS, rows)
 
 
@@ -130,6 +164,8 @@ def paper_section(workdir: Path | None, dataset: Path | None, detectors: list[st
         ours = annotation_numbers(workdir)
         section.tables.append(annotation_table(ours))
         section.numbers["annotation"] = ours
+        if ours.get("rule"):
+            section.notes.append(f"Note: {rule_note(ours['rule'])}.")
     if any(SIMULATED in str(row[-1]) for t in section.tables for row in t.rows):
         section.notes.append("Rows marked SIMULATED rest on simulated judges (hades-ray annotations simulate), "
                              "not people: their gap measures the simulation, not the method.")  # fmt: skip

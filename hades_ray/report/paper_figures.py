@@ -80,6 +80,10 @@ ANNOTATION = (
     Figure("share_h", "hallucination (H) share of the labels", 54.5),
     Figure("share_n", "not-hallucination (N) share of the labels", 45.5),
 )
+# The three agreement shares in the order of the bands they cut (annotate/rules.py), and their names.
+SHARE_KEYS = ("share_agreement_100", "share_agreement_80", "share_consensus")
+SHARE_NAMES = {"share_agreement_100": "full agreement", "share_agreement_80": ">= 80% agreement",
+               "share_consensus": "consensus"}  # fmt: skip
 # The rounds: "increasing the annotation scale with each round (~200 to ~4000)"; annotated instances and
 # the instances that reached consensus are two counts, each compared with its own counterpart of ours.
 ROUNDS = (

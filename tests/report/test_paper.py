@@ -105,5 +105,19 @@ def test_report_shows_paper_ours_gap_and_marks_simulated_labels(tmp_path):
     assert "Table 3 GPT-2 AUC" in detectors  # a predictions file has no mode: beside both headline rows
     assert any("SIMULATED" in note for note in section["notes"])
     assert any("60.33" in note and "56.15" in note for note in section["notes"])
+    # The work directory's rule (local: 3-1 of 4) cannot give the paper's shares: no judgment count for them.
+    assert any("cannot give the paper's three agreement shares" in note for note in section["notes"])
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "figures beside ours" in markdown and "| 86.12 | 75.00 | -11.12 |" in markdown
+
+
+def test_the_hits_are_set_beside_the_judgments_our_rule_implies():
+    from hades_ray.config import load_config
+    from hades_ray.report.paper import annotation_table, rule_judgments, rule_note
+
+    rule = rule_judgments(load_config(preset="paper").annotate)
+    assert rule == {"rule": "panel (min_agree_first 4)", "fits": True, "judgments": 58_192, "most": 58_192}
+    row = annotation_table({"labels": "people", "rule": rule}).rows[-1]
+    assert row[0].startswith("HITs: the judgments our rule implies") and row[2:5] == ["71226", "58192", "-13034"]
+    note = rule_note(rule)
+    assert "58,192 judgments" in note and "71,226 HITs" in note and "5.60 per item" in note
