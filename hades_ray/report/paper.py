@@ -29,26 +29,41 @@ def judged_by(simulated: list[int], rounds: list[int]) -> str:
     return SIMULATED + (f" (rounds {names})" if set(simulated) != set(rounds) else "")
 
 
-def detector_kinds(values: list[str]) -> dict[str, tuple[str | None, str | None]]:
-    """(kind, mode) of each ``--detector`` by name; a predictions file says neither: (None, None)."""
+# A span classifier's backbone family (its config's ``model_type``) -> the paper's row of that family.
+FAMILY_ROWS = {"bert": "BERT", "roberta": "RoBERTa", "xlnet": "XLNet", "gpt2": "GPT-2"}
+
+
+def detector_kinds(values: list[str]) -> dict[str, tuple[str | None, str | None, str | None]]:
+    """(kind, mode, backbone family) of each ``--detector`` by name; a predictions file says none of them."""
     from hades_ray.detect.detector import Detector
+    from hades_ray.train.learning_rate import backbone_family
 
     kinds = {}
     for value in values:
         name, path = parse_detector_arg(value)
         detector = Detector.open(path) if path.is_dir() else None
-        kinds[name] = (detector.kind, detector.mode) if detector else (None, None)
+        if detector is None:
+            kinds[name] = (None, None, None)
+            continue
+        family = backbone_family(detector.backbone) if detector.kind == "transformer" else None
+        kinds[name] = (detector.kind, detector.mode, family)
     return kinds
 
 
-def paper_rows(kind: str | None, mode: str | None) -> list[tuple[str, str, dict[str, float]]]:
+def paper_rows(kind: str | None, mode: str | None, family: str | None = None) -> list[tuple[str, str, dict]]:
     """(table, row, the paper's figures) a detector is set beside: LR/SVM beside the paper's row of that
-    name, a span classifier beside its mode's headline row, a predictions file beside both headlines."""
+    name; a span classifier beside the row of its backbone's family in its mode's table (a BERT-family
+    backbone, MiniLM included, beside BERT), or beside none when that table has no such row (GPT-2
+    offline, DeBERTa); a predictions file, whose model is not known, beside both headline rows."""
     if kind in ("lr", "svm"):
         table, rows = paper.TABLES["offline"]
         return [(table, kind.upper(), rows[kind.upper()])] if kind.upper() in rows else []
-    modes = [mode] if mode in paper.TABLES else list(paper.TABLES)
-    return [(paper.TABLES[m][0], paper.HEADLINE_ROW[m], paper.TABLES[m][1][paper.HEADLINE_ROW[m]]) for m in modes]
+    if kind is None:
+        return [(paper.TABLES[m][0], paper.HEADLINE_ROW[m], paper.TABLES[m][1][paper.HEADLINE_ROW[m]])
+                for m in paper.TABLES]  # fmt: skip
+    table, rows = paper.TABLES.get(mode, paper.TABLES["offline"])
+    row = FAMILY_ROWS.get(family or "")
+    return [(table, row, rows[row])] if row in rows else []
 
 
 def detector_table(metrics: dict[str, dict], kinds: dict, dataset_labels: str) -> Table:
@@ -56,9 +71,9 @@ def detector_table(metrics: dict[str, dict], kinds: dict, dataset_labels: str) -
     labels, a predictions file on its own."""
     rows = []
     for name, values in metrics.items():
-        kind, mode = kinds.get(name, (None, None))
+        kind, mode, family = kinds.get(name, (None, None, None))
         labels = dataset_labels if kind else "the predictions file's own labels"
-        for table, row, figures in paper_rows(kind, mode):
+        for table, row, figures in paper_rows(kind, mode, family):
             for key, theirs in figures.items():
                 ours = values.get(key)
                 rows.append(_row(f"{table} {row} {METRIC_NAMES[key]}", name, theirs,
@@ -157,8 +172,13 @@ def paper_section(workdir: Path | None, dataset: Path | None, detectors: list[st
     section = Section("paper", "The paper's figures beside ours", numbers={"paper": paper.PAPER})
     section.notes.append(f"Paper: {paper.PAPER}. Gap = ours - paper.")
     if metrics:
-        table = detector_table(metrics, detector_kinds(detectors), dataset_labels(dataset))
+        kinds = detector_kinds(detectors)
+        table = detector_table(metrics, kinds, dataset_labels(dataset))
         section.tables.append(table)
+        alone = [n for n, (kind, mode, family) in kinds.items() if n in metrics and not paper_rows(kind, mode, family)]
+        if alone:
+            section.notes.append(f"Beside no paper row (the paper's table for their mode has no row of their "
+                                 f"backbone's family): {', '.join(alone)}.")  # fmt: skip
         section.numbers["detectors"] = [dict(zip(COLUMNS, row)) for row in table.rows]
     if workdir is not None:
         ours = annotation_numbers(workdir)

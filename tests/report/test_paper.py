@@ -73,9 +73,13 @@ def test_the_split_and_the_shares_follow_from_the_counts(monkeypatch):
     assert "10953" in note and "10954" in note
 
 
-def test_detectors_are_set_beside_the_row_of_their_kind_and_mode():
-    assert [r[:2] for r in paper_rows("transformer", "offline")] == [("Table 2", "BERT")]
-    assert [r[:2] for r in paper_rows("transformer", "online")] == [("Table 3", "GPT-2")]
+def test_detectors_are_set_beside_the_row_of_their_kind_mode_and_backbone_family():
+    assert [r[:2] for r in paper_rows("transformer", "offline", "bert")] == [("Table 2", "BERT")]
+    assert [r[:2] for r in paper_rows("transformer", "offline", "roberta")] == [("Table 2", "RoBERTa")]
+    assert [r[:2] for r in paper_rows("transformer", "online", "xlnet")] == [("Table 3", "XLNet")]
+    assert [r[:2] for r in paper_rows("transformer", "online", "gpt2")] == [("Table 3", "GPT-2")]
+    assert paper_rows("transformer", "offline", "gpt2") == []  # "GPT-2 can only fit in the online setting"
+    assert paper_rows("transformer", "offline", "deberta-v2") == []  # no paper row of that family
     assert [r[:2] for r in paper_rows("lr", "offline")] == [("Table 2", "LR")]
     assert [r[:2] for r in paper_rows(None, None)] == [("Table 2", "BERT"), ("Table 3", "GPT-2")]
 
@@ -121,3 +125,25 @@ def test_the_hits_are_set_beside_the_judgments_our_rule_implies():
     assert row[0].startswith("HITs: the judgments our rule implies") and row[2:5] == ["71226", "58192", "-13034"]
     note = rule_note(rule)
     assert "58,192 judgments" in note and "71,226 HITs" in note and "5.60 per item" in note
+
+
+@pytest.mark.parametrize(
+    "model_type,mode,row",
+    [("roberta", "offline", "Table 2 RoBERTa"), ("gpt2", "offline", None), ("xlnet", "online", "Table 3 XLNet")],
+)
+def test_a_detector_folder_is_set_beside_its_backbones_family(tmp_path, model_type, mode, row):
+    """The family comes from the backbone's config.json, as a trained detector folder names it."""
+    from hades_ray.report.paper import detector_kinds, detector_table
+
+    backbone = tmp_path / "backbone"
+    backbone.mkdir()
+    (backbone / "config.json").write_text(json.dumps({"model_type": model_type}))
+    folder = tmp_path / "detector"
+    folder.mkdir()
+    (folder / "detector.json").write_text(json.dumps({
+        "type": "transformer", "format": "hades_ray.span_classifier/1", "backbone": str(backbone), "mode": mode,
+        "window": 160, "pooling": "max", "mlp_layers": 2, "freeze": "all"}))  # fmt: skip
+    kinds = detector_kinds([f"ours={folder}"])
+    assert kinds == {"ours": ("transformer", mode, model_type)}
+    rows = detector_table({"ours": {"accuracy": 0.7}}, kinds, "people").rows
+    assert {r[0].rsplit(" ", 1)[0] for r in rows} == ({row} if row else set())
