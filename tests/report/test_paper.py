@@ -48,12 +48,30 @@ def test_every_printed_figure_of_tables_2_and_3_is_kept():
     assert paper_figures.TABLE_1["mlm_entropy"] == {"H": (2.58, 1.49), "N": (1.78, 1.07)}
 
 
-def test_the_consistency_check_flags_exactly_the_two_printed_slips():
+def test_the_consistency_check_flags_the_two_printed_slips_ppmis_two_stds_and_the_hits():
     notes = paper_figures.inconsistencies()
-    assert len(notes) == 2, notes
-    lr, roberta = notes
+    assert len(notes) == 4, notes
+    lr, roberta, ppmi, hits = notes
     assert "Table 2 (LR)" in lr and "hallucination F1 of 60.33" in lr and "56.15" in lr
     assert "Table 2 (RoBERTa)" in roberta and "G-Mean of 70.94" in roberta and "72.69" in roberta
+    assert "Table 4's All row gives PPMI H std 0.144, Table 1 0.134" == ppmi
+    assert "71,226 HITs exceed the 58,192 judgments" in hits
+
+
+def test_table_4_holds_only_what_can_be_checked_and_table_1b_nothing():
+    held = [v for f in paper_figures.TABLE_4.values() for by in f.values() for p in by.values() for v in p if v]
+    assert held == [0.144] and paper_figures.TABLE_4_PRINTED == 144
+    assert set(paper_figures.TABLE_1B) == set(paper_figures.TABLE_1) and not any(paper_figures.TABLE_1B.values())
+    words = {f.key: f.words for f in paper_figures.TEXT_FIGURES}
+    assert words == {"verbs_n": "about two-thirds of verbs N", "spans_not_entities": "about 90% of spans not entities",
+                     "entities_h": "over 90% of entities H", "early_rounds_h": "~90% H", "pool": "~1M"}  # fmt: skip
+
+
+def test_the_hits_are_checked_against_the_most_judgments_the_panels_allow(monkeypatch):
+    figures = [paper_figures.Figure(f.key, f.label, 58_192 if f.key == "hits" else f.value, f.unit)
+               for f in paper_figures.ROUNDS]  # fmt: skip
+    monkeypatch.setattr(paper_figures, "ROUNDS", tuple(figures))
+    assert not any("HITs" in note for note in paper_figures.inconsistencies())  # 9,061 x 4 + 3,658 x 6
 
 
 @pytest.mark.parametrize("mode,row,key", [("offline", "BERT", "accuracy"), ("online", "XLNet", "n_precision"),
