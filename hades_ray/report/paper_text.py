@@ -98,6 +98,13 @@ def _cell(mean: float | None, std: float | None) -> str:
     return f"{'?' if mean is None else f'{mean:.3g}'} ({'?' if std is None else f'{std:.3g}'})"
 
 
+def _ours(mean: float | None, std: float | None, n: int) -> str:
+    """Our mean (std): "–" without instances, the std "–" with one."""
+    if not n:
+        return "–"
+    return f"{mean:.3g} ({'–' if std is None else f'{std:.3g}'})"
+
+
 def table_4(numbers: dict, tags_source: str) -> Table:
     """The paper's Table 4 beside ours: one row per tag and feature, mean (std) per label."""
     rows = []
@@ -105,13 +112,13 @@ def table_4(numbers: dict, tags_source: str) -> Table:
         for feature, by_label in features.items():
             theirs = paper.TABLE_4.get(tag, {}).get(feature, {})
             rows.append([tag, TITLES[feature],
-                         _cell(*theirs.get("H", (None, None))), _cell(*by_label["H"][:2]),
-                         _cell(*theirs.get("N", (None, None))), _cell(*by_label["N"][:2]),
+                         _cell(*theirs.get("H", (None, None))), _ours(*by_label["H"]),
+                         _cell(*theirs.get("N", (None, None))), _ours(*by_label["N"]),
                          f"{by_label['H'][2]} / {by_label['N'][2]}"])  # fmt: skip
     held = sum(v is not None for f in paper.TABLE_4.values() for by in f.values() for p in by.values() for v in p)
     return Table(
         f"Table 4 beside ours: mean (std) per tag and label; tags: {tags_source}; {held} of the paper's "
-        f"{paper.TABLE_4_PRINTED} figures held (the rest: {NOT_HELD}; '?' a figure of a held cell not held)",
+        f"{paper.TABLE_4_PRINTED} figures held (the rest: {NOT_HELD}; '?': the cell's other figure not held)",
         ["tag", "feature", "paper H", "ours H", "paper N", "ours N", "n H / n N"],
         rows,
     )

@@ -165,3 +165,18 @@ def test_a_detector_folder_is_set_beside_its_backbones_family(tmp_path, model_ty
     assert kinds == {"ours": ("transformer", mode, model_type)}
     rows = detector_table({"ours": {"accuracy": 0.7}}, kinds, "people").rows
     assert {r[0].rsplit(" ", 1)[0] for r in rows} == ({row} if row else set())
+
+
+def test_table_4_groups_the_features_by_tag_and_marks_what_is_missing():
+    from hades_ray.report.paper_text import table_4, table_4_numbers
+
+    labels = np.array([1, 1, 0, 1, 0])
+    values = {"ppmi": np.array([0.1, 0.3, 0.2, 0.5, 0.4])}
+    tags = [("NOUN", ""), ("NOUN", "PERSON"), ("NOUN", ""), ("VERB", "PERSON"), ("VERB", "")]
+    numbers = table_4_numbers(values, labels, tags)
+    assert list(numbers) == ["All", "POS NOUN", "POS VERB", "NER none", "NER PERSON"]
+    assert numbers["POS NOUN"]["ppmi"]["H"] == pytest.approx((0.2, 0.1414, 2), abs=1e-4)
+    rows = {r[0]: r for r in table_4(numbers, "tags.json").rows}
+    assert rows["All"][2:4] == ["? (0.144)", "0.3 (0.2)"]  # the paper's one held figure beside ours
+    assert rows["POS VERB"][3] == "0.5 (–)" and rows["NER PERSON"][5] == "–"  # one H verb; no N person
+    assert rows["POS NOUN"][2] == rows["POS NOUN"][4] == "not held"
