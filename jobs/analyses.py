@@ -121,7 +121,7 @@ def results_markdown(results: dict) -> str:
     """jobs/results/analyses.md: the measured figures, as the report shows them."""
     from jobs.context_sweep import context_markdown
 
-    lines = ["# Analyses (jobs/analyses.py)", "", f"Command: `{' '.join(['python', *sys.argv])}`", ""]
+    lines = ["# Analyses (jobs/analyses.py)", ""]  # write_results stamps the commit and the command
     parts = {k: results[k]["seconds"] for k in ("decoding", "context_length") if k in results}
     lines.append(
         "Wall seconds of the run that made each part (a reused part keeps its own): "
@@ -135,6 +135,7 @@ def results_markdown(results: dict) -> str:
         c = results["context_length"]
         lines += ["", f"## Context length, the paper's Fig. 6 ({c['train']} train / {c['test']} test instances, "
                   f"{c['epochs']} epochs, {len(c['trials'])} trials in one Ray Tune grid, {c['seconds']:.0f} s)", "",
+                  f"Backbone: `{c['backbone']}` ({c.get('backbone_from', 'the config')}).", "",
                   *context_markdown(c), "", "![Fig. 6](context_length.png)"]  # fmt: skip
     return "\n".join(lines) + "\n"
 
