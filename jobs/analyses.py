@@ -6,7 +6,13 @@ that train and perturb, so they live here and hades_ray/report/ only reads their
 Writes OUTPUT/analyses.json (which `hades-ray report --analyses` reads), OUTPUT/context_length.{json,md,png}
 (Fig. 6), OUTPUT/decoding.json and the decoding study's judging round (OUTPUT/decoding/judging).
 
-    python jobs/analyses.py --dataset out/demo-loop/dataset --output out/analyses [--preset paper]
+    python jobs/analyses.py --dataset out/demo-loop/dataset --output out/analyses [--preset paper] \
+        [--set ray.num_cpus=2]
+
+Fig. 6 trains the backbone of the tables grid's BERT row (``hades_ray/presets/tables_<preset>.yaml``: the
+paper's bert-large-uncased, pinned, under ``--preset paper``; the kit's MLM under ``local``), as the paper
+ran Fig. 6 with its BERT-large detector, unless ``detect.backbone`` is set. ``--set`` values come last and
+win over this job's own flags.
 
 ``--labels learnability`` trains Fig. 6 on a pool's learnability labels instead (replaced spans H,
 untouched content words N; no judgments), another experiment, and the report says so. A part whose
@@ -68,13 +74,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def overrides(args) -> list[str]:
+    """The job's flags as config values, then the user's ``--set`` values, which win over them (Ray's CPUs
+    are the config's: ``--set ray.num_cpus=2`` on a shared machine)."""
     return [
         *([f"seed={args.seed}"] if args.seed is not None else []),
-        *args.overrides,
         f"detect.epochs={args.epochs}",
         f"detect.feature_window={args.feature_window}",
         f"detect.window_unit={args.window_unit}",
-        "ray.num_cpus=2",
+        *args.overrides,
     ]
 
 
@@ -114,7 +121,7 @@ def results_markdown(results: dict) -> str:
     """jobs/results/analyses.md: the measured figures, as the report shows them."""
     from jobs.context_sweep import context_markdown
 
-    lines = ["# Analyses (jobs/analyses.py)", "", f"Command: `{' '.join(['python', *sys.argv])}`", ""]
+    lines = ["# Analyses (jobs/analyses.py)", ""]  # write_results stamps the commit and the command
     parts = {k: results[k]["seconds"] for k in ("decoding", "context_length") if k in results}
     lines.append(
         "Wall seconds of the run that made each part (a reused part keeps its own): "
@@ -128,6 +135,7 @@ def results_markdown(results: dict) -> str:
         c = results["context_length"]
         lines += ["", f"## Context length, the paper's Fig. 6 ({c['train']} train / {c['test']} test instances, "
                   f"{c['epochs']} epochs, {len(c['trials'])} trials in one Ray Tune grid, {c['seconds']:.0f} s)", "",
+                  f"Backbone: `{c['backbone']}` ({c.get('backbone_from', 'the config')}).", "",
                   *context_markdown(c), "", "![Fig. 6](context_length.png)"]  # fmt: skip
     return "\n".join(lines) + "\n"
 

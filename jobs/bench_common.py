@@ -200,17 +200,28 @@ def made_at() -> str:
     return commit + (" + uncommitted changes" if dirty else "")
 
 
+def job_command() -> str | None:
+    """The command line that ran this process when it is a job script (``python jobs/X.py ...``), else None."""
+    import shlex
+
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    if script is None or script.suffix != ".py" or script.parent != ROOT / "jobs":
+        return None
+    return shlex.join(["python", f"jobs/{script.name}", *sys.argv[1:]])
+
+
 def write_results(name: str, report, markdown: str | None = None) -> None:
     """jobs/results/NAME.json and, with ``markdown``, NAME.md, which is also printed. Both name the commit
-    the code was at (``made_at``): the JSON as ``made_at``, the page in a line under its title."""
+    the code was at (``made_at``) and, run as a job script, the command that ran it (``job_command``):
+    the JSON as ``made_at`` and ``command``, the page in a line under its title."""
     from hades_ray.pipeline import storage
 
-    commit = made_at()
+    commit, command = made_at(), job_command()
     if isinstance(report, dict):
-        report = {"made_at": commit, **report}
+        report = {"made_at": commit, **({"command": command} if command else {}), **report}
     storage.write(RESULTS / f"{name}.json", json.dumps(report, indent=2, default=str) + "\n")
     if markdown is not None:
-        stamp = f"Made at commit `{commit}`."
+        stamp = f"Made at commit `{commit}`." + (f" Command: `{command}`." if command else "")
         title, sep, rest = markdown.partition("\n")
         markdown = f"{title}\n\n{stamp}\n{sep}{rest}" if title.startswith("# ") else f"{stamp}\n\n{markdown}"
         storage.write(RESULTS / f"{name}.md", markdown)

@@ -1,10 +1,12 @@
 """The context-length analysis (the paper's Fig. 6): span classifiers in offline and online mode,
 trained with each context window as one Ray Tune grid (mode x window) on a HaDes-format dataset's judged
 labels (train.txt), scored on its test split (valid.txt where the test labels are withheld), with the
-config's preset and backbone. The paper's windows are 5/10/20/40/80/160; whether they count words or
-subword tokens it does not say, so the unit is ``detect.window_unit`` (hades_ray/detect/spans.py).
-``labels="learnability"`` instead trains on a pool's learnability labels (replaced span H, untouched
-word N): another experiment, kept as a named option. ``write_outputs`` draws Fig. 6 (context_length.md/.png).
+model the paper used (its BERT-large detector): the tables grid's BERT row backbone, pinned in
+tables_paper.yaml (the kit's stand-in under ``local``), unless ``detect.backbone`` is set. The paper's
+windows are 5/10/20/40/80/160; whether they count words or subword tokens it does not say, so the unit
+is ``detect.window_unit`` (hades_ray/detect/spans.py). ``labels="learnability"`` instead trains on a
+pool's learnability labels (replaced span H, untouched word N): another experiment, kept as a named
+option. ``write_outputs`` draws Fig. 6 (context_length.md/.png).
 
 Each trial is the detector's Tune trial (``hades_ray.train.tune.detector_trial``: the detect
 package's ``TorchTrainer`` reporting every epoch through ``TuneReportCallback``). The epochs are fixed
@@ -25,7 +27,7 @@ from hades_ray.pipeline import storage
 from hades_ray.report.labelled import LEARNABILITY
 
 EXPERIMENT = "context_length"
-PAPER_WINDOWS = (5, 10, 20, 40, 80, 160)  # words around the target (the paper's Fig. 6)
+PAPER_WINDOWS = (5, 10, 20, 40, 80, 160)  # the paper's Fig. 6 windows; it gives no unit (words: our reading)
 METRICS = ("accuracy", "gmean", "bss", "auc", "h_f1", "n_f1", "epoch")
 
 
@@ -90,6 +92,25 @@ def progress_callback():
     return EpochLines()
 
 
+FIG6_ROW = "BERT"  # the paper ran Fig. 6 with its BERT-large detector: the tables grid's BERT row
+
+
+def fig6_backbone(config) -> tuple[str, str]:
+    """(backbone, where it comes from) of Fig. 6's span classifiers: ``detect.backbone`` when the config
+    sets one (a preset, ``--config`` or ``--set``), else the tables grid's BERT row, whose pinned revision
+    it records in ``models.revisions``."""
+    from hades_ray.reproduce.grid import pin_grid, read_grid
+
+    if config.detect.backbone:
+        return config.detect.backbone, "detect.backbone"
+    grid = read_grid(config)
+    row = next((r for r in grid.rows if r.name == FIG6_ROW), None)
+    if row is None or not row.backbone:
+        return config.models.encoder, f"models.encoder ({grid.path.name} has no {FIG6_ROW} row)"
+    pin_grid(config, grid)
+    return row.backbone, f"the {FIG6_ROW} row of {grid.path.name}"
+
+
 def run_context_sweep(
     config, source: Path, folder: Path, windows: list[int], max_instances: int = 0, labels: str = "judged"
 ) -> dict:
@@ -102,6 +123,8 @@ def run_context_sweep(
     from hades_ray.ray_runtime import init_ray
 
     folder = folder.resolve()
+    backbone, backbone_from = fig6_backbone(config)
+    config.detect.backbone = backbone
     if labels == "judged":
         train, test, described = judged_data(Path(source))
     else:
@@ -146,7 +169,9 @@ def run_context_sweep(
         "label_kind": labels,
         "source": str(source),
         "preset": config.preset,
-        "backbone": config.detect.backbone or config.models.encoder,
+        "backbone": backbone,
+        "backbone_from": backbone_from,
+        "revision": config.models.revisions.get(backbone, ""),
         "epochs": config.detect.epochs,
         "windows": windows,
         "window_unit": config.detect.window_unit,

@@ -1,4 +1,4 @@
-"""``hades-ray annotations export | import | simulate`` and ``hades-ray dataset build``."""
+"""``hades-ray annotations export | import | simulate | shares`` and ``hades-ray dataset build``."""
 
 from __future__ import annotations
 
@@ -52,6 +52,30 @@ def _simulate(args) -> int:
     return 0
 
 
+def _shares(args) -> int:
+    from hades_ray.annotate.rules import most_judgments, rebuild_shares
+    from hades_ray.report import paper_figures as paper
+
+    cfg = config_from_args(args).annotate
+    figures = {f.key: f.value for f in paper.ANNOTATION + paper.ROUNDS}
+    annotated, shares = int(figures["annotated"]), [figures[k] for k in paper.SHARE_KEYS]
+    result = rebuild_shares(cfg, annotated, *shares)
+    print(f"rule: {cfg.consensus_rule}, judges {cfg.judges} then up to {cfg.max_judges}, "
+          f"min_agree_first {cfg.min_agree_first}, min_agree_final {cfg.min_agree_final} (annotate.*)")  # fmt: skip
+    for name, count in result["bands"].items():
+        ends = ", ".join(f"{a}-{b}" for a, b in result["endings"].get(name, [])) or "none"
+        print(f"  {name}: {count} of the paper's {annotated} items; the rule's endings there: {ends}")
+    if not result["fits"]:
+        print(f"does not fit the paper's shares: it cannot end in {', '.join(result['unreachable'])}")
+        return 1
+    for key, theirs in zip(paper.SHARE_KEYS, shares):
+        print(f"  {paper.SHARE_NAMES[key]}: {result['shares'][key]:.2f}% (the paper: {theirs:.2f}%)")
+    most = most_judgments(cfg, annotated, shares[0])
+    print(f"judgments: {result['judgments']:,} ({result['per_item']:.3f} per item; the paper: "
+          f"{int(figures['hits']):,} HITs; at most {most:,} with these panels)")  # fmt: skip
+    return 0
+
+
 def _build(args) -> int:
     from hades_ray.annotate.dataset import build_dataset
 
@@ -89,6 +113,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_key_flag(parser, "annotate.simulate_noise", "--noise", read=True)
     add_config_args(parser)
     parser.set_defaults(func=_simulate)
+
+    parser = sub.add_parser(
+        "shares", help="rebuild the paper's three agreement shares from a consensus rule, and its judgments"
+    )
+    add_key_flag(parser, "annotate.consensus_rule", "--rule")
+    add_config_args(parser)
+    parser.set_defaults(func=_shares)
 
     dataset = subparsers.add_parser("dataset", help="build the HaDes-format dataset from consensus judgments")
     sub = dataset.add_subparsers(dest="action", metavar="ACTION", required=True)

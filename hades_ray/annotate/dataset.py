@@ -63,6 +63,11 @@ def dataset_stats(frame: pd.DataFrame) -> dict:
     }
 
 
+def span_tags(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """Each instance's original-span POS and NER type by id: the report's Table 4 groups the features by them."""
+    return {str(i): {"pos": p, "ner": e} for i, p, e in zip(frame["id"], frame["orig_pos"], frame["orig_ent"])}
+
+
 def stats_markdown(stats: dict) -> str:
     lines = [
         "# Dataset statistics",
@@ -108,6 +113,7 @@ def build_dataset(config, workdir: str | Path, output: str | Path) -> dict:
     stats["simulated_rounds"] = sorted(simulated)
     stats["simulated_instances"] = sum(int(r["round"] in simulated) for r in records)
     write_json_atomic(output / "stats.json", stats)
+    write_json_atomic(output / "tags.json", span_tags(frame))
     write(output / "stats.md", stats_markdown(stats))
     save_config(config, output)
     return stats

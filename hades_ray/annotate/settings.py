@@ -12,9 +12,18 @@ class AnnotateConfig:
     # Paper: 4 judges per item; an item without consensus gets 2 more; still none: left out.
     judges: int = key(4, "[1, 100]", help="first panel size")
     max_judges: int = key(6, "[1, 100]")
-    # Consensus (see annotate/consensus.py): with a first panel (judges <= n < max_judges) the minority
-    # may hold at most ``judges - min_agree_first`` votes (3 of 4); with a full panel (n >= max_judges)
-    # the majority needs ``min_agree_final`` votes (4 of 6). Both are strict majorities.
+    # Consensus (see annotate/consensus.py; the paper gives no vote counts, every rule is our reading).
+    # panel: with a first panel (judges <= n < max_judges) the minority may hold at most
+    # ``judges - min_agree_first`` votes (3 of 4), else the missing judges up to max_judges are asked at once;
+    # stepwise: one judge more at a time until the majority holds ``min_agree_first`` votes (4-0, then 4-1).
+    # With a full panel (n >= max_judges) the majority needs ``min_agree_final`` votes (4 of 6). Both are
+    # strict majorities. `hades-ray annotations shares` says which rules fit the paper's shares.
+    consensus_rule: str = key(
+        "panel",
+        choices=("panel", "stepwise"),
+        help="panel: a first panel decides or the rest of the full panel is asked at once; stepwise: one more "
+        "judge at a time until the majority holds min_agree_first votes",
+    )
     min_agree_first: int = key(3, "[1, 100]")
     min_agree_final: int = key(4, "[1, 100]")
     question: str = (

@@ -15,12 +15,12 @@ SELECTION_METRICS = ("gmean", "auc", "accuracy", "h_f1", "n_f1", "epoch")
 
 @dataclass
 class DetectConfig:
-    backbone: str = ""  # empty: models.encoder (MiniLM locally, RoBERTa-large in the paper preset)
+    backbone: str = ""  # empty: models.encoder (MiniLM locally, roberta-large in the paper preset: our choice)
     mode: str = key(
         "offline", choices=MODES, help="offline: context on both sides; online: only the span and what precedes it"
     )
     window: int = key(160, "[1, 1000000]")  # subword tokens the backbone sees around the span (specials included)
-    # tokens: as above | words: ``window`` context words besides the span (the paper's Fig. 6 counts words)
+    # tokens: as above | words: ``window`` context words besides the span (the paper's Fig. 6 gives no unit)
     window_unit: str = key(TOKENS, choices=WINDOW_UNITS)
     pooling: str = key("max", choices=("max", "mean"))  # over the span's subword states
     mlp_layers: int = key(2, "[1, 16]")  # head depth; tanh between layers

@@ -10,8 +10,8 @@ so its score cannot depend on it (tests/detect/test_spans.py checks this bit for
 
 A window is counted in subword tokens (``detect.window_unit: tokens``, the default: the span and its
 context within ``window`` tokens, specials included) or in words (``words``: ``window`` context words
-besides the span, as the paper's Fig. 6 counts them; offline half before and half after it, a side
-short of words leaving its share to the other; online all before it).
+besides the span, our reading: the paper's Fig. 6 gives no unit; offline half before and half after it,
+a side short of words leaving its share to the other; online all before it).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The decision threshold a detector flags words at, chosen on validation data when it is trained.
 
-The paper reports its metrics at the classifier's argmax (p >= 0.5), and ``evaluate``/``predict`` keep
-that so their numbers stay comparable with its tables. A class-weighted detector's probabilities are
-not calibrated, though, so ``hades-ray score`` and the guard flag at the threshold that maximises the
-G-Mean (the paper's balanced metric) on the validation set, stored in ``detector.json``
+The paper does not say at which threshold its metrics are taken; ``evaluate``/``predict`` report them at
+the classifier's argmax (p >= 0.5), our reading, so their numbers stay comparable across detectors. A
+class-weighted detector's probabilities are not calibrated, though, so ``hades-ray score`` and the guard
+flag at the threshold that maximises the G-Mean (the paper's balanced metric) on the validation set,
+stored in ``detector.json``
 (``hades_ray/detect/detector.py`` reads and writes it).
 """
 

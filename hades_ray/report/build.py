@@ -32,7 +32,11 @@ def _features(pool, dataset, seed: int, limit: int, max_docs: int | None) -> Sec
     except (ModelNotFoundError, ValueError) as error:
         log.warning("features by label without the MLM: %s", error)
         mlm = None
-    return features_section(instances, source, mlm, config.detect)
+    from hades_ray.config import recorded_language
+    from hades_ray.report.paper_text import read_tags
+
+    language = recorded_language(pool) if pool is not None else "en"
+    return features_section(instances, source, mlm, config.detect, read_tags(dataset), language)
 
 
 def _detectors(values: list[str], dataset: Path | None, split: str, min_round: int, seed: int) -> Section | None:

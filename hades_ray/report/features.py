@@ -12,7 +12,8 @@ from scipy import stats
 
 from hades_ray.detect.features.lexical import LexicalStats
 from hades_ray.io.hades_format import Instance
-from hades_ray.report import paper_figures, plots
+from hades_ray.errors import UserError
+from hades_ray.report import paper_figures, paper_text, plots
 from hades_ray.report.model import Figure, Section, Table, fmt
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,12 @@ def _figure(values: dict[str, np.ndarray], labels: np.ndarray) -> Figure:
     return Figure("features_by_label", "Span features by label (densities)", plots.to_png(fig))
 
 
-def features_section(instances: list[Instance], source: str, mlm_source: str | None, detect) -> Section:
-    """``mlm_source``: the MLM's resolved path, or None (then only TF-IDF and PPMI, and the note says why)."""
+def features_section(
+    instances: list[Instance], source: str, mlm_source: str | None, detect, tags: dict | None = None,
+    language: str = "en",
+) -> Section:  # fmt: skip
+    """``mlm_source``: the MLM's resolved path, or None (then only TF-IDF and PPMI, and the note says why);
+    ``tags``: a dataset's span tags (``tags.json``) for Table 4, else spaCy tags the spans."""
     section = Section("features", "Features by label")
     section.notes.append(f"{len(instances)} instances; labels: {source}.")
     labels = np.array([i.label for i in instances], dtype=int)
@@ -101,6 +106,16 @@ def features_section(instances: list[Instance], source: str, mlm_source: str | N
         )
     )  # fmt: skip
     section.tables.append(table_1(results))
+    section.numbers["table_1b"] = paper_text.correlations(values, labels)
+    section.tables.append(paper_text.table_1b(section.numbers["table_1b"]))
+    try:
+        span_tags, tags_source = paper_text.instance_tags(instances, tags, language)
+    except UserError as error:  # no spaCy pipeline for the language: Table 4 needs tags
+        section.notes.append(f"Table 4 left out: no tags for the spans ({error}).")
+    else:
+        numbers = paper_text.table_4_numbers(values, labels, span_tags)
+        section.numbers["table_4"] = {"tags": tags_source, "rows": numbers}
+        section.tables.append(paper_text.table_4(numbers, tags_source))
     section.figures.append(_figure(values, labels))
     return section
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from hades_ray.perturb.artifacts import artifact_summary, count_artifacts
-from hades_ray.report import plots
+from hades_ray.report import paper_text, plots
 from hades_ray.report.inputs import read_json, read_pool_rows
 from hades_ray.config import recorded_language
 from hades_ray.report.model import Figure, Section, Table, fmt
@@ -126,6 +126,10 @@ def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> 
             f"Sizes and perplexities over the first {len(rows)} of the {summary['kept']} kept documents (--max-docs); "
             "the counts and the artifact rate cover them all."
         )
+    table, section.numbers["paper_text"] = paper_text.text_figures(
+        {"pool": summary.get("instances")}, "summary.json's instances (replaced spans): our reading of the pool"
+    )
+    section.tables.append(table)
     if rows:
         section.figures += _figures(sizes, ppl)
     section.examples = [

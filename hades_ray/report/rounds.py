@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 from hades_ray.annotate.judgments import simulated_rounds
-from hades_ray.report import plots
+from hades_ray.report import paper_text, plots
 from hades_ray.report.inputs import ReportInputError, read_json, read_yaml_config, round_folders
 from hades_ray.report.model import Figure, Section, Table, fmt
 
@@ -106,7 +106,21 @@ def rounds_section(workdir: Path) -> Section:
         section.notes.append(f"Judgments of {names} are SIMULATED (hades-ray annotations simulate).")
     section.notes += [f"round {r['round']}: {m}" for r in rounds for m in r["messages"]]
     section.figures.append(_figure(rounds))
+    table, section.numbers["paper_text"] = paper_text.text_figures(
+        {"early_rounds_h": early_rounds_h(rounds)}, f"our first {EARLY_ROUNDS} judged rounds: our reading of 'early'"
+    )
+    section.tables.append(table)
     return section
+
+
+EARLY_ROUNDS = 2  # which rounds the paper's "early rounds" are it does not say: the first two judged, ours
+
+
+def early_rounds_h(rounds: list[dict]) -> float | None:
+    """The H share (percent) of the consensus labels of the first ``EARLY_ROUNDS`` judged rounds."""
+    judged = [(r["agreement"] or {}).get("labels") or {} for r in rounds if r["agreement"]][:EARLY_ROUNDS]
+    h, n = sum(j.get("H", 0) for j in judged), sum(j.get("N", 0) for j in judged)
+    return 100 * h / (h + n) if h + n else None
 
 
 def pos_ner_section(dataset: Path, top: int = 12) -> Section:
@@ -130,4 +144,22 @@ def pos_ner_section(dataset: Path, top: int = 12) -> Section:
         rows = [[k, v.get("H"), v.get("N"), fmt(v.get("share_h"))] for k, v in values]
         section.tables.append(Table(title, ["value", "H", "N", "H share"], rows))
     section.figures.append(Figure("pos_ner", "POS and NER by label (Fig. 4)", plots.to_png(fig)))
+    table, section.numbers["paper_text"] = paper_text.text_figures(fig_4_figures(stats), "the dataset's stats.json")
+    section.tables.append(table)
     return section
+
+
+def fig_4_figures(stats: dict) -> dict[str, float | None]:
+    """Our counterparts of the figures the paper's text gives for Fig. 4, in percent."""
+    verbs = stats["pos"].get("VERB") or {}
+    ner = stats["ner"]
+    total = sum(v.get("H", 0) + v.get("N", 0) for v in ner.values())
+    entities = {k: v for k, v in ner.items() if k != "none"}
+    entity_total = sum(v.get("H", 0) + v.get("N", 0) for v in entities.values())
+    verb_total = verbs.get("H", 0) + verbs.get("N", 0)
+    none = ner.get("none") or {}
+    return {
+        "verbs_n": 100 * verbs.get("N", 0) / verb_total if verb_total else None,
+        "spans_not_entities": 100 * (none.get("H", 0) + none.get("N", 0)) / total if total else None,
+        "entities_h": 100 * sum(v.get("H", 0) for v in entities.values()) / entity_total if entity_total else None,
+    }

@@ -50,7 +50,8 @@ CONTEXT_METRICS = (("accuracy", "Accuracy"), ("gmean", "G-Mean"), ("bss", "BSS (
 
 
 def window_label(results: dict) -> str:
-    """What the windows count: words (the paper's Fig. 6) or, in results from before the key, subword tokens."""
+    """What the windows count: words (our reading; the paper's Fig. 6 gives no unit) or, in results from
+    before the key, subword tokens."""
     return "words" if results.get("window_unit") == "words" else "subword tokens"
 
 

@@ -2,7 +2,8 @@
 
 Two ways, by ``select.detector_training``:
 
-* ``crossval`` (the paper: "using the accumulated data"): the detector trains on every judged item;
+* ``crossval`` (our reading of the paper's "using the accumulated data", Sec. 3.3, which names no
+  method): the detector trains on every judged item;
   the epoch and alpha, beta, gamma come from out-of-fold predictions (``select/crossval.py``).
 * ``split``: the judged items are split three ways, stratified by label and seeded: a training part,
   a held-out part that picks the best epoch (``select.heldout_share``), and a calibration part

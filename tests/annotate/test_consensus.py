@@ -101,3 +101,67 @@ def test_the_paper_preset_rule_gives_the_papers_three_shares():
     local = agreement_report(item_table(first_panels, judgments, load_config(preset="local").annotate))
     assert local["share_agreement_80"] == local["share_agreement_100"] == 0.7124
     assert load_config(preset="paper").annotate.min_agree_first == 4
+
+
+@pytest.mark.parametrize(
+    "h,n,expected,needed",
+    [
+        (4, 0, ("consensus", 1), 0),
+        (3, 1, ("needs_more", None), 1),
+        (2, 2, ("needs_more", None), 2),
+        (4, 1, ("consensus", 1), 0),
+        (2, 3, ("needs_more", None), 1),
+        (4, 2, ("consensus", 1), 0),
+        (3, 3, ("no_consensus", None), 0),
+    ],
+)
+def test_stepwise_asks_one_judge_at_a_time_until_four_agree(h, n, expected, needed):
+    status = item_status(h, n, min_agree_first=4, rule="stepwise")
+    assert status == expected
+    assert judges_needed(status[0], h + n, rule="stepwise", top=max(h, n), min_agree_first=4) == needed
+
+
+def test_the_stepwise_rule_drives_the_next_export():
+    cfg = load_config(preset="paper", overrides=["annotate.consensus_rule=stepwise"]).annotate
+    items, judgments = _panels({(3, 1): 1, (4, 1): 1, (2, 2): 1})
+    table = item_table(items, judgments, cfg)
+    assert list(table["status"]) == ["needs_more", "consensus", "needs_more"]
+    assert list(table["needed"]) == [1, 0, 2]
+
+
+@pytest.mark.parametrize(
+    "overrides,judgments,endings",
+    [
+        ([], 58_192, {"full agreement": [4, 0], ">= 80% agreement": [5, 1], "consensus under 80%": [4, 2]}),
+        (["annotate.consensus_rule=stepwise"], 57_272, {">= 80% agreement": [4, 1]}),
+    ],
+)
+def test_two_rules_rebuild_the_papers_three_shares(overrides, judgments, endings):
+    """Both fit 71.24 / 78.47 / 86.12 on the paper's 12,719 items; neither comes near its 71,226 HITs."""
+    from hades_ray.annotate.rules import most_judgments, rebuild_shares
+
+    cfg = load_config(preset="paper", overrides=overrides).annotate
+    result = rebuild_shares(cfg, 12_719, 71.24, 78.47, 86.12)
+    assert result["fits"]
+    assert {k: round(v, 2) for k, v in result["shares"].items()} == {
+        "share_agreement_100": 71.24, "share_agreement_80": 78.47, "share_consensus": 86.12}  # fmt: skip
+    assert result["judgments"] == judgments and most_judgments(cfg, 12_719, 71.24) == 58_192 < 71_226
+    assert all(result["chosen"][band] == ending for band, ending in endings.items())
+
+
+def test_the_default_rule_cannot_give_the_papers_80_percent_share():
+    from hades_ray.annotate.rules import rebuild_shares
+
+    result = rebuild_shares(load_config(preset="local").annotate, 12_719, 71.24, 78.47, 86.12)
+    assert not result["fits"] and result["unreachable"] == [">= 80% agreement"]
+
+
+def test_annotations_shares_command(capsys):
+    from hades_ray.cli import main
+
+    assert main(["annotations", "shares", "--preset", "paper", "--rule", "stepwise"]) == 0
+    out = capsys.readouterr().out
+    assert "rule: stepwise" in out and "920 of the paper's 12719 items; the rule's endings there: 4-1" in out
+    assert "consensus: 86.12% (the paper: 86.12%)" in out and "judgments: 57,272" in out and "71,226 HITs" in out
+    assert main(["annotations", "shares"]) == 1  # local's 3-1 rule
+    assert "cannot end in >= 80% agreement" in capsys.readouterr().out

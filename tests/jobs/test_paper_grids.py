@@ -48,7 +48,9 @@ def test_fig6_grid_trains_on_judged_labels_in_every_mode_and_word_window_and_dra
     results = run_context_sweep(config, judged, tmp_path / "context", [5])
     assert results["window_unit"] == "words" and results["label_kind"] == "judged"
     assert "valid.txt" in results["labels"] and (results["train"], results["test"]) == (40, 16)  # test withheld
-    assert results["preset"] == "local" and results["backbone"] == config.models.encoder
+    # The model the paper ran Fig. 6 with: the tables grid's BERT row (here the kit's stand-in for it).
+    assert results["preset"] == "local" and results["backbone"] == "local:mlm"
+    assert results["backbone_from"] == "the BERT row of tables_local.yaml"
     grid = {(t["mode"], t["window"]) for t in results["trials"]}
     assert grid == {("offline", 5), ("online", 5)}
     assert all(t["error"] is None and t["auc"] is not None and t["bss"] is not None for t in results["trials"])
@@ -121,3 +123,22 @@ def test_fig6_on_learnability_labels_is_a_named_option_and_judged_labels_need_a_
     assert described.startswith("learnability labels") and train.is_file() and test.is_file()
     with pytest.raises(UserError, match="give --dataset"):
         main(["--output", str(tmp_path / "out"), "--skip-decoding"])
+
+
+def test_fig6_takes_the_bert_rows_pinned_backbone_unless_detect_backbone_is_set():
+    from jobs.context_sweep import fig6_backbone
+
+    config = load_config("paper")
+    assert fig6_backbone(config) == ("bert-large-uncased", "the BERT row of tables_paper.yaml")
+    assert config.models.revisions["bert-large-uncased"] == "6da4b6a26a1877e173fca3225479512db81a5e5b"
+    chosen = load_config("paper", None, ["detect.backbone=roberta-large"])
+    assert fig6_backbone(chosen) == ("roberta-large", "detect.backbone")
+
+
+def test_analyses_lets_the_users_set_values_win_over_its_own_flags():
+    from jobs.analyses import overrides, parse_args
+
+    args = parse_args(["--epochs", "2", "--set", "ray.num_cpus=8", "--set", "detect.epochs=5"])
+    config = load_config(args.preset, args.config_file, overrides(args))
+    assert (config.ray.num_cpus, config.detect.epochs) == (8, 5)
+    assert load_config(None, None, overrides(parse_args([]))).ray.num_cpus == 0  # no cap of its own

@@ -48,12 +48,30 @@ def test_every_printed_figure_of_tables_2_and_3_is_kept():
     assert paper_figures.TABLE_1["mlm_entropy"] == {"H": (2.58, 1.49), "N": (1.78, 1.07)}
 
 
-def test_the_consistency_check_flags_exactly_the_two_printed_slips():
+def test_the_consistency_check_flags_the_two_printed_slips_ppmis_two_stds_and_the_hits():
     notes = paper_figures.inconsistencies()
-    assert len(notes) == 2, notes
-    lr, roberta = notes
+    assert len(notes) == 4, notes
+    lr, roberta, ppmi, hits = notes
     assert "Table 2 (LR)" in lr and "hallucination F1 of 60.33" in lr and "56.15" in lr
     assert "Table 2 (RoBERTa)" in roberta and "G-Mean of 70.94" in roberta and "72.69" in roberta
+    assert "Table 4's All row gives PPMI H std 0.144, Table 1 0.134" == ppmi
+    assert "71,226 HITs exceed the 58,192 judgments" in hits
+
+
+def test_table_4_holds_only_what_can_be_checked_and_table_1b_nothing():
+    held = [v for f in paper_figures.TABLE_4.values() for by in f.values() for p in by.values() for v in p if v]
+    assert held == [0.144] and paper_figures.TABLE_4_PRINTED == 144
+    assert set(paper_figures.TABLE_1B) == set(paper_figures.TABLE_1) and not any(paper_figures.TABLE_1B.values())
+    words = {f.key: f.words for f in paper_figures.TEXT_FIGURES}
+    assert words == {"verbs_n": "about two-thirds of verbs N", "spans_not_entities": "about 90% of spans not entities",
+                     "entities_h": "over 90% of entities H", "early_rounds_h": "~90% H", "pool": "~1M"}  # fmt: skip
+
+
+def test_the_hits_are_checked_against_the_most_judgments_the_panels_allow(monkeypatch):
+    figures = [paper_figures.Figure(f.key, f.label, 58_192 if f.key == "hits" else f.value, f.unit)
+               for f in paper_figures.ROUNDS]  # fmt: skip
+    monkeypatch.setattr(paper_figures, "ROUNDS", tuple(figures))
+    assert not any("HITs" in note for note in paper_figures.inconsistencies())  # 9,061 x 4 + 3,658 x 6
 
 
 @pytest.mark.parametrize("mode,row,key", [("offline", "BERT", "accuracy"), ("online", "XLNet", "n_precision"),
@@ -73,9 +91,13 @@ def test_the_split_and_the_shares_follow_from_the_counts(monkeypatch):
     assert "10953" in note and "10954" in note
 
 
-def test_detectors_are_set_beside_the_row_of_their_kind_and_mode():
-    assert [r[:2] for r in paper_rows("transformer", "offline")] == [("Table 2", "BERT")]
-    assert [r[:2] for r in paper_rows("transformer", "online")] == [("Table 3", "GPT-2")]
+def test_detectors_are_set_beside_the_row_of_their_kind_mode_and_backbone_family():
+    assert [r[:2] for r in paper_rows("transformer", "offline", "bert")] == [("Table 2", "BERT")]
+    assert [r[:2] for r in paper_rows("transformer", "offline", "roberta")] == [("Table 2", "RoBERTa")]
+    assert [r[:2] for r in paper_rows("transformer", "online", "xlnet")] == [("Table 3", "XLNet")]
+    assert [r[:2] for r in paper_rows("transformer", "online", "gpt2")] == [("Table 3", "GPT-2")]
+    assert paper_rows("transformer", "offline", "gpt2") == []  # "GPT-2 can only fit in the online setting"
+    assert paper_rows("transformer", "offline", "deberta-v2") == []  # no paper row of that family
     assert [r[:2] for r in paper_rows("lr", "offline")] == [("Table 2", "LR")]
     assert [r[:2] for r in paper_rows(None, None)] == [("Table 2", "BERT"), ("Table 3", "GPT-2")]
 
@@ -105,5 +127,56 @@ def test_report_shows_paper_ours_gap_and_marks_simulated_labels(tmp_path):
     assert "Table 3 GPT-2 AUC" in detectors  # a predictions file has no mode: beside both headline rows
     assert any("SIMULATED" in note for note in section["notes"])
     assert any("60.33" in note and "56.15" in note for note in section["notes"])
+    # The work directory's rule (local: 3-1 of 4) cannot give the paper's shares: no judgment count for them.
+    assert any("cannot give the paper's three agreement shares" in note for note in section["notes"])
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "figures beside ours" in markdown and "| 86.12 | 75.00 | -11.12 |" in markdown
+
+
+def test_the_hits_are_set_beside_the_judgments_our_rule_implies():
+    from hades_ray.config import load_config
+    from hades_ray.report.paper import annotation_table, rule_judgments, rule_note
+
+    rule = rule_judgments(load_config(preset="paper").annotate)
+    assert rule == {"rule": "panel (min_agree_first 4)", "fits": True, "judgments": 58_192, "most": 58_192}
+    row = annotation_table({"labels": "people", "rule": rule}).rows[-1]
+    assert row[0].startswith("HITs: the judgments our rule implies") and row[2:5] == ["71226", "58192", "-13034"]
+    note = rule_note(rule)
+    assert "58,192 judgments" in note and "71,226 HITs" in note and "5.60 per item" in note
+
+
+@pytest.mark.parametrize(
+    "model_type,mode,row",
+    [("roberta", "offline", "Table 2 RoBERTa"), ("gpt2", "offline", None), ("xlnet", "online", "Table 3 XLNet")],
+)
+def test_a_detector_folder_is_set_beside_its_backbones_family(tmp_path, model_type, mode, row):
+    """The family comes from the backbone's config.json, as a trained detector folder names it."""
+    from hades_ray.report.paper import detector_kinds, detector_table
+
+    backbone = tmp_path / "backbone"
+    backbone.mkdir()
+    (backbone / "config.json").write_text(json.dumps({"model_type": model_type}))
+    folder = tmp_path / "detector"
+    folder.mkdir()
+    (folder / "detector.json").write_text(json.dumps({
+        "type": "transformer", "format": "hades_ray.span_classifier/1", "backbone": str(backbone), "mode": mode,
+        "window": 160, "pooling": "max", "mlp_layers": 2, "freeze": "all"}))  # fmt: skip
+    kinds = detector_kinds([f"ours={folder}"])
+    assert kinds == {"ours": ("transformer", mode, model_type)}
+    rows = detector_table({"ours": {"accuracy": 0.7}}, kinds, "people").rows
+    assert {r[0].rsplit(" ", 1)[0] for r in rows} == ({row} if row else set())
+
+
+def test_table_4_groups_the_features_by_tag_and_marks_what_is_missing():
+    from hades_ray.report.paper_text import table_4, table_4_numbers
+
+    labels = np.array([1, 1, 0, 1, 0])
+    values = {"ppmi": np.array([0.1, 0.3, 0.2, 0.5, 0.4])}
+    tags = [("NOUN", ""), ("NOUN", "PERSON"), ("NOUN", ""), ("VERB", "PERSON"), ("VERB", "")]
+    numbers = table_4_numbers(values, labels, tags)
+    assert list(numbers) == ["All", "POS NOUN", "POS VERB", "NER none", "NER PERSON"]
+    assert numbers["POS NOUN"]["ppmi"]["H"] == pytest.approx((0.2, 0.1414, 2), abs=1e-4)
+    rows = {r[0]: r for r in table_4(numbers, "tags.json").rows}
+    assert rows["All"][2:4] == ["? (0.144)", "0.3 (0.2)"]  # the paper's one held figure beside ours
+    assert rows["POS VERB"][3] == "0.5 (–)" and rows["NER PERSON"][5] == "–"  # one H verb; no N person
+    assert rows["POS NOUN"][2] == rows["POS NOUN"][4] == "not held"

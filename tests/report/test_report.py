@@ -94,8 +94,8 @@ def judge_round_zero(round_dir: Path) -> None:
 
 
 def make_dataset(folder: Path) -> Path:
-    """stats.json made by the dataset build's own code (hades_ray/annotate/dataset.py)."""
-    from hades_ray.annotate.dataset import dataset_stats
+    """stats.json and tags.json made by the dataset build's own code (hades_ray/annotate/dataset.py)."""
+    from hades_ray.annotate.dataset import dataset_stats, span_tags
 
     frame = pd.DataFrame({"id": [f"i{k}" for k in range(8)], "doc_id": ["a", "a", "b", "b", "c", "c", "d", "d"],
                           "label": [1, 0, 1, 1, 0, 0, 1, 0], "split": ["train"] * 4 + ["valid"] * 2 + ["test"] * 2,
@@ -103,6 +103,7 @@ def make_dataset(folder: Path) -> Path:
                           "orig_ent": ["", "", "", "PERSON", "", "", "GPE", ""]})  # fmt: skip
     folder.mkdir(parents=True)
     (folder / "stats.json").write_text(json.dumps(dataset_stats(frame)))
+    (folder / "tags.json").write_text(json.dumps(span_tags(frame)))
     for split, labels in (("train", [1, 0, 1, 0, 1, 0]), ("valid", [1, 0]), ("test", [0, 1, 1, 0])):
         make_predictions(folder / f"{split}.txt", labels, [0.5] * len(labels))
     return folder
@@ -181,6 +182,23 @@ def test_every_section_with_its_numbers(full_report):
     for result in features["features"].values():
         assert result["ci_low"] <= result["difference"] <= result["ci_high"]
     assert sections["pos_ner"]["numbers"]["pos"]["NOUN"] == {"H": 1, "N": 2, "share_h": 0.3333}
+    # The paper's Table 1B and Table 4 beside ours, the spans grouped by tags.json's original-span tags.
+    assert set(features["table_1b"]) == set(features["features"])
+    table_4 = features["table_4"]
+    assert "tags.json" in table_4["tags"] and {"All", "POS NOUN", "NER none"} <= set(table_4["rows"])
+    h_mean, h_std, n_h = table_4["rows"]["All"]["ppmi"]["H"]
+    assert n_h == features["features"]["ppmi"]["n_h"] and abs(h_mean - features["features"]["ppmi"]["mean_h"]) < 1e-9
+    tables = {t["title"].split(":")[0]: t for t in sections["features"]["tables"]}
+    all_ppmi = next(r for r in tables["Table 4 beside ours"]["rows"] if r[:2] == ["All", "PPMI"])
+    assert all_ppmi[2] == "? (0.144)" and all_ppmi[4] == "not held"
+    # The text's Fig. 4 figures from stats.json: VERB 1 H / 1 N, 6 of 8 spans without an entity, both entities H.
+    fig_4 = sections["pos_ner"]["numbers"]["paper_text"]
+    ours = {k: v["ours"] for k, v in fig_4.items()}
+    assert ours == {"verbs_n": 50.0, "spans_not_entities": 75.0, "entities_h": 100.0}
+    assert [v["as_the_paper_says"] for v in fig_4.values()] == ["no", "no", "yes"]
+    early = sections["rounds"]["numbers"]["paper_text"]["early_rounds_h"]
+    assert abs(early["ours"] - 200 / 3) < 1e-9 and early["paper"] == "~90% H"
+    assert sections["pool"]["numbers"]["paper_text"]["pool"]["paper"] == "~1M"
     flows = [r["flow"] for r in sections["rounds"]["numbers"]["rounds"]]
     assert [sum(f.values()) for f in flows] == [100, 100]  # every instance of the pool is accounted for once
     assert flows[1]["Eq. 1 subsampling"] == 10 and flows[0]["paraphrase cut"] == 10

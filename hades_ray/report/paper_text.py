@@ -1,0 +1,169 @@
+"""The paper's Table 4 (the span features per POS and NER tag), Table 1B (the label's correlation with each
+feature) and the figures its text gives in words, each set beside ours (``paper_figures`` holds theirs).
+
+A span's tags are those ``hades-ray dataset build`` records for the original span (``tags.json``, as in
+Fig. 4); where a dataset has none (one built before, the published Wiki-Hades, a pool's learnability
+labels) spaCy tags the span as it stands in the instance's text, and the table says which.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from hades_ray.io.hades_format import Instance
+from hades_ray.report import paper_figures as paper
+from hades_ray.report.model import Table, fmt
+
+log = logging.getLogger(__name__)
+TAGS_FILE = "tags.json"  # {instance id: {"pos": POS, "ner": NER type or ""}}, written by dataset build
+NOT_HELD = "not held"
+MIN_PER_TAG = 2  # a tag's row needs this many instances (a std needs two)
+TITLES = {"mlm_prob": "word probability", "mlm_entropy": "entropy", "tfidf": "TF-IDF", "ppmi": "PPMI"}
+
+
+def read_tags(dataset: Path | None) -> dict[str, dict[str, str]] | None:
+    """``dataset/tags.json`` (instance id -> pos, ner), or None where the dataset has none."""
+    from hades_ray.report.inputs import read_json
+
+    path = dataset / TAGS_FILE if dataset is not None else None
+    if path is None or not path.is_file():
+        return None
+    return read_json(path, "the span tags `hades-ray dataset build` writes")
+
+
+def spacy_tags(instances: list[Instance], language: str = "en") -> list[tuple[str, str]]:
+    """(POS of the span's root, its first entity type or "") of each span as it stands in its text."""
+    from hades_ray.text.pipeline import load_pipeline
+    from hades_ray.text.words import join_words
+
+    nlp = load_pipeline(language)
+    texts, offsets = [], []
+    for i in instances:
+        before = join_words(i.words[: i.start], language)
+        start = len(before) + (len(join_words(["", ""], language)) if before else 0)
+        texts.append(join_words(i.words, language))
+        offsets.append((start, start + len(join_words(i.words[i.start : i.end + 1], language))))
+    tags = []
+    for doc, (start, end) in zip(nlp.pipe(texts, batch_size=32), offsets):
+        span = doc.char_span(start, end, alignment_mode="expand")
+        if span is None or not len(span):
+            tags.append(("", ""))
+            continue
+        ents = [t.ent_type_ for t in span if t.ent_type_]
+        tags.append((span.root.pos_, ents[0] if ents else ""))
+    return tags
+
+
+def instance_tags(instances: list[Instance], tags: dict | None, language: str = "en") -> tuple[list, str]:
+    """Each instance's (pos, ner) and where they come from."""
+    if tags is not None:
+        found = [tags.get(str(i.extra.get("id")), {}) for i in instances]
+        return [(t.get("pos", ""), t.get("ner", "")) for t in found], "the original span's tags (tags.json)"
+    return spacy_tags(instances, language), "spaCy on the span as it stands in the text (no tags.json)"
+
+
+def mean_std(values: np.ndarray) -> tuple[float | None, float | None, int]:
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return None, None, 0
+    return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else None, int(values.size)
+
+
+def table_4_numbers(values: dict[str, np.ndarray], labels: np.ndarray, tags: list[tuple[str, str]]) -> dict:
+    """tag row -> feature -> label -> (mean, std, n): "All", then "POS X" and "NER Y" ("NER none": no
+    entity), each tag with at least ``MIN_PER_TAG`` instances, the most frequent first."""
+    pos = np.array([p or "none" for p, _ in tags], dtype=object)
+    ner = np.array([n or "none" for _, n in tags], dtype=object)
+    groups = {"All": np.ones(len(labels), dtype=bool)}
+    for prefix, column in (("POS", pos), ("NER", ner)):
+        names, counts = np.unique(column, return_counts=True)
+        for name in [n for n, c in sorted(zip(names, counts), key=lambda nc: (-nc[1], nc[0])) if c >= MIN_PER_TAG]:
+            groups[f"{prefix} {name}"] = column == name
+    return {
+        tag: {
+            feature: {side: mean_std(column[mask & (labels == code)]) for side, code in (("H", 1), ("N", 0))}
+            for feature, column in values.items()
+        }
+        for tag, mask in groups.items()
+    }
+
+
+def _cell(mean: float | None, std: float | None) -> str:
+    if mean is None and std is None:
+        return NOT_HELD
+    return f"{'?' if mean is None else f'{mean:.3g}'} ({'?' if std is None else f'{std:.3g}'})"
+
+
+def _ours(mean: float | None, std: float | None, n: int) -> str:
+    """Our mean (std): "–" without instances, the std "–" with one."""
+    if not n:
+        return "–"
+    return f"{mean:.3g} ({'–' if std is None else f'{std:.3g}'})"
+
+
+def table_4(numbers: dict, tags_source: str) -> Table:
+    """The paper's Table 4 beside ours: one row per tag and feature, mean (std) per label."""
+    rows = []
+    for tag, features in numbers.items():
+        for feature, by_label in features.items():
+            theirs = paper.TABLE_4.get(tag, {}).get(feature, {})
+            rows.append([tag, TITLES[feature],
+                         _cell(*theirs.get("H", (None, None))), _ours(*by_label["H"]),
+                         _cell(*theirs.get("N", (None, None))), _ours(*by_label["N"]),
+                         f"{by_label['H'][2]} / {by_label['N'][2]}"])  # fmt: skip
+    held = sum(v is not None for f in paper.TABLE_4.values() for by in f.values() for p in by.values() for v in p)
+    return Table(
+        f"Table 4 beside ours: mean (std) per tag and label; tags: {tags_source}; {held} of the paper's "
+        f"{paper.TABLE_4_PRINTED} figures held (the rest: {NOT_HELD}; '?': the cell's other figure not held)",
+        ["tag", "feature", "paper H", "ours H", "paper N", "ours N", "n H / n N"],
+        rows,
+    )
+
+
+def correlations(values: dict[str, np.ndarray], labels: np.ndarray) -> dict[str, dict]:
+    """The point-biserial correlation of the label (H = 1) with each feature, its p-value and n (our choice
+    of coefficient: the paper's is not held)."""
+    out = {}
+    for feature, column in values.items():
+        finite = np.isfinite(column)
+        x, y = column[finite], labels[finite]
+        if x.size < 3 or len(set(y)) < 2 or np.ptp(x) == 0:
+            out[feature] = {"r": None, "p_value": None, "n": int(x.size)}
+            continue
+        result = stats.pointbiserialr(y, x)
+        out[feature] = {"r": float(result.statistic), "p_value": float(result.pvalue), "n": int(x.size)}
+    return out
+
+
+def table_1b(numbers: dict[str, dict]) -> Table:
+    rows = [[TITLES[f], NOT_HELD if paper.TABLE_1B.get(f) is None else fmt(paper.TABLE_1B[f], 3),
+             fmt(r["r"], 3), fmt(r["p_value"], 4), r["n"]] for f, r in numbers.items()]  # fmt: skip
+    return Table("Table 1B beside ours: the label's correlation with each feature (ours: point-biserial r)",
+                 ["feature", "paper", "ours", "p", "n"], rows)  # fmt: skip
+
+
+def text_figures(ours: dict[str, float | None], where: str) -> tuple[Table, dict]:
+    """The paper's figures given in words (``paper.TEXT_FIGURES``) that ``ours`` has, beside ours, and
+    whether ours reads as the words say."""
+    rows, numbers = [], {}
+    for figure in paper.TEXT_FIGURES:
+        if figure.key not in ours:
+            continue
+        value = ours[figure.key]
+        if value is None:
+            verdict = "-"
+        elif figure.compare == "over":
+            verdict = "yes" if value > figure.value else "no"
+        else:
+            verdict = "yes" if abs(value - figure.value) <= figure.tolerance else "no"
+        digits = 1 if figure.unit else 0
+        rows.append([figure.label, f'"{figure.words}"', fmt(value, digits), verdict])
+        numbers[figure.key] = {"paper": figure.words, "ours": value, "as_the_paper_says": verdict}
+    tolerance = "; 'about' and '~' read as within 5 points (the pool: within half its size)"
+    table = Table(f"The paper's text beside ours ({where}{tolerance})",
+                  ["figure", "the paper's words", "ours", "as the words say"], rows)  # fmt: skip
+    return table, numbers
