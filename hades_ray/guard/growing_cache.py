@@ -2,7 +2,8 @@
 
 ``transformers``' ``DynamicLayer`` appends a step's keys and values with ``torch.cat``: every step copies
 the whole cache, per layer, twice. For the offline kit's small GPT-2 that copy was a quarter of each
-generator step in the guarded loop (``jobs/results/bench_guard.md``). ``GrowingLayer`` keeps each layer's
+generator step in the guarded loop (``jobs/results/retired/bench_guard.md``, made by older code).
+``GrowingLayer`` keeps each layer's
 keys and values in a buffer with room to the right (doubled when full, so a token costs a copy of its own
 columns only) and hands the model a view of the columns in use. The model reads the same values in the
 same shape, so its scores are bit-identical (tests/guard/test_guard.py compares the tokens with

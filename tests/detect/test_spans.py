@@ -70,7 +70,8 @@ def test_pooling_and_freezing(micro_home):
 
 def test_word_windows_count_context_words_around_the_span(micro):
     """detect.window_unit=words: ``window`` words besides the span, split around it offline (a short side
-    leaves its share to the other) and all before it online; the paper's Fig. 6 counts windows this way."""
+    leaves its share to the other) and all before it online: our reading of Fig. 6's
+    window, whose unit the paper does not give."""
     tokenizer, _ = micro
     words = [f"w{i}" for i in range(200)]
 
