@@ -151,6 +151,19 @@ class Detector:
             raise CheckpointError(f"{self.folder} is an {self.kind} detector, not a span classifier")
         return load_classifier(self.folder, self.meta, device)
 
+    def load_head(self):
+        """The head alone (in eval mode) of a span classifier whose backbone is frozen whole: what scores
+        stored span vectors (``hades_ray/detect/reps.py``)."""
+        from hades_ray.detect.model import load_head
+
+        return load_head(self.folder, self.meta)
+
+    def reads_store(self, detect) -> bool:
+        """Whether this detector scores from stored span vectors under ``detect`` (``reps.reuses_store``)."""
+        from hades_ray.detect.reps import reuses_store
+
+        return self.kind == "transformer" and reuses_store(self.meta, detect)
+
     def located(self) -> Detector:
         """This detector named by its absolute folder, for stages on workers (which need not share the
         driver's working directory)."""

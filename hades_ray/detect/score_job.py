@@ -43,13 +43,20 @@ def score_rows(
     """Score the instances on lines ``rows`` of ``path`` (what the driver's read kept, in order) into
     ``folder`` with ``executor``; returns their ``(row, p(H), pred)``, streamed back from the parts."""
     source = str(Path(path).resolve())
+    read, stages = functools.partial(read_scoring_shard, labelled_only), functools.partial(detector.stages, detect)
+    if detector.reads_store(detect):  # a frozen backbone: its span vectors from the file's store, made once
+        from hades_ray.detect.reps import View, file_store, head_stages
+
+        store = file_store(path, View.of(detector.meta), detect, executor)
+        read = functools.partial(read_scoring_shard_with_reps, store.folder, detector.meta["pooling"], labelled_only)
+        stages = functools.partial(head_stages, detector.located())
     job = ShardJob(
         name="evaluate" if labelled_only else "predict",
         output=str(folder),
         digest=scoring_digest(detector, detect, labelled_only),
         plan=functools.partial(plan_scoring, source, rows),
-        read=functools.partial(read_scoring_shard, labelled_only),
-        stages=functools.partial(detector.stages, detect),
+        read=read,
+        stages=stages,
         write=functools.partial(write_scores, output=str(folder)),
         rows_verb="instances",
     )
@@ -115,6 +122,21 @@ def read_scoring_shard(labelled_only: bool, shard: Shard) -> pa.Table:
             rows.append(row)
             instances.append(instance)
     return instances_table(instances).add_column(0, "row", pa.array(rows, pa.int64()))
+
+
+def read_scoring_shard_with_reps(store: str, pooling: str, labelled_only: bool, shard: Shard) -> pa.Table:
+    """``read_scoring_shard`` with each instance's stored span vector (``rep``, pooled as ``pooling``), read
+    from the rows of the file's store that the shard's lines hold."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    from hades_ray.detect.reps import PARTS, with_reps
+
+    table = read_scoring_shard(labelled_only, shard)
+    fs, inner = storage.resolve(storage.join(store, PARTS))
+    lines = (pc.field("row") >= shard.first_row) & (pc.field("row") < shard.end_row)
+    reps = ds.dataset(inner, format="parquet", filesystem=fs).to_table(columns=["row", f"rep_{pooling}"], filter=lines)
+    return with_reps(table, reps.rename_columns(["row", "rep"]), "row", store)
 
 
 def write_scores(index: int, table: pa.Table, output: str) -> dict:

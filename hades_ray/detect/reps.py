@@ -1,0 +1,342 @@
+"""The span-representation store: what a frozen backbone computes for an instance, computed once.
+
+With ``detect.freeze: all`` nothing of the backbone trains, so an instance's pooled span vector depends
+only on the *view* (backbone and revision, mode, window and its unit) and on the instance. A store holds
+that vector, max- and mean-pooled from one forward, for every instance of one input (a HaDes file, or
+a selection pool), as Parquet parts made by a sharded job on the engine (resumable, a marker per shard,
+an actor pool with GPUs where the caller asks for them):
+
+    <the data's folder>/_reps/<file name>-<digest>/parts/part-NNNNN.parquet   row, key, rep_max, rep_mean
+    WORKDIR/reps/pool-<digest>/parts/part-NNNNN.parquet                       id, key, rep_max, rep_mean
+
+The digest covers the view and the data (a file's bytes; a pool's shard identities), so a changed view
+or changed data names another store and a stale one is never read; two fits, trials or folds that need
+the same view of the same data read one store. ``key`` (a digest of an instance's words and span) lets a
+fit look its instances up in any store of the same view (a fold's items in the judged set's store, a
+round's judged items in the pool's).
+
+The vectors are computed as the live scoring path computes them (``views.pool_views`` beside
+``views.score_views``: each distinct view once, equal-length groups, the backbone in eval mode), so a head
+trained on them is an ordinary detector folder whose ``score``/``predict``/``serve`` give the p(H) the
+store path gave (tests/detect/test_reps.py states the tolerance).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hades_ray.detect.scoring import SCORE_OUTPUTS, SPAN_INPUTS, items_from_table
+from hades_ray.pipeline import storage
+from hades_ray.pipeline.job import ShardJob
+from hades_ray.pipeline.lock import OutputLock
+from hades_ray.pipeline.stage import Resources, Stage, setup_torch
+from hades_ray.pipeline.steps import digest_of
+
+STORE_FORMAT = 1  # bump when what a part holds, or how a vector is computed, changes
+PARTS, STORE_JSON = "parts", "store.json"
+POOLINGS = ("max", "mean")
+VECTOR = pa.list_(pa.float32())
+REP_OUTPUTS = {"key": pa.string(), "rep_max": VECTOR, "rep_mean": VECTOR}
+
+
+@dataclass(frozen=True)
+class View:
+    """What a frozen backbone's span vector depends on besides the instance (pooling is not: a store
+    holds both)."""
+
+    backbone: str
+    revision: str | None
+    mode: str
+    window: int
+    window_unit: str
+
+    @classmethod
+    def of(cls, settings: dict) -> View:
+        """From a span classifier's settings (``train.transformer.detector_settings``, ``detector.json``)."""
+        from hades_ray.detect.spans import window_unit
+
+        return cls(settings["backbone"], settings.get("revision"), settings.get("mode", "offline"),
+                   int(settings["window"]), window_unit(settings))  # fmt: skip
+
+    def digest(self, data: str) -> str:
+        return digest_of([STORE_FORMAT, dataclasses.asdict(self), data])
+
+
+def reuses_store(settings: dict, detect) -> bool:
+    """Whether a span classifier with ``settings`` reads stored vectors: its backbone is frozen whole and
+    ``detect.reuse_frozen`` is on (``last_layer``/``none`` train the backbone: nothing is stored)."""
+    return bool(detect.reuse_frozen) and settings.get("type", "transformer") == "transformer" \
+        and settings.get("freeze") == "all"  # fmt: skip
+
+
+def instance_key(words: list[str], start: int, end: int) -> str:
+    """An instance's identity in every store: its words and span."""
+    return hashlib.sha256(json.dumps([list(words), int(start), int(end)]).encode()).hexdigest()[:32]
+
+
+def file_digest(path: str | Path) -> str:
+    """A file's content (not its time: a judged set written again with the same lines is the same data)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- the model stage
+
+
+def span_vectors(backbone, tokenizer, items: list[dict], view: View, forward_batch: int) -> dict[str, np.ndarray]:
+    """``{"max": [n, h], "mean": [n, h]}`` span vectors of ``{"words", "start", "end"}`` items in ``view``."""
+    from hades_ray.detect.views import pool_views, shared_views
+
+    jobs, places = shared_views(tokenizer, items, view.mode, view.window, view.window_unit)
+    pooled = pool_views(backbone, jobs, forward_batch, POOLINGS)
+    return {p: np.stack([pooled[job][p][row] for job, row in places]) for p in POOLINGS}
+
+
+class SpanRepStage(Stage):
+    """Model: the frozen backbone's pooled span vectors of each instance (the backbone loads once per actor,
+    in eval mode: no dropout)."""
+
+    name = "span_reps"
+    inputs = SPAN_INPUTS
+    outputs = REP_OUTPUTS
+
+    def __init__(self, resources: Resources, view: View, forward_batch: int = 32):
+        super().__init__(resources)
+        self.view, self.forward_batch = view, forward_batch
+
+    def setup(self) -> None:
+        from hades_ray.detect.model import load_backbone
+        from hades_ray.models.registry import resolve_model
+
+        device = setup_torch(self.resources)
+        self.tokenizer, backbone = load_backbone(resolve_model(self.view.backbone), self.view.revision)
+        self.backbone = backbone.eval().to(device)
+
+    def process(self, batch: pa.Table) -> dict:
+        items = items_from_table(batch)
+        vectors = span_vectors(self.backbone, self.tokenizer, items, self.view, self.forward_batch)
+        return {"key": [instance_key(i["words"], i["start"], i["end"]) for i in items],
+                "rep_max": list(vectors["max"]), "rep_mean": list(vectors["mean"])}  # fmt: skip
+
+
+def rep_stage(view: View, detect, num_gpus: float = 0.0) -> SpanRepStage:
+    """The store's model stage with the ``detect`` section's actor resources."""
+    resources = Resources(**detect.actor_resources(num_gpus, batch_size=detect.score_batch_size * 8))
+    return SpanRepStage(resources, view, detect.score_batch_size)
+
+
+def write_reps(output: str, columns: tuple[str, ...], index: int, table: pa.Table) -> dict:
+    """A worker's write: shard ``index``'s vectors (``columns`` first: ``row`` or ``id``)."""
+    names = [*columns, *REP_OUTPUTS]
+    schema = pa.schema([(c, table.schema.field(c).type) for c in columns] + list(REP_OUTPUTS.items()))
+    storage.write_table(storage.join(output, PARTS, f"part-{index:05d}.parquet"), table.select(names).cast(schema))
+    return {"counts": {"instances": table.num_rows}}
+
+
+# ---------------------------------------------------------------- making a store
+
+
+@dataclass(frozen=True)
+class Store:
+    """A store folder and what its making did (``made_now``: shards computed by this call)."""
+
+    folder: str
+    view: View
+    made_now: int = 0
+    reused: int = 0
+
+
+def _build(job: ShardJob, view: View, executor) -> Store:
+    # Trials and folds that need one store may start at once: the second waits for the first and then
+    # finds every shard finished.
+    with OutputLock(storage.join(job.output, "_build"), wait=True):
+        summary = executor.run(job)
+    shards = summary["shards"]
+    return Store(job.output, view, shards["processed_now"], shards["skipped_finished"])
+
+
+def file_store_folder(path: str | Path, view: View) -> str:
+    path = Path(path).resolve()
+    return str(path.parent / "_reps" / f"{path.name}-{view.digest(file_digest(path))}")
+
+
+def file_store(path: str | Path, view: View, detect, executor, num_gpus: float = 0.0) -> Store:
+    """The store of every valid instance of the HaDes file ``path`` in ``view``, made where it is missing."""
+    from hades_ray.detect.data import LoadReport, numbered_instances
+    from hades_ray.detect.score_job import read_scoring_shard
+
+    source, folder = str(Path(path).resolve()), file_store_folder(path, view)
+    content = Path(folder).name.rsplit("-", 1)[1]
+    rows = [row for row, _ in numbered_instances(path, detect.skip_bad, LoadReport())]
+    job = ShardJob(
+        name="span reps",
+        output=folder,
+        digest=view.digest(content),
+        plan=functools.partial(_plan_file, source, rows, content),
+        read=functools.partial(read_scoring_shard, False),
+        stages=lambda: [rep_stage(view, detect, num_gpus)],
+        write=functools.partial(write_reps, folder, ("row",)),
+        resolved={STORE_JSON: json.dumps({"view": dataclasses.asdict(view), "data": source}, indent=2)},
+        rows_verb="instances",
+    )
+    return _build(job, view, executor)
+
+
+def _plan_file(source: str, rows: list[int], content: str, mapper) -> list:
+    from hades_ray.detect.score_job import plan_scoring
+
+    # The content names the shards' input (a file rewritten with the same lines is the same input).
+    return [dataclasses.replace(s, identity=content) for s in plan_scoring(source, rows, mapper)]
+
+
+def pool_store(workdir, shards: list, view: View, detect, executor, num_gpus: float = 0.0) -> Store:
+    """The store of a selection pool (its shards, ``workdir.pool_shards``), its part k beside pool shard k."""
+    from hades_ray.workdir import read_pool_part
+
+    data = digest_of([[s.index, s.source, s.rows, s.identity] for s in shards])
+    folder = storage.join(str(workdir), "reps", f"pool-{view.digest(data)}")
+    job = ShardJob(
+        name="pool span reps",
+        output=folder,
+        digest=view.digest(data),
+        plan=lambda _mapper: shards,
+        read=functools.partial(read_pool_part, columns=("id", "words", "start", "end")),
+        stages=lambda: [rep_stage(view, detect, num_gpus)],
+        write=functools.partial(write_reps, folder, ("id",)),
+        resolved={STORE_JSON: json.dumps({"view": dataclasses.asdict(view), "data": "pool", "shards": len(shards)})},
+        rows_verb="instances",
+    )
+    return _build(job, view, executor)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def store_view(folder: str) -> View | None:
+    """The view a store folder was made for (None: no store there)."""
+    path = storage.join(folder, STORE_JSON)
+    if not storage.exists(path):
+        return None
+    return View(**json.loads(storage.read_text(path))["view"])
+
+
+def vectors(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """``[n, h]`` float32 from a list<float32> column."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(array)
+    flat = array.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+    return flat.reshape(n, -1) if n else np.zeros((0, 0), dtype=np.float32)
+
+
+def lookup(folders: list[str], keys: list[str], pooling: str, view: View) -> np.ndarray | None:
+    """``[len(keys), h]`` vectors of ``keys`` from the stores in ``folders`` made for ``view`` (others are
+    passed over); None when some key is in none of them. Reads only the matching rows of each part."""
+    import pyarrow.dataset as ds
+
+    found: dict[str, np.ndarray] = {}
+    for folder in folders:
+        missing = sorted(set(keys) - set(found))
+        if not missing:
+            break
+        if store_view(folder) != view:
+            continue
+        fs, inner = storage.resolve(storage.join(folder, PARTS))
+        table = ds.dataset(inner, format="parquet", filesystem=fs).to_table(
+            columns=["key", f"rep_{pooling}"], filter=pc.field("key").isin(missing)
+        )
+        found.update(zip(table.column("key").to_pylist(), vectors(table.column(f"rep_{pooling}"))))
+    if any(k not in found for k in keys):
+        return None
+    return np.stack([found[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
+
+
+def instance_vectors(instances: list, path, settings: dict, detect, executor, sources=()) -> tuple[np.ndarray, Store]:
+    """The span vectors of ``instances`` (read from the HaDes file ``path``) in the view of ``settings``,
+    pooled as ``settings["pooling"]``: from ``sources`` (store folders) where they hold every instance,
+    else from ``path``'s own store, made now if it is missing."""
+    view = View.of(settings)
+    keys = [instance_key(i.words, i.start, i.end) for i in instances]
+    found = lookup(list(sources), keys, settings["pooling"], view)
+    if found is not None:
+        return found, Store(str(sources[0]) if sources else "", view, 0, 0)
+    store = file_store(path, view, detect, executor)
+    found = lookup([store.folder], keys, settings["pooling"], view)
+    if found is None:  # the file changed between its read and its store (the digest is of the bytes read)
+        raise RuntimeError(f"{path} changed while its span representations were made; run the command again")
+    return found, store
+
+
+# ---------------------------------------------------------------- scoring with a head
+
+
+class HeadScoreStage(Stage):
+    """CPU: a frozen span classifier's head on stored span vectors (``rep``): its p(H) without the backbone."""
+
+    name = "head"
+    inputs = {"rep": VECTOR}
+    outputs = SCORE_OUTPUTS
+    drops = ("rep",)
+
+    def __init__(self, resources: Resources, detector):
+        super().__init__(resources)
+        self.detector = detector
+
+    def setup(self) -> None:
+        setup_torch(self.resources)
+        self.head = self.detector.load_head()
+
+    def process(self, batch: pa.Table) -> dict:
+        p = head_scores(self.head, vectors(batch.column("rep")))
+        return {"p_hallucination": p, "pred": (p >= 0.5).astype(np.int8)}
+
+
+def head_scores(head, reps: np.ndarray) -> np.ndarray:
+    """p(H) of span vectors by a head (as ``views.score_views`` applies it)."""
+    import torch
+
+    from hades_ray.detect.stable import head_probabilities
+
+    device = next(head.parameters()).device
+    with torch.no_grad():
+        p = head_probabilities(head, torch.as_tensor(np.asarray(reps, dtype=np.float32), device=device))
+    return p.cpu().numpy().astype(np.float64)
+
+
+def with_reps(table: pa.Table, reps: pa.Table, on: str, where: str) -> pa.Table:
+    """``table`` with the ``rep`` column of its rows from a store part's ``reps`` (matched on ``on``)."""
+    index = {value: i for i, value in enumerate(reps.column(on).to_pylist())}
+    wanted = table.column(on).to_pylist()
+    if any(v not in index for v in wanted):
+        raise RuntimeError(f"{where}: the span representations lack some rows; delete that store to remake it")
+    return table.append_column("rep", reps.column("rep").take(pa.array([index[v] for v in wanted], pa.int64())))
+
+
+def store_executor(config):
+    """The executor that makes stores: on Ray from a driver; in this process inside a Ray worker (a Tune
+    trial, a grid cell), where a nested Ray Data job would compete with the trials for the CPUs."""
+    from hades_ray.pipeline.executor import Executor
+
+    return Executor.of(config.ray, "local" if _in_ray_worker() else "ray")
+
+
+def _in_ray_worker() -> bool:
+    import ray
+
+    return ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
+
+
+def head_stages(detector) -> list[Stage]:
+    """A frozen span classifier's scoring stages on stored vectors: its head alone, a light CPU task."""
+    return [HeadScoreStage(Resources(num_cpus=0.25, batch_size=4096), detector)]
