@@ -162,7 +162,13 @@ class Detector:
         """Whether this detector scores from stored span vectors under ``detect`` (``reps.reuses_store``)."""
         from hades_ray.detect.reps import reuses_store
 
-        return self.kind == "transformer" and reuses_store(self.meta, detect)
+        return self.meta.get("type") == "transformer" and reuses_store(self.meta, detect)
+
+    def store_view(self, detect):
+        """The store this detector scores from under ``detect`` (``reps.store_view_of``; None: its own stages)."""
+        from hades_ray.detect.reps import store_view_of
+
+        return store_view_of(self.meta, detect) if self.meta.get("type") in ("transformer", "lr", "svm") else None
 
     def located(self) -> Detector:
         """This detector named by its absolute folder, for stages on workers (which need not share the

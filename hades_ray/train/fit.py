@@ -29,7 +29,7 @@ def _ray(config: HadesConfig):
     return init_ray(config.ray.address, config.ray.num_cpus)
 
 
-def _linear_settings(config: HadesConfig, kind: str) -> dict:
+def linear_settings(config: HadesConfig, kind: str) -> dict:
     d = config.detect
     return {
         "type": kind,
@@ -40,15 +40,27 @@ def _linear_settings(config: HadesConfig, kind: str) -> dict:
     }
 
 
-def _train_linear(config: HadesConfig, kind: str, train: list[Instance], valid: list[Instance], out: Path) -> dict:
-    from hades_ray.detect.features.stages import FEATURE_NAMES, feature_matrix
+_linear_settings = linear_settings  # the name tests and older callers use
+
+
+def _train_linear(
+    config: HadesConfig, kind: str, train: list[Instance], valid: list[Instance], out: Path, paths=(), reps_from=()
+) -> dict:
+    from hades_ray.detect.features.stages import FEATURE_NAMES, corpus_features, feature_matrix, stack_features
     from hades_ray.detect.features.lexical import LexicalStats
     from hades_ray.detect.features.linear import fit_linear, predict_linear, save_linear
+    from hades_ray.detect.reps import stored_features
 
     d = config.detect
-    settings = _linear_settings(config, kind)
+    settings = linear_settings(config, kind)
     lexical = LexicalStats.fit([i.words for i in train], d.ppmi_vocab, d.ppmi_window)
-    X = feature_matrix(train + valid, lexical, settings, d)  # judged sets: small, in-process
+    # The MLM and spaCy features from the files' stores (made once per file or pool); the corpus statistics
+    # depend on the training set, so they are computed here either way.
+    stored = stored_features(train + valid, list(paths), settings, config, reps_from) if paths else None
+    if stored is not None:
+        X = stack_features(stored, corpus_features(lexical, stored))
+    else:
+        X = feature_matrix(train + valid, lexical, settings, d)  # judged sets: small, in-process
     y = np.array([i.label for i in train])
     params = fit_linear(kind, X[: len(train)], y, d, config.seed, list(FEATURE_NAMES))
     p, pred = predict_linear(params, X[len(train) :])
@@ -122,7 +134,7 @@ def train_detector(
         stores = {"span_reps": reps[2]} if reps else {}
         metrics = _train_transformer(config, mode, workers, train, valid, out, reps)
     else:
-        metrics = _train_linear(config, detector, train, valid, out)
+        metrics = _train_linear(config, detector, train, valid, out, (train_path, valid_path), reps_from)
     write_metrics(metrics, out, name=f"{detector} ({mode})")
     threshold = _store_validation_threshold(out, valid, config, None if reps is None else reps[1])
     summary = {

@@ -95,11 +95,11 @@ def test_the_store_name_changes_with_the_view_and_the_data_never_with_the_time(t
 
 
 def test_the_store_job_resumes_where_it_stopped(tmp_path, micro_home, monkeypatch):
-    from hades_ray.detect import score_job
+    from hades_ray.detect import file_shards
     from hades_ray.detect.reps import View, file_store
     from hades_ray.pipeline.shards import marker_path
 
-    monkeypatch.setattr(score_job, "SHARD_ROWS", 8)  # three shards of 8 instances
+    monkeypatch.setattr(file_shards, "SHARD_ROWS", 8)  # three shards of 8 instances
     path = write_instances(toy_instances(24, seed=3), tmp_path / "train.txt")
     config = _config()
     view = View.of(_settings(config))
@@ -155,3 +155,33 @@ def test_reuse_frozen_false_runs_the_backbone_as_before(tmp_path, micro_home, ra
     assert not (tmp_path / "_reps").exists()
     last = train_detector(_config("detect.freeze=last_layer", "detect.epochs=1"), train, valid, tmp_path / "l")
     assert "span_reps" not in json.loads((last / "summary.json").read_text()) and not (tmp_path / "_reps").exists()
+
+
+def test_feature_detectors_read_their_model_features_from_a_store(tmp_path, micro_home, monkeypatch):
+    from hades_ray.detect.features import stages
+    from hades_ray.detect.features.lexical import LexicalStats
+    from hades_ray.detect.features.stages import corpus_features, feature_matrix, stack_features
+    from hades_ray.detect.reps import stored_features
+    from hades_ray.train.fit import linear_settings
+
+    instances = toy_instances(12, seed=6)
+    path = write_instances(instances, tmp_path / "train.txt")
+    config = load_config(overrides=["models.mlm=local:mlm"])
+    settings = linear_settings(config, "lr")
+    counted = {"rows": 0}
+    original = stages.MlmFeatureStage.process
+
+    def process(stage, batch):
+        counted["rows"] += batch.num_rows
+        return original(stage, batch)
+
+    monkeypatch.setattr(stages.MlmFeatureStage, "process", process)
+    table = stored_features(instances, [path], settings, config, executor=Executor(kind="local"))
+    assert counted["rows"] == 12
+    again = stored_features(instances, [path], linear_settings(config, "svm"), config, executor=Executor(kind="local"))
+    assert counted["rows"] == 12 and again.equals(table)  # LR and SVM read one store: no MLM forward
+    lexical = LexicalStats.fit([i.words for i in instances], 100, 5)
+    live = feature_matrix(instances, lexical, settings, config.detect)
+    np.testing.assert_array_equal(stack_features(table, corpus_features(lexical, table)), live)
+    off = load_config(overrides=["models.mlm=local:mlm", "detect.reuse_frozen=false"])
+    assert stored_features(instances, [path], settings, off, executor=Executor(kind="local")) is None
