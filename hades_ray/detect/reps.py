@@ -215,8 +215,17 @@ def _build(job: ShardJob, view, executor) -> Store:
 
 
 def file_store_folder(path: str | Path, view) -> str:
+    """Beside the data (``_reps/`` in its folder), or under ``$HADES_RAY_HOME/reps`` where that folder is
+    read-only (a shared dataset): the name is the digest either way."""
+    import os
+
+    from hades_ray.models.registry import hades_home
+
     path = Path(path).resolve()
-    return str(path.parent / "_reps" / f"{path.name}-{view.digest(file_digest(path))}")
+    parent = path.parent / "_reps"
+    if not os.access(parent if parent.is_dir() else path.parent, os.W_OK):
+        parent = hades_home() / "reps"
+    return str(parent / f"{path.name}-{view.digest(file_digest(path))}")
 
 
 def file_store(path: str | Path, view, detect, executor, num_gpus: float = 0.0) -> Store:

@@ -133,6 +133,9 @@ def test_a_head_trained_on_the_store_scores_like_the_live_backbone(tmp_path, mic
     # The live path of the same folder, no store: the backbone runs.
     live, _ = detector.score_instances(valid_instances, _config("detect.reuse_frozen=false").detect)
     np.testing.assert_allclose(stored, live, atol=TOLERANCE, rtol=0)
+    # What `hades-ray score` and the service load: the same folder, scoring each span in its own view.
+    items = [{"words": i.words, "start": i.start, "end": i.end} for i in valid_instances]
+    np.testing.assert_allclose(detector.scorer().score_spans(items), stored, atol=TOLERANCE, rtol=0)
     # predict reads the file's store (made above) and gives the same p(H).
     predicted = predict_file(detector, valid, tmp_path / "pred.jsonl", config, Executor(kind="local"))
     p = [json.loads(line)["p_hallucination"] for line in predicted.read_text().splitlines()]
