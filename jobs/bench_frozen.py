@@ -177,6 +177,23 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _start_ray(attempts: int = 3) -> None:
+    """One cluster for every arm; Ray gives its raylet 30 s to register, which a loaded machine can miss."""
+    import ray
+
+    from hades_ray.ray_runtime import init_ray
+
+    for attempt in range(attempts):
+        try:
+            init_ray(num_cpus=2)
+            return
+        except Exception as error:  # noqa: BLE001 - retried, then raised
+            ray.shutdown()
+            if attempt == attempts - 1:
+                raise
+            print(f"Ray did not start ({error}); retrying", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--what", default="tune,rounds,tables", help="comma-separated: tune, rounds, tables")
@@ -193,6 +210,7 @@ def main(argv=None) -> int:
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    _start_ray()
     report = {"command": command_line("bench_frozen.py", argv), "machine": f"{os.cpu_count()} cores, CPU only"}
     for what in args.what.split(","):
         report[what] = {"tune": bench_tune, "rounds": bench_rounds, "tables": bench_tables}[what](work, args)

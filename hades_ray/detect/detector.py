@@ -24,6 +24,11 @@ from hades_ray.detect.spans import window_unit
 from hades_ray.detect.threshold import DEFAULT_THRESHOLD
 
 
+# What a detector's description must name for a store to serve it (``detect/reps.py``: its view).
+_FEATURE_KEYS = ("mlm", "feature_window", "spacy_model")
+STORE_KEYS = {"transformer": ("backbone", "window", "pooling", "freeze"), "lr": _FEATURE_KEYS, "svm": _FEATURE_KEYS}
+
+
 @dataclass(frozen=True)
 class Detector:
     """A detector folder and its parsed ``detector.json``."""
@@ -168,7 +173,10 @@ class Detector:
         """The store this detector scores from under ``detect`` (``reps.store_view_of``; None: its own stages)."""
         from hades_ray.detect.reps import store_view_of
 
-        return store_view_of(self.meta, detect) if self.meta.get("type") in ("transformer", "lr", "svm") else None
+        needs = STORE_KEYS.get(self.meta.get("type"))
+        if needs is None or any(k not in self.meta for k in needs):
+            return None  # a description without what a store is made from: scored by its own stages
+        return store_view_of(self.meta, detect)
 
     def located(self) -> Detector:
         """This detector named by its absolute folder, for stages on workers (which need not share the

@@ -116,7 +116,11 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
     sel = config.select
     random = too_few(labeled, round_index, sel.min_train_instances) if round_index else ""
     trains = round_index and not random
-    detector = detector_step(config, workdir, round_index, labeled, executor.force, executor, shards) if trains else None
+    detector = (
+        detector_step(config, workdir, round_index, labeled, executor.force, executor=executor, shards=shards)
+        if trains
+        else None
+    )
     passes = Round(
         select=sel,
         detect=config.detect,
