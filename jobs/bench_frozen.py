@@ -6,6 +6,8 @@
   ``freeze: all``) x ``--epochs`` epochs on MiniLM (the local preset's encoder), on instances cut from the
   shared enwiki leads (a span replaced by a word of another lead is H; the labels are synthetic, the texts
   and their lengths are real Wikipedia leads: speed depends on those, not on the labels).
+- ``heads``: the same 16 configurations x epochs in one process, without Ray Tune's per-trial processes
+  (what the store removes: the backbone forwards of every batch, epoch and trial).
 - ``rounds``: rounds 2 and 3 of ``jobs/demo_loop.py`` (SIMULATED judges) with the paper preset's round
   detector settings (``select.detector_training=crossval``, 5 folds) on the local models, from one work
   directory prepared up to round 1 and copied for each arm.
@@ -100,6 +102,109 @@ def bench_tune(work: Path, args) -> dict:
     return results
 
 
+HEAD_CONFIGS = [{"pooling": p, "mlp_layers": layers, "mlp_hidden": hidden, "lr": lr}
+                for p in ("mean", "max") for layers in (1, 2) for hidden in (32, 128) for lr in (1e-3, 5e-3)]
+
+
+def bench_heads(work: Path, args) -> dict:
+    """The sweep's work without Ray Tune's per-trial processes: 16 head configurations x ``--epochs`` epochs
+    in this process, each epoch's train batches and validation as ``train/loop.py`` runs them: the frozen
+    backbone every batch (train mode, as before) against the store made once (``file_store``, in-process
+    executor) and the head alone."""
+    from hades_ray.config import load_config
+    from hades_ray.io.hades_format import write_instances
+    from hades_ray.pipeline.executor import Executor
+    from hades_ray.train.transformer import detector_settings
+
+    data = work / "heads_data"
+    data.mkdir(parents=True, exist_ok=True)
+    train_items, valid_items = wiki_instances(args.train, 1, Path(args.leads)), wiki_instances(args.valid, 2, Path(args.leads))
+    train, valid = write_instances(train_items, data / "train.txt"), write_instances(valid_items, data / "valid.txt")
+    config = load_config("local", None, [f"detect.window={args.window}", f"detect.epochs={args.epochs}"])
+    settings = detector_settings(config, "offline")
+    results = {}
+
+    def live():
+        import torch
+
+        from hades_ray.detect.model import build_classifier
+        from hades_ray.detect.spans import encode_spans
+        from hades_ray.detect.views import score_spans
+        from hades_ray.models.registry import resolve_model
+
+        torch.set_num_threads(1)
+        forwards = 0
+        for head in HEAD_CONFIGS:
+            torch.manual_seed(0)
+            _, model = build_classifier(resolve_model(settings["backbone"]), {**settings, **head})
+            tokenizer = _tokenizer(settings)
+            optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=head["lr"])
+            for _epoch in range(args.epochs):
+                model.train()
+                for lo in range(0, len(train_items), config.detect.batch_size):
+                    batch = train_items[lo : lo + config.detect.batch_size]
+                    enc = encode_spans(tokenizer, [_item(i) for i in batch], "offline", args.window)
+                    loss = torch.nn.functional.cross_entropy(model(**enc), torch.tensor([i.label for i in batch]))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    forwards += len(batch)
+                score_spans(model, tokenizer, [_item(i) for i in valid_items], "offline", args.window)
+                forwards += len(valid_items)
+        return {"backbone_forwards": forwards}
+
+    def stored():
+        import numpy as np
+        import torch
+
+        from hades_ray.detect.model import SpanHead
+        from hades_ray.detect.reps import head_scores, instance_vectors
+
+        torch.set_num_threads(1)
+        shutil.rmtree(data / "_reps", ignore_errors=True)  # the store's making counts
+        made = 0
+        for head in HEAD_CONFIGS:
+            trial = {**settings, **head}
+            x, s1 = instance_vectors(train_items, train, trial, config.detect, Executor(kind="local"))
+            v, s2 = instance_vectors(valid_items, valid, trial, config.detect, Executor(kind="local"))
+            made += s1.made_now + s2.made_now
+            torch.manual_seed(0)
+            model = SpanHead(x.shape[1], head["mlp_layers"], head["mlp_hidden"])
+            optimizer = torch.optim.Adam(model.parameters(), lr=head["lr"])
+            labels = torch.tensor([i.label for i in train_items])
+            for _epoch in range(args.epochs):
+                model.train()
+                for lo in range(0, len(train_items), config.detect.batch_size):
+                    loss = torch.nn.functional.cross_entropy(model(torch.as_tensor(x[lo : lo + config.detect.batch_size])),
+                                                             labels[lo : lo + config.detect.batch_size])  # fmt: skip
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                np.asarray(head_scores(model.head.eval(), v))
+        return {"backbone_forwards": len(train_items) + len(valid_items), "store_shards_made": made}
+
+    results["reuse"] = measured(stored)
+    print("reuse", results["reuse"], flush=True)
+    results["no_reuse"] = measured(live)
+    print("no_reuse", results["no_reuse"], flush=True)
+    store = next((data / "_reps").glob("train.txt-*"), None)
+    results["store_bytes_per_instance"] = _bytes_per_instance(store, args.train) if store else None
+    results["setup"] = {"configs": len(HEAD_CONFIGS), "epochs": args.epochs, "train": args.train,
+                        "valid": args.valid, "window_tokens": args.window, "backbone": settings["backbone"]}  # fmt: skip
+    return results
+
+
+def _item(instance) -> dict:
+    return {"words": instance.words, "start": instance.start, "end": instance.end}
+
+
+def _tokenizer(settings: dict):
+    from hades_ray.detect.model import load_tokenizer
+    from hades_ray.models.registry import resolve_model
+
+    return load_tokenizer(resolve_model(settings["backbone"]), settings.get("revision"))
+
+
 def _bytes_per_instance(store: Path, n: int) -> float:
     size = sum(p.stat().st_size for p in (store / "parts").glob("*.parquet"))
     return round(size / max(n, 1), 1)
@@ -162,13 +267,14 @@ def markdown(report: dict) -> str:
              f"Command: `{report['command']}`; {report['machine']}.", "",
              "| benchmark | figure | reuse_frozen=false (before) | reuse_frozen=true (after) | before / after |",
              "|---|---|---|---|---|"]  # fmt: skip
-    for name, field in (("tune", "wall_s"), ("tune", "s_per_trial_epoch"), ("rounds", "rounds_2_3_select_s"),
+    for name, field in (("tune", "wall_s"), ("tune", "s_per_trial_epoch"), ("heads", "wall_s"),
+                        ("heads", "backbone_forwards"), ("rounds", "rounds_2_3_select_s"),
                         ("rounds", "wall_s"), ("tables", "wall_s")):  # fmt: skip
         r = report.get(name)
         if r:
             lines.append(f"| {name} | {field} | {r['no_reuse'].get(field)} | {r['reuse'].get(field)} | "
                          f"{ratio(r, field)}x |")  # fmt: skip
-    for name in ("tune", "rounds", "tables"):
+    for name in ("tune", "heads", "rounds", "tables"):
         r = report.get(name)
         if r:
             lines.append(f"| {name} | peak memory MiB (driver + Ray workers) | {r['no_reuse']['peak_rss_mib']} | "
@@ -196,7 +302,7 @@ def _start_ray(attempts: int = 3) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", default="tune,rounds,tables", help="comma-separated: tune, rounds, tables")
+    parser.add_argument("--what", default="tune,rounds,tables", help="comma-separated: tune, heads, rounds, tables")
     parser.add_argument("--work", default="/tmp/hades_bench_frozen", help="work folder (the rounds' prep is kept)")
     parser.add_argument("--leads", default=str(ENWIKI), help="tune: the enwiki leads JSONL (../shared/data)")
     parser.add_argument("--train", type=int, default=200, help="tune: training instances")
@@ -210,10 +316,12 @@ def main(argv=None) -> int:
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    _start_ray()
+    if set(args.what.split(",")) - {"heads"}:
+        _start_ray()
     report = {"command": command_line("bench_frozen.py", argv), "machine": f"{os.cpu_count()} cores, CPU only"}
     for what in args.what.split(","):
-        report[what] = {"tune": bench_tune, "rounds": bench_rounds, "tables": bench_tables}[what](work, args)
+        run = {"tune": bench_tune, "heads": bench_heads, "rounds": bench_rounds, "tables": bench_tables}[what]
+        report[what] = run(work, args)
         write_results(args.name, report, markdown(report))
     return 0
 
