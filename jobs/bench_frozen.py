@@ -118,7 +118,8 @@ def bench_heads(work: Path, args) -> dict:
 
     data = work / "heads_data"
     data.mkdir(parents=True, exist_ok=True)
-    train_items, valid_items = wiki_instances(args.train, 1, Path(args.leads)), wiki_instances(args.valid, 2, Path(args.leads))
+    leads = Path(args.leads)
+    train_items, valid_items = wiki_instances(args.train, 1, leads), wiki_instances(args.valid, 2, leads)
     train, valid = write_instances(train_items, data / "train.txt"), write_instances(valid_items, data / "valid.txt")
     config = load_config("local", None, [f"detect.window={args.window}", f"detect.epochs={args.epochs}"])
     settings = detector_settings(config, "offline")
@@ -171,12 +172,12 @@ def bench_heads(work: Path, args) -> dict:
             torch.manual_seed(0)
             model = SpanHead(x.shape[1], head["mlp_layers"], head["mlp_hidden"])
             optimizer = torch.optim.Adam(model.parameters(), lr=head["lr"])
-            labels = torch.tensor([i.label for i in train_items])
+            labels, size = torch.tensor([i.label for i in train_items]), config.detect.batch_size
             for _epoch in range(args.epochs):
                 model.train()
-                for lo in range(0, len(train_items), config.detect.batch_size):
-                    loss = torch.nn.functional.cross_entropy(model(torch.as_tensor(x[lo : lo + config.detect.batch_size])),
-                                                             labels[lo : lo + config.detect.batch_size])  # fmt: skip
+                for lo in range(0, len(train_items), size):
+                    logits = model(torch.as_tensor(x[lo : lo + size]))
+                    loss = torch.nn.functional.cross_entropy(logits, labels[lo : lo + size])
                     optimizer.zero_grad()
                     loss.backward()
                     optimizer.step()
@@ -190,7 +191,8 @@ def bench_heads(work: Path, args) -> dict:
     store = next((data / "_reps").glob("train.txt-*"), None)
     results["store_bytes_per_instance"] = _bytes_per_instance(store, args.train) if store else None
     results["setup"] = {"configs": len(HEAD_CONFIGS), "epochs": args.epochs, "train": args.train,
-                        "valid": args.valid, "window_tokens": args.window, "backbone": settings["backbone"]}  # fmt: skip
+                        "valid": args.valid, "window_tokens": args.window,
+                        "backbone": settings["backbone"]}  # fmt: skip
     return results
 
 
