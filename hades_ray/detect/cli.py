@@ -81,14 +81,18 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
+    from hades_ray.train.space import load_space
     from hades_ray.train.tune import tune_detector
 
+    config = config_from_args(args)
+    space = load_space(args.space, config.to_dict()) if args.space else None
     summary = tune_detector(
-        config_from_args(args),
+        config,
         args.train,
         args.valid,
         args.output,
         num_samples=args.num_samples,
+        space=space,
         resume=args.resume,
         force=args.force,
     )
@@ -136,6 +140,13 @@ def register(subparsers) -> None:
     parser.add_argument("--output", required=True, help="folder for the sweep (its trials, train_runs/, best.json)")
     parser.add_argument(
         "--num-samples", type=int, default=4, help="configurations sampled from the search space (default 4)"
+    )
+    parser.add_argument(
+        "--space",
+        default=None,
+        metavar="FILE.yaml",
+        help="search space: config keys to {choice|grid_search: [...]} or {uniform|loguniform|randint: [lo, hi]} "
+        "(hades_ray/train/space.py; default: the paper's space)",
     )
     parser.add_argument(
         "--resume",

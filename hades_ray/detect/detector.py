@@ -24,6 +24,11 @@ from hades_ray.detect.spans import window_unit
 from hades_ray.detect.threshold import DEFAULT_THRESHOLD
 
 
+# What a detector's description must name for a store to serve it (``detect/reps.py``: its view).
+_FEATURE_KEYS = ("mlm", "feature_window", "spacy_model")
+STORE_KEYS = {"transformer": ("backbone", "window", "pooling", "freeze"), "lr": _FEATURE_KEYS, "svm": _FEATURE_KEYS}
+
+
 @dataclass(frozen=True)
 class Detector:
     """A detector folder and its parsed ``detector.json``."""
@@ -150,6 +155,28 @@ class Detector:
         if self.kind != "transformer":
             raise CheckpointError(f"{self.folder} is an {self.kind} detector, not a span classifier")
         return load_classifier(self.folder, self.meta, device)
+
+    def load_head(self):
+        """The head alone (in eval mode) of a span classifier whose backbone is frozen whole: what scores
+        stored span vectors (``hades_ray/detect/reps.py``)."""
+        from hades_ray.detect.model import load_head
+
+        return load_head(self.folder, self.meta)
+
+    def reads_store(self, detect) -> bool:
+        """Whether this detector scores from stored span vectors under ``detect`` (``reps.reuses_store``)."""
+        from hades_ray.detect.reps import reuses_store
+
+        return self.meta.get("type") == "transformer" and reuses_store(self.meta, detect)
+
+    def store_view(self, detect):
+        """The store this detector scores from under ``detect`` (``reps.store_view_of``; None: its own stages)."""
+        from hades_ray.detect.reps import store_view_of
+
+        needs = STORE_KEYS.get(self.meta.get("type"))
+        if needs is None or any(k not in self.meta for k in needs):
+            return None  # a description without what a store is made from: scored by its own stages
+        return store_view_of(self.meta, detect)
 
     def located(self) -> Detector:
         """This detector named by its absolute folder, for stages on workers (which need not share the

@@ -72,6 +72,18 @@ class SpanClassifier(nn.Module):
         return self.head(pool_span(states, span_mask, self.pooling))
 
 
+class SpanHead(nn.Module):
+    """The span classifier's head alone, trained on stored span vectors (``hades_ray/detect/reps.py``): its
+    state is the ``head.*`` a ``SpanClassifier`` with ``freeze: all`` saves, so it exports the same folder."""
+
+    def __init__(self, hidden: int, mlp_layers: int = 2, mlp_hidden: int = 0):
+        super().__init__()
+        self.head = build_head(hidden, mlp_layers, mlp_hidden)
+
+    def forward(self, reps):
+        return self.head(reps)
+
+
 def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """The head and the backbone parameters that train: all a checkpoint needs besides the reference."""
     model = getattr(model, "module", model)  # unwrap DDP
@@ -141,21 +153,48 @@ def check_state(model: nn.Module, state: dict[str, torch.Tensor], where: Path) -
         )
 
 
-def load_classifier(directory: str | Path, settings: dict, device: str = "cpu"):
-    """(tokenizer, model in eval mode) of the span classifier in ``directory``, described by ``settings``
-    (its ``detector.json``, read once by ``Detector.open``); every weight is checked."""
+def _read_weights(directory: str | Path) -> tuple[Path, dict[str, torch.Tensor]]:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from hades_ray.models.registry import CheckpointError, ModelNotFoundError, resolve_model
+    from hades_ray.models.registry import CheckpointError, ModelNotFoundError
 
     weights = Path(directory) / WEIGHTS
     if not weights.is_file():
         raise ModelNotFoundError(f"{directory}: no {WEIGHTS}")
     try:
-        state = load_file(str(weights))
+        return weights, load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as error:
         raise CheckpointError(f"{weights}: not readable safetensors ({error})") from None
+
+
+def load_head(directory: str | Path, settings: dict) -> nn.Sequential:
+    """The head of a span classifier whose backbone is frozen whole (``freeze: all``), in eval mode, without
+    loading the backbone: what scores stored span vectors (``hades_ray/detect/reps.py``)."""
+    from hades_ray.models.registry import CheckpointError
+
+    weights, state = _read_weights(directory)
+    other = sorted(n for n in state if not n.startswith("head."))
+    if settings.get("freeze") != "all" or other:
+        raise CheckpointError(f"{weights}: the backbone trained ({other[:1] or settings.get('freeze')}); "
+                              "only a detector with freeze: all scores stored span vectors")  # fmt: skip
+    first = state.get("head.0.weight")
+    if first is None:
+        raise CheckpointError(f"{weights}: no head.0.weight; not a span classifier's weights")
+    head = build_head(int(first.shape[1]), settings["mlp_layers"], settings.get("mlp_hidden", 0))
+    try:
+        head.load_state_dict({n.removeprefix("head."): t for n, t in state.items()})
+    except RuntimeError as error:
+        raise CheckpointError(f"{weights}: the head does not match detector.json ({error})") from None
+    return head.eval()
+
+
+def load_classifier(directory: str | Path, settings: dict, device: str = "cpu"):
+    """(tokenizer, model in eval mode) of the span classifier in ``directory``, described by ``settings``
+    (its ``detector.json``, read once by ``Detector.open``); every weight is checked."""
+    from hades_ray.models.registry import resolve_model
+
+    weights, state = _read_weights(directory)
     _, model = build_classifier(resolve_model(settings["backbone"]), settings)
     check_state(model, state, weights)
     model.load_state_dict(state, strict=False)  # strict would also demand the frozen backbone's keys

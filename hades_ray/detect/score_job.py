@@ -21,16 +21,16 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from hades_ray.detect.data import LoadReport, is_labelled, numbered_instances
+from hades_ray.detect.data import LoadReport, numbered_instances
 from hades_ray.detect.detector import Detector
-from hades_ray.detect.scoring import SHARD_ROWS, instances_table
+from hades_ray.detect.file_shards import plan_scoring, read_scoring_shard
+from hades_ray.detect.scoring import SHARD_ROWS
 from hades_ray.errors import UserError
-from hades_ray.io.hades_format import HadesFormatError, instance_from_line, write_instances
-from hades_ray.io.readers import file_identity, index_jsonl, shard_lines
+from hades_ray.io.hades_format import write_instances
 from hades_ray.metrics import binary_metrics
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import Executor
-from hades_ray.pipeline.job import Mapper, ShardJob
+from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.shards import Shard, part_name
 
 SCORES = "scores"
@@ -43,13 +43,22 @@ def score_rows(
     """Score the instances on lines ``rows`` of ``path`` (what the driver's read kept, in order) into
     ``folder`` with ``executor``; returns their ``(row, p(H), pred)``, streamed back from the parts."""
     source = str(Path(path).resolve())
+    read, stages = functools.partial(read_scoring_shard, labelled_only), functools.partial(detector.stages, detect)
+    view = detector.store_view(detect)
+    if view is not None:  # what a frozen model computes comes from the file's store, made once
+        from hades_ray.detect.reps import file_store, stored_scoring
+
+        store = file_store(path, view, detect, executor)
+        columns, scoring = stored_scoring(detector, view)
+        read = functools.partial(read_scoring_shard_with, store.folder, columns, labelled_only)
+        stages = functools.partial(list, scoring)
     job = ShardJob(
         name="evaluate" if labelled_only else "predict",
         output=str(folder),
         digest=scoring_digest(detector, detect, labelled_only),
-        plan=functools.partial(plan_scoring, source, rows),
-        read=functools.partial(read_scoring_shard, labelled_only),
-        stages=functools.partial(detector.stages, detect),
+        plan=functools.partial(plan_scoring, source, rows, every=SHARD_ROWS),
+        read=read,
+        stages=stages,
         write=functools.partial(write_scores, output=str(folder)),
         rows_verb="instances",
     )
@@ -86,35 +95,19 @@ def scoring_digest(detector: Detector, detect, labelled_only: bool) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def plan_scoring(source: str, rows: list[int], mapper: Mapper) -> list[Shard]:
-    """Shards of ``SHARD_ROWS`` scored instances each, as line ranges of ``source`` (seeking from the
-    file's line index, as ``hades_ray/io/readers.py`` does for every JSONL input)."""
-    if not rows:
-        return []
-    every = SHARD_ROWS
-    _, offsets = mapper(lambda path: index_jsonl(path, every), [source])[0]  # a Ray task takes no partial
-    identity, shards = file_identity(source), []
-    for k, lo in enumerate(range(0, len(rows), every)):
-        first, hi = rows[lo], lo + every
-        end = rows[hi] if hi < len(rows) else rows[-1] + 1
-        indexed = first // every
-        shards.append(Shard(k, source, "jsonl", first, end, offsets[indexed], indexed * every, identity))
-    return shards
+def read_scoring_shard_with(store: str, columns: dict[str, str], labelled_only: bool, shard: Shard) -> pa.Table:
+    """``read_scoring_shard`` with ``columns`` (store name -> name here) of each instance from the file's
+    store, read from the store rows that the shard's lines hold."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
 
+    from hades_ray.detect.reps import PARTS, take_columns
 
-def read_scoring_shard(labelled_only: bool, shard: Shard) -> pa.Table:
-    """A worker's read: ``row`` and the span columns of the shard's instances (bad lines were failed or
-    quarantined by the driver before the run; they and blank lines are passed over here)."""
-    rows, instances = [], []
-    for row, raw, where, _ in shard_lines(shard):
-        try:
-            instance = instance_from_line(raw, row + 1, where)
-        except HadesFormatError:
-            continue
-        if instance is not None and (is_labelled(instance) or not labelled_only):
-            rows.append(row)
-            instances.append(instance)
-    return instances_table(instances).add_column(0, "row", pa.array(rows, pa.int64()))
+    table = read_scoring_shard(labelled_only, shard)
+    fs, inner = storage.resolve(storage.join(store, PARTS))
+    lines = (pc.field("row") >= shard.first_row) & (pc.field("row") < shard.end_row)
+    part = ds.dataset(inner, format="parquet", filesystem=fs).to_table(columns=["row", *columns], filter=lines)
+    return take_columns(table, part, "row", columns, store)
 
 
 def write_scores(index: int, table: pa.Table, output: str) -> dict:

@@ -29,6 +29,9 @@ class DetectConfig:
     # all: the backbone is frozen and only the MLP head trains (the paper) | last_layer: the last block
     # trains too | none: everything trains. The presets set it (paper: all; local: see local.yaml).
     freeze: str = key("all", choices=("last_layer", "all", "none"))
+    # With freeze all, fits, sweeps, folds, rounds and scoring read the frozen backbone's span vectors from
+    # a store made once per view and data (hades_ray/detect/reps.py); false runs the backbone every time.
+    reuse_frozen: bool = key(True, help="reuse stored span representations of a frozen backbone (freeze: all)")
     lr: float = key(0.0, "[0, 1]")  # 0: by backbone family, as the paper (train/learning_rate.py); else used as is
     epochs: int = key(3, "[1, 10000]", help="training epochs (transformer detectors)")
     batch_size: int = key(16, "[1, 100000]")

@@ -82,3 +82,33 @@ def score_views(model, jobs: list[dict], forward_batch: int) -> list[np.ndarray]
                 results[k] = p[cursor : cursor + len(jobs[k]["masks"])]
                 cursor += len(jobs[k]["masks"])
     return results
+
+
+@torch.no_grad()
+def pool_views(backbone, jobs: list[dict], forward_batch: int, poolings: tuple[str, ...]) -> list[dict]:
+    """Pooled span vectors of every mask of every job, one array ``[masks, hidden]`` per pooling: what
+    ``score_views`` hands the head, from one forward for all poolings (the span-representation store,
+    ``hades_ray/detect/reps.py``). The same groups and forwards as ``score_views``, so the vectors are the
+    ones the live path pools."""
+    device = next(backbone.parameters()).device
+    results: list[dict] = [{} for _ in jobs]
+    by_length: dict[int, list[int]] = {}
+    for k, job in enumerate(jobs):
+        by_length.setdefault(len(job["ids"]), []).append(k)
+    for _, members in sorted(by_length.items()):
+        for lo in range(0, len(members), forward_batch):
+            chunk = [k for k in members[lo : lo + forward_batch] if len(jobs[k]["masks"])]
+            if not chunk:
+                continue
+            ids = torch.tensor([jobs[k]["ids"] for k in chunk], device=device)
+            states = backbone_states(backbone, ids, torch.ones_like(ids))
+            rows = [r for r, k in enumerate(chunk) for _ in jobs[k]["masks"]]
+            span_mask = torch.as_tensor(np.stack([m for k in chunk for m in jobs[k]["masks"]]), device=device)
+            picked = states[torch.as_tensor(rows, device=device)]
+            for pooling in poolings:
+                pooled = pool_span(picked, span_mask, pooling).float().cpu().numpy()
+                cursor = 0
+                for k in chunk:
+                    results[k][pooling] = pooled[cursor : cursor + len(jobs[k]["masks"])]
+                    cursor += len(jobs[k]["masks"])
+    return results

@@ -105,11 +105,16 @@ def table_trial(
 
 def _fit(config, grid: Grid, cell: Cell, dataset: str, folder: Path, fault: str) -> None:
     from hades_ray.detect.detector import Detector
+    from hades_ray.detect.reps import file_stores, stored_file_scores
+    from hades_ray.train.transformer import detector_settings
     from hades_ray.train.fit import train_detector
 
     delete(folder / PREDICTIONS)  # a restarted trial never leaves an older cell's file
     _maybe_fail(cell, fault)
     detector = grid.row(cell.row).detector
+    # A frozen backbone: every cell of a view reads the train split's one store (an epoch slice is a subset).
+    reps_from = file_stores([split_path(dataset, "train")], {**detector_settings(config, cell.mode),
+                            "type": detector}, config)  # fmt: skip
     model = train_detector(
         config,
         *training_files(config, dataset, folder),
@@ -117,9 +122,12 @@ def _fit(config, grid: Grid, cell: Cell, dataset: str, folder: Path, fault: str)
         detector,
         cell.mode,
         config.detect.workers,
+        reps_from=reps_from,
     )
     ids, items = test_items(dataset, config.reproduce.test_split, config.detect.skip_bad)
-    p, pred = Detector.open(model).score_instances(items, config.detect)
+    trained = Detector.open(model)
+    p = stored_file_scores(trained, items, split_path(dataset, config.reproduce.test_split), config)
+    p, pred = trained.score_instances(items, config.detect) if p is None else (p, (p >= 0.5).astype(int))
     record = {
         "cell": {"row": cell.row, "mode": cell.mode},
         "detector": detector,

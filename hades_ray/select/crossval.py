@@ -69,12 +69,12 @@ def backbone_of(config) -> str:
     return config.detect.backbone or config.models.encoder
 
 
-def _train(config, train: Path, valid: Path, output: Path) -> tuple[Path, dict]:
+def _train(config, train: Path, valid: Path, output: Path, reps_from: tuple = ()) -> tuple[Path, dict]:
     from hades_ray.train.fit import train_detector
 
     sel = config.select
     model_dir = Path(train_detector(config, train, valid, output, detector=sel.detector, mode="offline",
-                                        workers=sel.detector_workers))  # fmt: skip
+                                        workers=sel.detector_workers, reps_from=reps_from))  # fmt: skip
     return model_dir, json.loads((model_dir / "metrics.json").read_text(encoding="utf-8"))
 
 
@@ -86,32 +86,53 @@ def _fixed_epochs(config, epochs: int):
     return fixed
 
 
-def _fold(config, labeled: list[dict], held: np.ndarray, base: Path) -> dict:
+def scored(detector, records: list[dict], detect, reps_from: tuple = ()) -> tuple[np.ndarray, np.ndarray]:
+    """(p(H), pred) of judged records from their stored values where the stores ``reps_from`` hold them all
+    (a frozen span classifier's head, a feature detector's linear model: ``hades_ray/detect/reps.py``),
+    else the detector's own scoring."""
+    from hades_ray.detect.data import instances_from_records
+    from hades_ray.detect.reps import head_on_stored
+
+    p = head_on_stored(detector, instances_from_records([hades_fields(r) for r in records]), reps_from, detect)
+    if p is None:
+        return detector.score_records([hades_fields(r) for r in records])
+    return p, (p >= 0.5).astype(int)
+
+
+def _fold(config, labeled: list[dict], held: np.ndarray, base: Path, reps_from: tuple = ()) -> dict:
     """Train on the items not ``held``, pick the epoch on the held ones: their p(H) and the fold's record."""
     from hades_ray.detect.detector import Detector
 
     train = [r for r, h in zip(labeled, held) if not h]
     predicted = [r for r, h in zip(labeled, held) if h]
     paths = write_records(train, base / "train.txt"), write_records(predicted, base / "predicted.txt")
-    model_dir, metrics = _train(config, *paths, base / "model")
-    p = Detector.open(model_dir).score_records([hades_fields(r) for r in predicted])[0]
+    model_dir, metrics = _train(config, *paths, base / "model", reps_from)
+    p = scored(Detector.open(model_dir), predicted, config.detect, reps_from)[0]
     record = {"train_ids": [str(r["id"]) for r in train], "predicted_ids": [str(r["id"]) for r in predicted],
               "best_epoch": int(metrics.get("epoch", config.detect.epochs - 1))}  # fmt: skip
     return {"p": [float(v) for v in p], "record": record}
 
 
 def crossval_detector(
-    config, labeled: list[dict], labels: np.ndarray, folder: Path, round_index: int, digest: str, force: bool = False
+    config,
+    labeled: list[dict],
+    labels: np.ndarray,
+    folder: Path,
+    round_index: int,
+    digest: str,
+    force: bool = False,
+    reps_from: tuple = (),
 ) -> dict:
     """Train the folds (steps sharing the detector's settings ``digest``) and the round's detector under
-    ``folder``; returns its model_dir, counts, rates (out of fold) and what round.json says about it."""
+    ``folder``; returns its model_dir, counts, rates (out of fold) and what round.json says about it.
+    ``reps_from``: span-representation stores holding the judged items (a frozen backbone runs no forward)."""
     sel = config.select
     fold = assign_folds(labels, sel.folds, config.seed + round_index)
     oof, folds = np.full(len(labeled), np.nan), []
     ids = [str(r["id"]) for r in labeled]
     for f in range(sel.folds):
         base = folder / "folds" / f"fold-{f}"
-        fit = functools.partial(_fold, config, labeled, fold == f, base)
+        fit = functools.partial(_fold, config, labeled, fold == f, base, reps_from)
         inputs = digest_of([ids, labels.tolist(), (fold == f).tolist()])
         done = run_step(Step(f"fold {f} of round {round_index}'s detector", str(base), digest, fit, inputs), force)
         oof[fold == f] = done["p"]
@@ -119,7 +140,7 @@ def crossval_detector(
     best_epochs = [f["best_epoch"] for f in folds]
     epochs = int(np.ceil(np.median(best_epochs))) + 1  # epochs are counted from 0
     everything = write_records(labeled, folder / "data" / "all.txt")
-    model_dir, fit = _train(_fixed_epochs(config, epochs), everything, everything, folder / "model")
+    model_dir, fit = _train(_fixed_epochs(config, epochs), everything, everything, folder / "model", reps_from)
     rated = rated_mask(labeled, round_index, sel.rates_from)
     rates = {**detector_rates(labels[rated], (oof[rated] >= 0.5).astype(int)),
              "source": f"out-of-fold predictions of {sel.folds} folds, {sel.rates_from.replace('_', ' ')}"}  # fmt: skip

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from hades_ray.pipeline.steps import Step, digest_of
-from hades_ray.select.crossval import backbone_of, hades_fields, crossval_detector, write_records
+from hades_ray.select.crossval import backbone_of, crossval_detector, scored, write_records
 from hades_ray.select.ratio import detector_rates
 from hades_ray.workdir import round_dir
 
@@ -81,30 +81,58 @@ def detector_digest(config) -> str:
     return digest_of([detect, select, dataclasses.asdict(trained.models), config.seed])
 
 
-def detector_step(config, workdir, round_index: int, labeled: list[dict], force: bool = False) -> Step:
-    """The fit of round ``round_index``'s detector on ``labeled`` (its folds are steps too, redone by ``force``)."""
+def detector_step(
+    config, workdir, round_index: int, labeled: list[dict], force: bool = False, executor=None, shards=None
+) -> Step:
+    """The fit of round ``round_index``'s detector on ``labeled`` (its folds are steps too, redone by ``force``).
+    With a frozen backbone, ``executor`` makes the pool's span-representation store first (``shards``: the
+    pool's), which the fit, its folds and the round's scores pass read: no backbone forward after it."""
     folder = round_dir(workdir, round_index) / "detector"
     judged = [[str(r["id"]), int(r["hallucination"]), int(r["round"])] for r in labeled]
     digest = detector_digest(config)
-    fit = functools.partial(_fit, round_detector_config(config), labeled, Path(workdir), round_index, digest, force)
+    fit = functools.partial(_fit, round_detector_config(config), labeled, Path(workdir), round_index, digest, force,
+                            executor, shards)  # fmt: skip
     return Step(f"round {round_index}'s detector", str(folder), digest, fit, digest_of(judged))
 
 
-def _fit(config, labeled: list[dict], workdir: Path, round_index: int, digest: str, force: bool) -> dict:
+def pool_reps(config, workdir, executor=None, shards=None) -> tuple[str, ...]:
+    """The pool's span-representation store for the round detector's view (``hades_ray/detect/reps.py``),
+    made by the first round that needs it and read by every later one; () when the backbone trains or
+    ``detect.reuse_frozen`` is off."""
+    from hades_ray.detect.reps import pool_store, store_executor, store_view_of
+    from hades_ray.train.fit import linear_settings
+    from hades_ray.train.transformer import detector_settings
+    from hades_ray.workdir import pool_dir, pool_shards
+
+    kind = config.select.detector
+    settings = {**detector_settings(config, "offline"), "type": kind} if kind == "transformer" else \
+        linear_settings(config, kind)  # fmt: skip
+    view = store_view_of(settings, config.detect)
+    if view is None:
+        return ()
+    shards = shards if shards is not None else pool_shards(pool_dir(workdir))
+    executor = executor or store_executor(config)
+    store = pool_store(workdir, shards, view, config.detect, executor, config.select.score_num_gpus)
+    return (store.folder,)
+
+
+def _fit(config, labeled: list[dict], workdir: Path, round_index: int, digest: str, force: bool,
+         executor=None, shards=None) -> dict:  # fmt: skip
     folder = round_dir(workdir, round_index) / "detector"
     labels = np.array([r["hallucination"] for r in labeled], dtype=int)
+    reps_from = pool_reps(config, workdir, executor, shards)
     if config.select.detector_training == "crossval":
-        result = crossval_detector(config, labeled, labels, folder, round_index, digest, force)
+        result = crossval_detector(config, labeled, labels, folder, round_index, digest, force, reps_from)
     else:
-        result = split_detector(config, labeled, labels, folder, round_index)
+        result = split_detector(config, labeled, labels, folder, round_index, reps_from)
     if config.select.rates_from == "previous_detector":
-        result["rates"] = previous_detector_rates(workdir, labeled, round_index) or result["rates"]
+        result["rates"] = previous_detector_rates(workdir, labeled, round_index, reps_from) or result["rates"]
     counts = {"judged_before": len(labeled), **result["counts"]}
     return {"model_dir": str(result["model_dir"]), "counts": counts, "rates": result["rates"],
             "detector": result["detector"]}  # fmt: skip
 
 
-def previous_detector_rates(workdir: Path, labeled: list[dict], round_index: int) -> dict | None:
+def previous_detector_rates(workdir: Path, labeled: list[dict], round_index: int, reps_from=()) -> dict | None:
     """alpha, beta, gamma as the paper's §3.3 reads literally: round K-1's judged batch scored by round K-1's
     own detector, the one that selected it; None where round K-1 had none (round 1: round 0 samples at random)."""
     import json
@@ -116,7 +144,8 @@ def previous_detector_rates(workdir: Path, labeled: list[dict], round_index: int
     batch = [r for r in labeled if int(r["round"]) == round_index - 1]
     if not model_dir or not batch:
         return None
-    _, pred = Detector.open(model_dir).score_records([hades_fields(r) for r in batch])
+    previous = Detector.open(model_dir)
+    _, pred = scored(previous, batch, previous.config().detect, reps_from)
     rates = detector_rates([int(r["hallucination"]) for r in batch], pred)
     return {**rates, "source": f"round {round_index - 1}'s batch scored by round {round_index - 1}'s detector"}
 
@@ -131,11 +160,12 @@ def record_detector(summary: dict, trained: dict) -> None:
     summary.update(detector=trained["detector"], rates=trained["rates"])
 
 
-def split_detector(config, labeled: list[dict], labels: np.ndarray, folder: Path, round_index: int) -> dict:
+def split_detector(
+    config, labeled: list[dict], labels: np.ndarray, folder: Path, round_index: int, reps_from: tuple = ()
+) -> dict:
     """Train on the training part, pick the epoch on the held-out part, rate on the calibration part."""
     from hades_ray.detect.data import LoadReport
     from hades_ray.detect.detector import Detector
-    from hades_ray.detect.score_job import evaluate_file
     from hades_ray.train.fit import train_detector
     from hades_ray.metrics import binary_metrics
 
@@ -146,21 +176,34 @@ def split_detector(config, labeled: list[dict], labels: np.ndarray, folder: Path
     model_dir = Path(
         train_detector(
             config, paths["train"], paths["heldout"], folder / "model",
-            detector=sel.detector, mode="offline", workers=sel.detector_workers,
+            detector=sel.detector, mode="offline", workers=sel.detector_workers, reps_from=reps_from,
         )
     )  # fmt: skip
     calibration = [r for r, p in zip(labeled, parts) if p == "calibration"]
     trained = Detector.open(model_dir)
-    p, pred = trained.score_records([hades_fields(r) for r in calibration])
+    p, pred = scored(trained, calibration, config.detect, reps_from)
     calibration_labels = labels[parts == "calibration"]
     rates = {**detector_rates(calibration_labels, pred), "source": "calibration split"}
     detector = {
         "model_dir": str(model_dir),
         "backbone": backbone_of(config),
-        "heldout_metrics": evaluate_file(trained, paths["heldout"]),
+        "heldout_metrics": _heldout_metrics(trained, paths["heldout"], labeled, labels, parts, config, reps_from),
         # The calibration part is scored once (above, in-process): evaluate_file would score the same
         # items again from their file, on Ray, for the same metrics (none is quarantined: we wrote them).
         "calibration_metrics": {**binary_metrics(calibration_labels, pred, p), **LoadReport().summary()},
     }
     counts = {part: int((parts == part).sum()) for part in PARTS}
     return {"model_dir": model_dir, "counts": counts, "rates": rates, "detector": detector}
+
+
+def _heldout_metrics(trained, path: Path, labeled: list[dict], labels, parts, config, reps_from: tuple) -> dict:
+    """The held-out part's metrics: from stored span vectors where the pool's store holds them, else
+    ``evaluate_file`` on its file."""
+    from hades_ray.detect.data import LoadReport
+    from hades_ray.detect.score_job import evaluate_file
+    from hades_ray.metrics import binary_metrics
+
+    if not reps_from:
+        return evaluate_file(trained, path)
+    p, pred = scored(trained, [r for r, part in zip(labeled, parts) if part == "heldout"], config.detect, reps_from)
+    return {**binary_metrics(labels[parts == "heldout"], pred, p), **LoadReport().summary()}

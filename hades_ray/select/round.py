@@ -40,7 +40,7 @@ from hades_ray.select.detector import detector_step, record_detector, too_few
 from hades_ray.select.feature_job import feature_counts, features_job
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.schedule import round_size
-from hades_ray.select.scores import histogram_total, scores_job
+from hades_ray.select.scores import detector_scores_job, histogram_total
 from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,11 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
     sel = config.select
     random = too_few(labeled, round_index, sel.min_train_instances) if round_index else ""
     trains = round_index and not random
-    detector = detector_step(config, workdir, round_index, labeled, executor.force) if trains else None
+    detector = (
+        detector_step(config, workdir, round_index, labeled, executor.force, executor=executor, shards=shards)
+        if trains
+        else None
+    )
     passes = Round(
         select=sel,
         detect=config.detect,
@@ -213,11 +217,8 @@ def _with_ratio(rule: Rule, summary: dict) -> Rule:
 
 def _scores(r: Round, model_dir: Path, rule: Rule):
     """The scores job of the round's detector; its stages (the detector's actors) are built when there is work."""
-    from hades_ray.detect.detector import Detector
-
-    detector = Detector.open(model_dir)
-    stages = functools.partial(detector.stages, r.detect, num_gpus=r.select.score_num_gpus)
-    return scores_job(r.workdir, r.index, r.shards, stages, detector.identity(), rule)
+    return detector_scores_job(r.workdir, r.index, r.shards, model_dir, r.detect, r.select.score_num_gpus, rule,
+                               r.executor)  # fmt: skip
 
 
 def _band(r: Round, rule: Rule, histogram: dict[int, int], summary: dict) -> Rule:

@@ -79,6 +79,38 @@ def scores_job(
     )
 
 
+def detector_scores_job(workdir, round_index: int, shards: list[Shard], model_dir, detect, num_gpus: float,
+                        rule: Rule, executor) -> ShardJob:  # fmt: skip
+    """The scores job of the round detector in ``model_dir``. What a frozen model computes for the pool (a
+    frozen span classifier's span vectors, a feature detector's MLM and spaCy features) comes from the
+    pool's store (``hades_ray/detect/reps.py``: made by the first round that needed it, by ``executor``
+    where missing), so no backbone forward runs in any later round; otherwise the detector's stages (its
+    actors, ``num_gpus`` each) run over the pool."""
+    from hades_ray.detect.detector import Detector
+    from hades_ray.detect.reps import pool_store, stored_scoring
+
+    detector = Detector.open(model_dir)
+    job = scores_job(workdir, round_index, shards, functools.partial(detector.stages, detect, num_gpus=num_gpus),
+                     detector.identity(), rule)  # fmt: skip
+    view = detector.store_view(detect)
+    if view is None:
+        return job
+    store = pool_store(workdir, shards, view, detect, executor, num_gpus)
+    columns, stages = stored_scoring(detector, view)
+    read = functools.partial(read_with_stored, store.folder, columns, job.read)
+    return dataclasses.replace(job, read=read, stages=functools.partial(list, stages))
+
+
+def read_with_stored(store: str, columns: dict[str, str], read: Callable[[Shard], pa.Table], shard: Shard) -> pa.Table:
+    """``read``'s rows of a pool shard with ``columns`` from the pool's store: its part k is pool shard k's."""
+    from hades_ray.detect.reps import PARTS, take_columns
+    from hades_ray.workdir import part_path
+
+    table = read(shard)
+    part = storage.read_parquet(part_path(storage.join(store, PARTS), shard.index), ["id", *columns])
+    return take_columns(table, part, "id", columns, f"{store} part {shard.index}")
+
+
 def survivor_histogram(merged: dict) -> dict:
     """The summary of a scores job: the survivor histograms of every shard, reused ones included,
     summed (bin -> count)."""

@@ -29,7 +29,7 @@ def _ray(config: HadesConfig):
     return init_ray(config.ray.address, config.ray.num_cpus)
 
 
-def _linear_settings(config: HadesConfig, kind: str) -> dict:
+def linear_settings(config: HadesConfig, kind: str) -> dict:
     d = config.detect
     return {
         "type": kind,
@@ -40,15 +40,27 @@ def _linear_settings(config: HadesConfig, kind: str) -> dict:
     }
 
 
-def _train_linear(config: HadesConfig, kind: str, train: list[Instance], valid: list[Instance], out: Path) -> dict:
-    from hades_ray.detect.features.stages import FEATURE_NAMES, feature_matrix
+_linear_settings = linear_settings  # the name tests and older callers use
+
+
+def _train_linear(
+    config: HadesConfig, kind: str, train: list[Instance], valid: list[Instance], out: Path, paths=(), reps_from=()
+) -> dict:
+    from hades_ray.detect.features.stages import FEATURE_NAMES, corpus_features, feature_matrix, stack_features
     from hades_ray.detect.features.lexical import LexicalStats
     from hades_ray.detect.features.linear import fit_linear, predict_linear, save_linear
+    from hades_ray.detect.reps import stored_features
 
     d = config.detect
-    settings = _linear_settings(config, kind)
+    settings = linear_settings(config, kind)
     lexical = LexicalStats.fit([i.words for i in train], d.ppmi_vocab, d.ppmi_window)
-    X = feature_matrix(train + valid, lexical, settings, d)  # judged sets: small, in-process
+    # The MLM and spaCy features from the files' stores (made once per file or pool); the corpus statistics
+    # depend on the training set, so they are computed here either way.
+    stored = stored_features(train + valid, list(paths), settings, config, reps_from) if paths else None
+    if stored is not None:
+        X = stack_features(stored, corpus_features(lexical, stored))
+    else:
+        X = feature_matrix(train + valid, lexical, settings, d)  # judged sets: small, in-process
     y = np.array([i.label for i in train])
     params = fit_linear(kind, X[: len(train)], y, d, config.seed, list(FEATURE_NAMES))
     p, pred = predict_linear(params, X[len(train) :])
@@ -58,10 +70,28 @@ def _train_linear(config: HadesConfig, kind: str, train: list[Instance], valid: 
     return {"iterations": params["iterations"], **binary_metrics([i.label for i in valid], pred, p)}
 
 
-def _train_transformer(config: HadesConfig, mode: str, workers: int, train, valid, out: Path) -> dict:
+def stored_vectors(config: HadesConfig, mode: str, data: dict, reps_from=()) -> tuple | None:
+    """(train vectors, validation vectors, what the stores did) when the span classifier's backbone is
+    frozen and ``detect.reuse_frozen`` is on (``hades_ray/detect/reps.py``), else None. ``data`` maps
+    train and valid to (instances, path); ``reps_from`` are stores to look the instances up in first."""
+    from hades_ray.detect.reps import instance_vectors, reuses_store, store_executor
+    from hades_ray.train.transformer import detector_settings
+
+    settings = detector_settings(config, mode)
+    if not reuses_store(settings, config.detect):
+        return None
+    executor, out, made = store_executor(config), [], {}
+    for part, (instances, path) in data.items():
+        found, store = instance_vectors(instances, path, settings, config.detect, executor, reps_from)
+        out.append(found)
+        made[part] = {"store": store.folder, "shards_made_now": store.made_now, "shards_reused": store.reused}
+    return out[0], out[1], made
+
+
+def _train_transformer(config: HadesConfig, mode: str, workers: int, train, valid, out: Path, reps) -> dict:
     from hades_ray.train.transformer import detector_settings, export_best, fit_transformer
 
-    _, best, best_metrics = fit_transformer(config, train, valid, out, mode, workers)
+    _, best, best_metrics = fit_transformer(config, train, valid, out, mode, workers, reps)
     export_best(best, detector_settings(config, mode), out)
     # metrics.json: the best epoch's training figures and validation metrics (not Ray's bookkeeping).
     keep = "epoch train_loss examples_per_s selection_score n accuracy h_precision h_recall h_f1".split()
@@ -77,8 +107,11 @@ def train_detector(
     detector: str = "transformer",
     mode: str = "offline",
     workers: int = 1,
+    reps_from: tuple = (),
 ) -> Path:
-    """Train a detector; returns its folder, holding ``metrics.json`` of the best epoch on ``valid_path``."""
+    """Train a detector; returns its folder, holding ``metrics.json`` of the best epoch on ``valid_path``.
+    A frozen span classifier trains on stored span vectors (looked up in the stores ``reps_from`` first,
+    else in the files' own stores, made where missing)."""
     if detector not in DETECTORS:
         raise ConfigError(f"detector {detector!r}: choose one of {', '.join(DETECTORS)}")
     if mode not in MODES:
@@ -95,12 +128,15 @@ def train_detector(
     report.write_quarantine(out)
     save_config(config, out)
     _ray(config)
+    reps, stores = None, {}
     if detector == "transformer":
-        metrics = _train_transformer(config, mode, workers, train, valid, out)
+        reps = stored_vectors(config, mode, {"train": (train, train_path), "valid": (valid, valid_path)}, reps_from)
+        stores = {"span_reps": reps[2]} if reps else {}
+        metrics = _train_transformer(config, mode, workers, train, valid, out, reps)
     else:
-        metrics = _train_linear(config, detector, train, valid, out)
+        metrics = _train_linear(config, detector, train, valid, out, (train_path, valid_path), reps_from)
     write_metrics(metrics, out, name=f"{detector} ({mode})")
-    threshold = _store_validation_threshold(out, valid, config)
+    threshold = _store_validation_threshold(out, valid, config, None if reps is None else reps[1])
     summary = {
         "detector": detector,
         "mode": mode,
@@ -109,18 +145,21 @@ def train_detector(
         "valid": len(valid),
         "threshold": threshold,
         **report.summary(),
+        **stores,
     }
     storage.write(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     log.info("detector saved to %s: %s", out, summary)
     return out
 
 
-def _store_validation_threshold(model_dir: Path, valid: list[Instance], config: HadesConfig) -> dict:
-    """Score the validation set with the exported detector and store the threshold ``score`` flags at."""
+def _store_validation_threshold(model_dir: Path, valid: list[Instance], config: HadesConfig, reps=None) -> dict:
+    """Score the validation set with the exported detector (its head on ``reps``, the set's stored span
+    vectors, when given) and store the threshold ``score`` flags at."""
+    from hades_ray.detect.reps import head_scores
     from hades_ray.detect.threshold import choose_threshold
 
     detector = Detector.open(model_dir)
-    p, _ = detector.score_instances(valid, config.detect)
+    p = detector.score_instances(valid, config.detect)[0] if reps is None else head_scores(detector.load_head(), reps)
     choice = choose_threshold([i.label for i in valid], p)
     detector.store_threshold(choice)
     return choice

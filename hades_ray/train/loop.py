@@ -31,6 +31,11 @@ def to_rows(instances: list[Instance]) -> list[dict]:
     ]
 
 
+def rep_rows(vectors: np.ndarray, instances: list[Instance]) -> list[dict]:
+    """Rows for Ray Data when the frozen backbone's span vectors are stored: each one's vector and label."""
+    return [{"rep": v, "label": inst.label} for v, inst in zip(vectors, instances)]
+
+
 def rows_to_items(rows: dict) -> list[dict]:
     """Ray Data batch columns (``text``, ``start``, ``end``) back to word lists."""
     return [
@@ -71,6 +76,12 @@ def _validate(model, tokenizer, cfg: dict) -> dict:
     items, labels = cfg["valid_items"], [it["label"] for it in cfg["valid_items"]]
     net = getattr(model, "module", model)
     settings = cfg["settings"]
+    if cfg.get("stored"):
+        from hades_ray.detect.reps import head_scores
+
+        net.eval()  # the head alone on the validation set's stored vectors, as an exported folder scores them
+        p = head_scores(net.head, cfg["valid_reps"])
+        return binary_metrics(labels, (p >= 0.5).astype(int), p)
     view = settings["mode"], settings["window"]
     p = score_spans(net, tokenizer, items, *view, cfg["batch_size"], window_unit(settings))
     return binary_metrics(labels, (p >= 0.5).astype(int), p)
@@ -80,13 +91,17 @@ def train_loop_per_worker(cfg: dict) -> None:
     import ray.train
     import ray.train.torch
 
-    from hades_ray.detect.model import build_classifier
+    from hades_ray.detect.model import SpanHead, build_classifier
 
     torch.set_num_threads(cfg["torch_threads"])
     torch.manual_seed(cfg["seed"])
     rank, world = ray.train.get_context().get_world_rank(), ray.train.get_context().get_world_size()
     settings = cfg["settings"]
-    tokenizer, model = build_classifier(cfg["source"], settings)
+    stored = bool(cfg.get("stored"))  # the frozen backbone's span vectors come with the rows (detect/reps.py)
+    if stored:
+        tokenizer, model = None, SpanHead(cfg["hidden"], settings["mlp_layers"], settings.get("mlp_hidden", 0))
+    else:
+        tokenizer, model = build_classifier(cfg["source"], settings)
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=cfg["lr"])
     start, best = 0, -math.inf
     checkpoint = ray.train.get_checkpoint()
@@ -108,11 +123,15 @@ def train_loop_per_worker(cfg: dict) -> None:
             local_shuffle_buffer_size=4 * cfg["batch_size"],
             local_shuffle_seed=cfg["seed"] + epoch,
         ):
-            view = settings["mode"], settings["window"], window_unit(settings)
-            enc = encode_spans(tokenizer, rows_to_items(batch), *view)
-            enc = {k: v.to(ray.train.torch.get_device()) for k, v in enc.items()}
-            labels = torch.as_tensor(batch["label"], dtype=torch.long, device=enc["input_ids"].device)
-            loss = loss_fn(model(**enc), labels)
+            device = ray.train.torch.get_device()
+            labels = torch.as_tensor(batch["label"], dtype=torch.long, device=device)
+            if stored:
+                logits = model(torch.as_tensor(np.asarray(batch["rep"], dtype=np.float32), device=device))
+            else:
+                view = settings["mode"], settings["window"], window_unit(settings)
+                enc = encode_spans(tokenizer, rows_to_items(batch), *view)
+                logits = model(**{k: v.to(device) for k, v in enc.items()})
+            loss = loss_fn(logits, labels)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -41,12 +41,18 @@ def detector_settings(config: HadesConfig, mode: str) -> dict:
     return settings
 
 
-def loop_config(config: HadesConfig, train: list[Instance], valid: list[Instance], mode: str) -> dict:
+def loop_config(config: HadesConfig, train: list[Instance], valid: list[Instance], mode: str, reps=None) -> dict:
+    """The per-worker loop's settings; ``reps`` (train vectors, validation vectors) when the frozen
+    backbone's span vectors come from a store (``hades_ray/detect/reps.py``)."""
     from hades_ray.models.registry import resolve_model
 
     d = config.detect
     settings = detector_settings(config, mode)
+    stored = {}
+    if reps is not None:
+        stored = {"stored": True, "hidden": int(reps[0].shape[1]), "valid_reps": reps[1]}
     return {
+        **stored,
         "settings": settings,
         "source": resolve_model(settings["backbone"]),
         "config": config.to_dict(),
@@ -62,11 +68,26 @@ def loop_config(config: HadesConfig, train: list[Instance], valid: list[Instance
     }
 
 
-def fit_transformer(
-    config: HadesConfig, train: list[Instance], valid: list[Instance], output_dir: Path, mode: str, workers: int
-):
-    """Train on ``workers`` Ray Train workers; returns (Ray ``Result``, best checkpoint's metrics)."""
+def train_dataset(train: list[Instance], reps=None):
+    """The Ray Data train set: the instances' words and spans, or their stored span vectors."""
     import ray.data
+
+    from hades_ray.train.loop import rep_rows
+
+    return ray.data.from_items(rep_rows(reps[0], train) if reps is not None else to_rows(train))
+
+
+def fit_transformer(
+    config: HadesConfig,
+    train: list[Instance],
+    valid: list[Instance],
+    output_dir: Path,
+    mode: str,
+    workers: int,
+    reps=None,
+):
+    """Train on ``workers`` Ray Train workers (on ``reps``, the stored span vectors of train and valid,
+    when given); returns (Ray ``Result``, best checkpoint, its metrics)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
@@ -76,7 +97,7 @@ def fit_transformer(
     delete(storage / RUN_NAME)
     trainer = TorchTrainer(
         train_loop_per_worker,
-        train_loop_config=loop_config(config, train, valid, mode),
+        train_loop_config=loop_config(config, train, valid, mode, reps),
         scaling_config=ScalingConfig(
             num_workers=workers, use_gpu=d.use_gpu, resources_per_worker={"CPU": d.worker_cpus}
         ),
@@ -88,7 +109,7 @@ def fit_transformer(
                 num_to_keep=2, checkpoint_score_attribute="selection_score", checkpoint_score_order="max"
             ),
         ),
-        datasets={"train": ray.data.from_items(to_rows(train))},
+        datasets={"train": train_dataset(train, reps)},
     )
     result = trainer.fit()
     if result.error:

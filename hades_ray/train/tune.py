@@ -17,7 +17,9 @@ import json
 import logging
 from pathlib import Path
 
-from hades_ray.config import config_from_dict, save_config, set_dotted, validate
+from hades_ray.config import save_config
+from hades_ray.detect.data import LoadReport, load_labelled
+from hades_ray.train.space import apply_trial, space_values
 from hades_ray.pipeline.steps import Step, digest_of, files_identity, run_step
 from hades_ray.train.tune_record import check_resumable, record_sweep
 from hades_ray.pipeline.storage import write_json_atomic
@@ -41,33 +43,26 @@ def default_space():
     }
 
 
-def apply_trial(base: dict, trial: dict):
-    config = config_from_dict(base)
-    for key, value in trial.items():
-        set_dotted(config, f"{key}={json.dumps(value)}")
-    validate(config)  # a search space can reach values no preset would pass
-    return config
-
-
 def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, storage: str) -> None:
     """One Tune trial: a Ray Train fit of the span classifier, each epoch reported to Tune."""
-    import ray.data
     from ray import tune
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
 
-    from hades_ray.detect.data import LoadReport, load_labelled
-    from hades_ray.train.loop import to_rows, train_loop_per_worker
-    from hades_ray.train.transformer import loop_config
+    from hades_ray.train.fit import stored_vectors
+    from hades_ray.train.loop import train_loop_per_worker
+    from hades_ray.train.transformer import loop_config, train_dataset
 
     config = apply_trial(base, trial)
     d = config.detect
     report = LoadReport()
     train, valid = load_labelled(train_path, d.skip_bad, report), load_labelled(valid_path, d.skip_bad, report)
+    # A frozen backbone's vectors come from the view's store (made by the sweep's driver): no forward here.
+    reps = stored_vectors(config, d.mode, {"train": (train, train_path), "valid": (valid, valid_path)})
     trainer = TorchTrainer(
         train_loop_per_worker,
-        train_loop_config=loop_config(config, train, valid, d.mode),
+        train_loop_config=loop_config(config, train, valid, d.mode, reps),
         scaling_config=ScalingConfig(
             num_workers=d.workers, use_gpu=d.use_gpu, resources_per_worker={"CPU": d.worker_cpus}
         ),
@@ -77,7 +72,7 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
             failure_config=FailureConfig(max_failures=d.max_failures),
             callbacks=[TuneReportCallback()],
         ),
-        datasets={"train": ray.data.from_items(to_rows(train))},
+        datasets={"train": train_dataset(train, reps)},
     )
     result = trainer.fit()
     if result.error:
@@ -114,7 +109,49 @@ def tune_detector(
 
 def _domain(value) -> list:
     """A search space entry as data (Tune's domains have no stable repr)."""
+    if isinstance(value, dict):  # tune.grid_search
+        return ["grid_search", *map(str, value.get("grid_search", []))]
+    if not hasattr(value, "sample") or isinstance(value, str):  # a fixed value
+        return ["fixed", str(value)]
     return [type(value).__name__, *(str(getattr(value, k, "")) for k in ("categories", "lower", "upper"))]
+
+
+VIEW_KEYS = ("detect.backbone", "detect.mode", "detect.window", "detect.window_unit", "detect.freeze")
+
+
+def prepare_stores(config, space: dict, train_path, valid_path) -> list[dict]:
+    """Make, on the driver, the span-representation stores of every view the sweep's frozen trials can
+    reach (``hades_ray/detect/reps.py``), so that all the trials of a view read one store and none runs
+    the backbone. A view key swept over a range is left to the trials (each makes a missing store in its
+    process, one at a time)."""
+    import itertools
+
+    from hades_ray.train.fit import stored_vectors
+
+    base = config.to_dict()
+    values = [space_values(space, k, _current(base, k)) for k in VIEW_KEYS]
+    if any(v is None for v in values):
+        return []
+    made, seen = [], set()
+    report = LoadReport()
+    train = load_labelled(train_path, config.detect.skip_bad, report)
+    valid = load_labelled(valid_path, config.detect.skip_bad, report)
+    for combination in itertools.product(*values):
+        trial = apply_trial(base, dict(zip(VIEW_KEYS, combination)))
+        key = json.dumps([trial.detect.backbone, trial.detect.mode, trial.detect.window, trial.detect.window_unit,
+                          trial.detect.freeze])  # fmt: skip
+        if key in seen:
+            continue
+        seen.add(key)
+        reps = stored_vectors(trial, trial.detect.mode, {"train": (train, train_path), "valid": (valid, valid_path)})
+        if reps is not None:
+            made.append(reps[2])
+    return made
+
+
+def _current(base: dict, dotted: str):
+    section, name = dotted.split(".")
+    return base[section][name]
 
 
 def _sweep(config, train_path, valid_path, output: Path, num_samples: int, space: dict, resume: bool) -> dict:
@@ -131,6 +168,7 @@ def _sweep(config, train_path, valid_path, output: Path, num_samples: int, space
             f"{experiment} already holds a sweep: pass --resume to continue it, or choose a new --output"
         )
     init_ray(config.ray.address, config.ray.num_cpus)
+    stores = [] if resume else prepare_stores(config, space, train_path, valid_path)
     trainable = tune.with_resources(
         tune.with_parameters(
             detector_trial,
@@ -180,6 +218,7 @@ def _sweep(config, train_path, valid_path, output: Path, num_samples: int, space
         "trials": trials,
         "experiment": str(experiment),
         "train_checkpoints": str(output / "train_runs"),
+        "span_reps": stores,
     }
     write_json_atomic(output / "best.json", summary)
     return summary

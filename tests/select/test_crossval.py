@@ -58,6 +58,13 @@ def check_out_of_fold_round(config, workdir) -> None:
     # The round's own detector trains on every accumulated judgment, for the folds' epoch count.
     final = [json.loads(x)["id"] for x in (out / "detector" / "data" / "all.txt").read_text().splitlines()]
     assert set(map(str, final)) == set(judged) and summary["counts"]["train"] == len(judged)
+    # The frozen backbone's span vectors of the pool were stored once (round 1 made the store); every fold
+    # and the round's detector looked the judged items up there: no store of their own, no forward.
+    (store,) = (workdir / "reps").glob("pool-span_reps-*")
+    for model in [*(out / "detector" / "folds").glob("fold-*/model"), out / "detector" / "model"]:
+        made = json.loads((model / "summary.json").read_text())["span_reps"]
+        assert {made[p]["store"] for p in ("train", "valid")} == {str(store)}
+        assert made["train"]["shards_made_now"] == 0
     assert summary["detector"]["epochs"] == int(np.ceil(np.median(summary["detector"]["fold_best_epochs"]))) + 1
     judgments = consensus_items(config, workdir, [0, 1])
     assert run_step(detector_step(config, workdir, 2, judgments)) == summary  # the same settings: not retrained

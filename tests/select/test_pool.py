@@ -137,7 +137,7 @@ def stand_in_detector(monkeypatch, tmp_path):
     (model_dir / "weights").write_text("stand-in")
     trained = {"model_dir": str(model_dir), "counts": {"rated": 10}, "rates": RATES, "detector": {}}
 
-    def step(config, workdir, round_index, labeled, force=False):
+    def step(config, workdir, round_index, labeled, force=False, **_where):
         return Step("stand-in detector", str(tmp_path / f"fit-{round_index}"), "stand-in", lambda: trained)
 
     monkeypatch.setattr(round_module, "too_few", lambda *args: "")

@@ -1,0 +1,332 @@
+"""What the stored span representations save (issue 35): each figure measured twice in one run, with
+``detect.reuse_frozen`` on (the frozen backbone's span vectors made once, hades_ray/detect/reps.py) and off
+(the backbone run in every fit, epoch, fold and round, as before), side by side, with peak memory.
+
+- ``tune``: ``hades-ray tune --space`` over 16 head configurations (pooling x depth x hidden size x lr,
+  ``freeze: all``) x ``--epochs`` epochs on MiniLM (the local preset's encoder), on instances cut from the
+  shared enwiki leads (a span replaced by a word of another lead is H; the labels are synthetic, the texts
+  and their lengths are real Wikipedia leads: speed depends on those, not on the labels).
+- ``heads``: the same 16 configurations x epochs in one process, without Ray Tune's per-trial processes
+  (what the store removes: the backbone forwards of every batch, epoch and trial).
+- ``rounds``: rounds 2 and 3 of ``jobs/demo_loop.py`` (SIMULATED judges) with the paper preset's round
+  detector settings (``select.detector_training=crossval``, 5 folds) on the local models, from one work
+  directory prepared up to round 1 and copied for each arm.
+- ``tables``: ``hades-ray reproduce tables`` (the local grid) on the demo loop's dataset.
+
+    python jobs/bench_frozen.py --what tune,rounds,tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.bench_common import ENWIKI, Sampler, command_line, tree_rss_mib, write_results  # noqa: E402
+
+ARMS = (("reuse", "detect.reuse_frozen=true"), ("no_reuse", "detect.reuse_frozen=false"))
+SPACE = """\
+detect.pooling: {grid_search: [mean, max]}
+detect.mlp_layers: {grid_search: [1, 2]}
+detect.mlp_hidden: {grid_search: [32, 128]}
+detect.lr: {grid_search: [1.0e-3, 5.0e-3]}
+detect.freeze: all
+"""
+
+
+def wiki_instances(n: int, seed: int, source: Path = ENWIKI) -> list:
+    """``n`` instances from the enwiki leads: a random word of a lead as the span, replaced by a word of
+    another lead (H) in every other instance."""
+    from hades_ray.io.hades_format import Instance
+
+    rng = random.Random(seed)
+    leads = [json.loads(line)["text"].split() for line in source.read_text(encoding="utf-8").splitlines()[: 4 * n]]
+    leads = [w for w in leads if len(w) >= 12]
+    out = []
+    for i in range(n):
+        words = list(rng.choice(leads))[:120]
+        start = rng.randrange(len(words))
+        if i % 2:
+            words[start] = rng.choice(rng.choice(leads))
+        out.append(Instance(words=words, start=start, end=start, label=i % 2, extra={"id": f"wiki-{i}"}))
+    return out
+
+
+def measured(fn) -> dict:
+    """``fn()``'s wall seconds and the peak memory of this process and its children (Ray's workers)."""
+    began = time.perf_counter()
+    with Sampler(lambda: tree_rss_mib(os.getpid()), every=0.5) as memory:
+        extra = fn() or {}
+    return {"wall_s": round(time.perf_counter() - began, 1), "peak_rss_mib": round(memory.peak), **extra}
+
+
+def bench_tune(work: Path, args) -> dict:
+    from hades_ray.config import load_config
+    from hades_ray.io.hades_format import write_instances
+    from hades_ray.train.space import load_space
+    from hades_ray.train.tune import tune_detector
+
+    data = work / "tune_data"
+    data.mkdir(parents=True, exist_ok=True)
+    train = write_instances(wiki_instances(args.train, 1, Path(args.leads)), data / "train.txt")
+    valid = write_instances(wiki_instances(args.valid, 2, Path(args.leads)), data / "valid.txt")
+    (work / "space.yaml").write_text(SPACE)
+    results = {}
+    for arm, setting in ARMS:
+        shutil.rmtree(data / "_reps", ignore_errors=True)  # the store's making counts in the reuse arm
+        overrides = [setting, f"detect.epochs={args.epochs}", f"detect.window={args.window}", "ray.num_cpus=2"]
+        config = load_config("local", None, overrides)
+        space = load_space(work / "space.yaml", config.to_dict())
+        out = work / f"tune_{arm}"
+        shutil.rmtree(out, ignore_errors=True)
+
+        def run(config=config, space=space, out=out):
+            summary = tune_detector(config, train, valid, out, num_samples=1, space=space)
+            epochs = sum((t["epochs"] or 0) + 1 for t in summary["trials"])
+            return {"trials": len(summary["trials"]), "trial_epochs": epochs, "best_score": summary["best_score"],
+                    "errors": sum(1 for t in summary["trials"] if t["error"])}  # fmt: skip
+
+        results[arm] = measured(run)
+        results[arm]["s_per_trial_epoch"] = round(results[arm]["wall_s"] / max(results[arm]["trial_epochs"], 1), 2)
+        print(arm, results[arm], flush=True)
+    store = next((data / "_reps").glob("train.txt-*"), None)
+    results["store_bytes_per_instance"] = _bytes_per_instance(store, args.train) if store else None
+    results["instances"] = {"train": args.train, "valid": args.valid, "window_tokens": args.window}
+    return results
+
+
+HEAD_CONFIGS = [{"pooling": p, "mlp_layers": layers, "mlp_hidden": hidden, "lr": lr}
+                for p in ("mean", "max") for layers in (1, 2) for hidden in (32, 128) for lr in (1e-3, 5e-3)]
+
+
+def bench_heads(work: Path, args) -> dict:
+    """The sweep's work without Ray Tune's per-trial processes: 16 head configurations x ``--epochs`` epochs
+    in this process, each epoch's train batches and validation as ``train/loop.py`` runs them: the frozen
+    backbone every batch (train mode, as before) against the store made once (``file_store``, in-process
+    executor) and the head alone."""
+    from hades_ray.config import load_config
+    from hades_ray.io.hades_format import write_instances
+    from hades_ray.pipeline.executor import Executor
+    from hades_ray.train.transformer import detector_settings
+
+    data = work / "heads_data"
+    data.mkdir(parents=True, exist_ok=True)
+    leads = Path(args.leads)
+    train_items, valid_items = wiki_instances(args.train, 1, leads), wiki_instances(args.valid, 2, leads)
+    train, valid = write_instances(train_items, data / "train.txt"), write_instances(valid_items, data / "valid.txt")
+    config = load_config("local", None, [f"detect.window={args.window}", f"detect.epochs={args.epochs}"])
+    settings = detector_settings(config, "offline")
+    results = {}
+
+    def live():
+        import torch
+
+        from hades_ray.detect.model import build_classifier
+        from hades_ray.detect.spans import encode_spans
+        from hades_ray.detect.views import score_spans
+        from hades_ray.models.registry import resolve_model
+
+        torch.set_num_threads(1)
+        forwards = 0
+        for head in HEAD_CONFIGS:
+            torch.manual_seed(0)
+            _, model = build_classifier(resolve_model(settings["backbone"]), {**settings, **head})
+            tokenizer = _tokenizer(settings)
+            optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=head["lr"])
+            for _epoch in range(args.epochs):
+                model.train()
+                for lo in range(0, len(train_items), config.detect.batch_size):
+                    batch = train_items[lo : lo + config.detect.batch_size]
+                    enc = encode_spans(tokenizer, [_item(i) for i in batch], "offline", args.window)
+                    loss = torch.nn.functional.cross_entropy(model(**enc), torch.tensor([i.label for i in batch]))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    forwards += len(batch)
+                score_spans(model, tokenizer, [_item(i) for i in valid_items], "offline", args.window)
+                forwards += len(valid_items)
+        return {"backbone_forwards": forwards}
+
+    def stored():
+        import numpy as np
+        import torch
+
+        from hades_ray.detect.model import SpanHead
+        from hades_ray.detect.reps import head_scores, instance_vectors
+
+        torch.set_num_threads(1)
+        shutil.rmtree(data / "_reps", ignore_errors=True)  # the store's making counts
+        made = 0
+        for head in HEAD_CONFIGS:
+            trial = {**settings, **head}
+            x, s1 = instance_vectors(train_items, train, trial, config.detect, Executor(kind="local"))
+            v, s2 = instance_vectors(valid_items, valid, trial, config.detect, Executor(kind="local"))
+            made += s1.made_now + s2.made_now
+            torch.manual_seed(0)
+            model = SpanHead(x.shape[1], head["mlp_layers"], head["mlp_hidden"])
+            optimizer = torch.optim.Adam(model.parameters(), lr=head["lr"])
+            labels, size = torch.tensor([i.label for i in train_items]), config.detect.batch_size
+            for _epoch in range(args.epochs):
+                model.train()
+                for lo in range(0, len(train_items), size):
+                    logits = model(torch.as_tensor(x[lo : lo + size]))
+                    loss = torch.nn.functional.cross_entropy(logits, labels[lo : lo + size])
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                np.asarray(head_scores(model.head.eval(), v))
+        return {"backbone_forwards": len(train_items) + len(valid_items), "store_shards_made": made}
+
+    results["reuse"] = measured(stored)
+    print("reuse", results["reuse"], flush=True)
+    results["no_reuse"] = measured(live)
+    print("no_reuse", results["no_reuse"], flush=True)
+    store = next((data / "_reps").glob("train.txt-*"), None)
+    results["store_bytes_per_instance"] = _bytes_per_instance(store, args.train) if store else None
+    results["setup"] = {"configs": len(HEAD_CONFIGS), "epochs": args.epochs, "train": args.train,
+                        "valid": args.valid, "window_tokens": args.window,
+                        "backbone": settings["backbone"]}  # fmt: skip
+    return results
+
+
+def _item(instance) -> dict:
+    return {"words": instance.words, "start": instance.start, "end": instance.end}
+
+
+def _tokenizer(settings: dict):
+    from hades_ray.detect.model import load_tokenizer
+    from hades_ray.models.registry import resolve_model
+
+    return load_tokenizer(resolve_model(settings["backbone"]), settings.get("revision"))
+
+
+def _bytes_per_instance(store: Path, n: int) -> float:
+    size = sum(p.stat().st_size for p in (store / "parts").glob("*.parquet"))
+    return round(size / max(n, 1), 1)
+
+
+def bench_rounds(work: Path, args) -> dict:
+    from jobs import demo_loop
+
+    prepared = work / "loop_prepared"
+    sizes = f"[{args.round_size},{args.round_size},{args.round_size},{args.round_size}]"
+    common = ["--docs", str(args.docs), "--sizes", sizes, "--set", "ray.num_cpus=2"]
+    if not (prepared / "round-001" / "round.json").is_file():
+        demo_loop.main(["--workdir", str(prepared), "--rounds", "2", *common])
+    results = {}
+    crossval = ["--set", "select.detector_training=crossval", "--set", "select.folds=5"]
+    for arm, setting in ARMS:
+        copy = work / f"loop_{arm}"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(prepared, copy, symlinks=True)
+        if arm == "no_reuse":
+            shutil.rmtree(copy / "reps", ignore_errors=True)
+
+        def run(copy=copy, setting=setting):
+            demo_loop.main(["--workdir", str(copy), "--rounds", "4", *common, *crossval, "--set", setting])
+            laps = json.loads((copy / "timings.json").read_text())
+            return {f"round_{k}_select_s": laps.get(f"round_{k}_select") for k in (2, 3)}
+
+        results[arm] = measured(run)
+        results[arm]["rounds_2_3_select_s"] = round(sum(results[arm][f"round_{k}_select_s"] or 0 for k in (2, 3)), 1)
+        print(arm, results[arm], flush=True)
+    results["setup"] = {"docs": args.docs, "round_size": args.round_size, "folds": 5}
+    return results
+
+
+def bench_tables(work: Path, args) -> dict:
+    from hades_ray.config import load_config
+    from hades_ray.reproduce.run import reproduce_tables
+
+    dataset = work / "loop_prepared" / "dataset"
+    if not (dataset / "train.txt").is_file():
+        raise SystemExit(f"{dataset}: run --what rounds first (its demo loop builds the dataset)")
+    results = {}
+    for arm, setting in ARMS:
+        shutil.rmtree(dataset / "_reps", ignore_errors=True)
+        out = work / f"tables_{arm}"
+        shutil.rmtree(out, ignore_errors=True)
+        config = load_config("tables_local", None, [setting, "ray.num_cpus=2"])
+        results[arm] = measured(lambda config=config, out=out: {"cells": len(reproduce_tables(config, dataset, out))})
+        print(arm, results[arm], flush=True)
+    return results
+
+
+def ratio(results: dict, field: str) -> float | None:
+    before, after = results["no_reuse"].get(field), results["reuse"].get(field)
+    return round(before / after, 2) if before and after else None
+
+
+def markdown(report: dict) -> str:
+    lines = ["# Stored span representations: reuse on vs off (jobs/bench_frozen.py)", "",
+             f"Command: `{report['command']}`; {report['machine']}.", "",
+             "| benchmark | figure | reuse_frozen=false (before) | reuse_frozen=true (after) | before / after |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for name, field in (("tune", "wall_s"), ("tune", "s_per_trial_epoch"), ("heads", "wall_s"),
+                        ("heads", "backbone_forwards"), ("rounds", "rounds_2_3_select_s"),
+                        ("rounds", "wall_s"), ("tables", "wall_s")):  # fmt: skip
+        r = report.get(name)
+        if r:
+            lines.append(f"| {name} | {field} | {r['no_reuse'].get(field)} | {r['reuse'].get(field)} | "
+                         f"{ratio(r, field)}x |")  # fmt: skip
+    for name in ("tune", "heads", "rounds", "tables"):
+        r = report.get(name)
+        if r:
+            lines.append(f"| {name} | peak memory MiB (driver + Ray workers) | {r['no_reuse']['peak_rss_mib']} | "
+                         f"{r['reuse']['peak_rss_mib']} | |")  # fmt: skip
+    lines += ["", "```json", json.dumps({k: v for k, v in report.items() if k != "command"}, indent=1), "```", ""]
+    return "\n".join(lines)
+
+
+def _start_ray(attempts: int = 3) -> None:
+    """One cluster for every arm; Ray gives its raylet 30 s to register, which a loaded machine can miss."""
+    import ray
+
+    from hades_ray.ray_runtime import init_ray
+
+    for attempt in range(attempts):
+        try:
+            init_ray(num_cpus=2)
+            return
+        except Exception as error:  # noqa: BLE001 - retried, then raised
+            ray.shutdown()
+            if attempt == attempts - 1:
+                raise
+            print(f"Ray did not start ({error}); retrying", flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--what", default="tune,rounds,tables", help="comma-separated: tune, heads, rounds, tables")
+    parser.add_argument("--work", default="/tmp/hades_bench_frozen", help="work folder (the rounds' prep is kept)")
+    parser.add_argument("--leads", default=str(ENWIKI), help="tune: the enwiki leads JSONL (../shared/data)")
+    parser.add_argument("--train", type=int, default=200, help="tune: training instances")
+    parser.add_argument("--valid", type=int, default=64, help="tune: validation instances")
+    parser.add_argument("--epochs", type=int, default=3, help="tune: epochs per trial")
+    parser.add_argument("--window", type=int, default=64, help="tune: detect.window (tokens)")
+    parser.add_argument("--docs", type=int, default=40, help="rounds: demo corpus documents perturbed")
+    parser.add_argument("--round-size", type=int, default=40, help="rounds: batch size of every round")
+    parser.add_argument("--name", default="bench_frozen", help="results page name under jobs/results/")
+    args = parser.parse_args(argv)
+    os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if set(args.what.split(",")) - {"heads"}:
+        _start_ray()
+    report = {"command": command_line("bench_frozen.py", argv), "machine": f"{os.cpu_count()} cores, CPU only"}
+    for what in args.what.split(","):
+        run = {"tune": bench_tune, "heads": bench_heads, "rounds": bench_rounds, "tables": bench_tables}[what]
+        report[what] = run(work, args)
+        write_results(args.name, report, markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
