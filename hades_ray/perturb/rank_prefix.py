@@ -87,9 +87,18 @@ def shared_forward_shapes(documents: list[tuple[int, list[int]]], packing: Packi
         width = packing.width(max(prefixes[i] for i in chunk))
         shapes["prefix"].append((body_rows(len(chunk), packing, width), width))
     for chunk in remainder_chunks(pieces, packing):
+        prefix = pieces[chunk[0]][0]
+        past_width = packing.width(prefix) if prefix else 0
         width = packing.width(max(pieces[i][1] for i in chunk))
-        shapes["remainder"].append((body_rows(len(chunk), packing, width), width))
+        rows = remainder_rows(len(chunk), packing, past_width, width)
+        shapes["remainder"].append((max(rows, -(-MIN_FORWARD_TOKENS // width)), width))
     return shapes
+
+
+def remainder_rows(count: int, packing: Packing, past_width: int, width: int) -> int:
+    """Rows of a remainder forward of ``count`` real rows before filler rows: with fixed rows, all the
+    budget allows for its keys (the prefix's and its own)."""
+    return packing.rows(past_width + width) if packing.fixed_rows else count
 
 
 def document_perplexities(
@@ -123,10 +132,7 @@ def shared_perplexities(model, documents: list[list[list[int]]], pad_id: int, co
         for (doc, candidate), value in zip(rows, nll):
             remainder_nll[doc][candidate] = value
     return [
-        [
-            math.exp((prefix_nll[doc] + remainder_nll[doc][c]) / max(len(ids) - 1, 1))
-            for c, ids in enumerate(candidates)
-        ]
+        [math.exp((prefix_nll[doc] + remainder_nll[doc][c]) / max(len(ids) - 1, 1)) for c, ids in enumerate(candidates)]
         for doc, candidates in enumerate(documents)
     ]
 
@@ -164,7 +170,7 @@ def _run_remainders(model, documents, prefixes, rows, caches, pad_id, packing, l
     prefix = prefixes[rows[0][0]]
     past_width = packing.width(prefix) if prefix else 0
     width = packing.width(max(lengths))
-    count = packing.rows(past_width + width) if packing.fixed_rows else len(rows)
+    count = remainder_rows(len(rows), packing, past_width, width)
     ids = torch.full((count, width), pad_id, dtype=torch.long)
     attention = torch.zeros((count, past_width + width), dtype=torch.long)
     attention[:, 0] = 1  # dummy rows see one key
