@@ -171,7 +171,7 @@ def markdown(report: dict) -> str:
                 "",
                 f"{report['leads']} demo leads, {c['documents']} kept, {report['candidates']} candidates",
                 "",
-                table,
+                *table,
                 "",
                 f"- kept candidate differs in **{len(c['kept_candidate_differs'])}** of {c['documents']} documents "
                 f"{c['kept_candidate_differs'] or ''}; perplexities at most {c['max_relative_difference']:.2g} apart "
