@@ -6,8 +6,11 @@ offline kit on this machine's CPU, and the plans they give for the paper's pool 
 Every figure comes from a ``hades-ray plan`` run (the exact commands are written beside the figures):
 1. paper-sized: the paper preset's REPLACE/RANK settings (20 candidates, unconstrained fill), the
    offline kit's tokenizers (no hub download), RANK's context 1024 as GPT-2's, throughput of
-   bert-base- and gpt2-sized random-weight models;
-2. kit: the same sample and settings with the offline kit's own models (RANK context 256, theirs);
+   bert-base- and gpt2-sized random-weight models; the 14 rounds' screening of a 1M pool with a
+   bert-base-sized round detector;
+2. kit: the same sample and settings with the offline kit's own models (RANK context 256, theirs;
+   the rounds screened by the kit's MiniLM);
+RANK and the screening appear before and after (the shared prefix; the span-representation store).
 3. the embedded demo corpus, counted only, for its share passing the 5-sentence filter.
 Writes jobs/results/bench_plan.json and .md; about 3-5 minutes on 2 cores.
 """
@@ -83,11 +86,18 @@ def run_all(args, tmp: Path) -> dict:
     enwiki = str(ENWIKI)
     common = ["--preset", "paper", *KIT, "--perturbed-docs", str(PAPER_POOL), "--measure-seconds"]
     common += [str(args.measure_seconds)]
+    # The paper preset's 14 rounds over a 1M pool (select.schedule), screened by the round detector's
+    # backbone: bert-base-sized for the paper, the kit's MiniLM for the kit (bert-base-cased is a hub model).
+    rounds = ["--pool-instances", str(PAPER_POOL), "--rounds", "14"]
     paper = plan_run(
-        ["--input", enwiki, "--sample", str(args.sample), *common, "--lm-context", "1024", "--measure", "paper-sized"],
+        ["--input", enwiki, "--sample", str(args.sample), *common, "--lm-context", "1024", "--measure", "paper-sized"]
+        + rounds,
         tmp / "paper.json",
     )
-    kit = plan_run(["--input", enwiki, "--sample", str(args.sample), *common, "--measure"], tmp / "kit.json")
+    kit_rounds = [*rounds, "--set", "select.detector_backbone=local:minilm"]
+    kit = plan_run(
+        ["--input", enwiki, "--sample", str(args.sample), *common, "--measure", *kit_rounds], tmp / "kit.json"
+    )
     speed = paper["throughput"]
     given = ["--mlm-tokens-per-s", str(speed["mlm_tokens_per_s"]), "--lm-tokens-per-s", str(speed["lm_tokens_per_s"])]
     demo = plan_run(
@@ -216,6 +226,65 @@ def _plan_rows(results: dict) -> list[str]:
     return pipe_table(columns, rows)
 
 
+def _before_after_rows(results: dict) -> list[str]:
+    """RANK for the 1M-segment pool without and with the shared prefix (``perturb.rank.share_prefix``),
+    and the paper's 14 rounds' screening of a 1M pool without reuse and with the store
+    (``detect.reuse_frozen``), side by side, CPU core-hours at each run's measured throughput."""
+    columns = ["work", "throughput", "before", "after", "after / before"]
+    rows = []
+    for plans, label in (("paper_sized_cpu_core", "paper-sized"), ("kit_cpu_core", "offline kit")):
+        r = results["plans"][plans][0]["rank_shared_prefix"]
+        rows.append(
+            [
+                f"RANK, 1M segments x 20 candidates, core-h ({r['prefix_tokens_per_document']:,.0f} prefix tokens/doc)",
+                label,
+                f"{r['without']['device_hours']:,.1f}",
+                f"{r['with']['device_hours']:,.1f}",
+                f"{r['ratio']:.2f}x",
+            ]
+        )
+        rows.append(
+            [
+                "RANK GPT-2 token-forwards",
+                label,
+                f"{r['without']['lm_token_forwards']:,}",
+                f"{r['with']['lm_token_forwards']:,}",
+                f"{r['ratio']:.2f}x",
+            ]
+        )
+    for key, label in (("paper_sized", "bert-base-sized"), ("kit", "offline kit MiniLM")):
+        s = results["runs"][key]["screening"]
+        before, after = s["without_reuse"], s["with_store"]
+        rows.append(
+            [
+                f"screening, {s['rounds']} rounds over a {s['pool_instances']:,} pool: backbone forwards",
+                label,
+                f"{before['backbone_forwards']:,}",
+                f"{after['backbone_forwards']:,}",
+                f"{after['backbone_forwards'] / before['backbone_forwards']:.3f}x",
+            ]
+        )
+        rows.append(
+            [
+                "screening core-h (head passes included)",
+                label,
+                f"{before['device_hours']:,.1f}",
+                f"{after['device_hours']:,.1f}",
+                f"{s['ratio']:.3f}x",
+            ]
+        )
+    return [
+        *pipe_table(columns, rows),
+        "",
+        "RANK's after counts each document's shared prefix (the tokens before the first span MASK chose in "
+        "any candidate) once instead of once per candidate, at the same tokens per second; "
+        "`jobs/results/bench_rank.md` measures the busy seconds of both on the demo's leads. The screening "
+        "rows: without reuse every round runs the round detector (backbone and head) over every unjudged pool "
+        "instance; with the store the pool's span representations are made once and each round runs only "
+        "the MLP head (its throughput measured on stored-size representations); reading the store is not counted.",
+    ]
+
+
 def _aim_lines(results: dict) -> list[str]:
     pool = results["plans"]["paper_sized_cpu_core"][0]
     fit, work, speed = pool["to_fit"], pool["work"], results["runs"]["paper_sized"]["throughput"]
@@ -320,6 +389,10 @@ def markdown(results: dict) -> str:
         "## Plans (CPU core-hours; wall time is hours / cores)",
         "",
         *_plan_rows(results),
+        "",
+        "## Before / after (issue 35): RANK's shared prefix, and the rounds' screening with the store",
+        "",
+        *_before_after_rows(results),
         "",
         "## The aim: at most 5 H200-hours for a 1M-segment pool",
         "",

@@ -74,25 +74,29 @@ def perplexities(model, token_ids: list[list[int]], pad_id: int, config: RankCon
 
 def _next_token_nll(model, ids: torch.Tensor, attention: torch.Tensor, logits_mb: int) -> torch.Tensor:
     """[rows, width - 1] NLL of each next token. The vocabulary projection and its log-softmax run
-    a few whole rows at a time, so that the logits and their log-probabilities together take at most
-    ``logits_mb`` MB (or one row's, where one row alone takes more). Whole rows, and forwards and
-    projections above the row counts of hades_ray/models/fixed_rows.py, keep every bit of one pass
-    over all rows (tests/perturb/test_packing.py); the last position predicts nothing and is not
-    projected."""
+    a few whole rows at a time (``head_nll``). Whole rows, and forwards and projections above the row
+    counts of hades_ray/models/fixed_rows.py, keep every bit of one pass over all rows
+    (tests/perturb/test_packing.py); the last position predicts nothing and is not projected."""
     head = model.get_output_embeddings()
     if head is None:  # no separate projection to chunk: the whole forward, as before
         logits = model(input_ids=ids, attention_mask=attention).logits.float()
         return next_token_nll(logits[:, :-1], ids[:, 1:])
     filled, real = fill_rows({"input_ids": ids, "attention_mask": attention}, -(-MIN_FORWARD_TOKENS // ids.shape[1]))
     hidden = model.base_model(**filled)[0][:real, :-1]
+    return head_nll(head, hidden, ids[:, 1:], logits_mb)
+
+
+def head_nll(head, hidden: torch.Tensor, targets: torch.Tensor, logits_mb: int) -> torch.Tensor:
+    """[rows, positions] NLL of ``targets`` under ``head(hidden)``, projected a few whole rows at a time,
+    so that the logits and their log-probabilities together take at most ``logits_mb`` MB (or one
+    row's, where one row alone takes more), and never on fewer than MIN_HEAD_ROWS row positions."""
     positions = max(hidden.shape[1], 1)
     row_bytes = 2 * 4 * head.weight.shape[0] * positions  # float32 logits and their log-softmax
     per_chunk = max(logits_mb * 2**20 // row_bytes, -(-MIN_HEAD_ROWS // positions), 1)
     losses = []
-    for begin in range(0, ids.shape[0], per_chunk):
+    for begin in range(0, hidden.shape[0], per_chunk):
         logits = head(hidden[begin : begin + per_chunk]).float()
-        targets = ids[begin : begin + per_chunk, 1:]
-        losses.append(next_token_nll(logits, targets))
+        losses.append(next_token_nll(logits, targets[begin : begin + per_chunk]))
     return torch.cat(losses)
 
 

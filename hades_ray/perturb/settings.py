@@ -72,6 +72,10 @@ class RankConfig:
     bin_tokens: int = key(64, "[1, 1000000]")
     # log-softmax over the vocabulary runs in chunks of at most this many MB of logits
     logits_mb: int = key(256, "[1, 1000000]")
+    # Each document's shared token prefix runs once, its candidates' remainders on its keys and values
+    # (perturb/rank_prefix.py); false runs every candidate whole, as before (the last bits of a
+    # perplexity differ between the two).
+    share_prefix: bool = True
 
 
 @dataclass

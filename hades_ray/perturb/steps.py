@@ -10,7 +10,8 @@ from hades_ray.config import HadesConfig
 from hades_ray.perturb.mask import align_units, choose_spans, tokenize_for_mask
 from hades_ray.perturb.mask_units import mask_units
 from hades_ray.perturb.packing import Packing, config_positions, model_positions, packing_of
-from hades_ray.perturb.rank import encode_for_perplexity, perplexities
+from hades_ray.perturb.rank import encode_for_perplexity
+from hades_ray.perturb.rank_prefix import document_perplexities
 from hades_ray.perturb.reject import reject_reason
 from hades_ray.perturb.settings import RankConfig
 from hades_ray.perturb.replace import MaskedSequence, fill_masks
@@ -145,14 +146,14 @@ def rank_groups(rows: list[dict]) -> dict[int, list[tuple[dict, int]]]:
 
 def rank_rows(rows: list[dict], model, pad_id: int, config: RankConfig | None = None) -> list[dict]:
     """``row["cand_ppls"]``: the perplexity of every candidate, all candidates of the block packed
-    together as ``config.packing`` says, so a candidate's perplexity does not depend on the other
-    documents in its batch (perturb/packing.py)."""
+    together as ``config.packing`` says, each document's shared prefix once where
+    ``config.share_prefix`` says so, so a candidate's perplexity does not depend on the other
+    documents in its batch (perturb/packing.py, perturb/rank_prefix.py)."""
     for row in rows:
         row["cand_ppls"] = [None] * len(row["rank_ids"]) if row["status"] == "ok" else []
-    scored = [(row, candidate) for row in _ok(rows) for candidate in range(len(row["rank_ids"]))]
-    scores = perplexities(model, [row["rank_ids"][c] for row, c in scored], pad_id, config)
-    for (row, candidate), score in zip(scored, scores):
-        row["cand_ppls"][candidate] = score
+    scored = _ok(rows)
+    for row, scores in zip(scored, document_perplexities(model, [row["rank_ids"] for row in scored], pad_id, config)):
+        row["cand_ppls"] = scores
     return rows
 
 

@@ -76,6 +76,7 @@ def make_plan(
         "device_kind": throughput.device_kind,
         "replace_device_hours": round(replace_s / 3600, 2),
         "rank_device_hours": round(rank_s / 3600, 2),
+        "rank_shared_prefix": rank_shared_prefix(counts, per_doc, throughput.lm_tokens_per_s),
         "device_hours": round(device_hours, 2),
         "devices": devices,
         "wall_hours": round(device_hours / devices, 2),
@@ -95,4 +96,23 @@ def needed_throughput(plan: dict, device_hours: float) -> dict:
         "device_hours": device_hours,
         "mlm_tokens_per_s": round(plan["work"]["mlm_token_forwards"] / (seconds * share)),
         "lm_tokens_per_s": round(plan["work"]["lm_token_forwards"] / (seconds * (1 - share))),
+    }
+
+
+def rank_shared_prefix(counts: SampleCounts, per_doc: float, lm_tokens_per_s: float) -> dict:
+    """RANK with every candidate whole (before) and with each document's shared prefix once (after),
+    at the same tokens/s: a remainder's token is counted as costing what a whole candidate's does
+    (jobs/bench_rank.py measures the seconds of both)."""
+    sides = {}
+    for side, kind in (("without", "whole"), ("with", "shared")):
+        forwards = getattr(counts, f"lm_token_forwards_{kind}") * per_doc
+        sides[side] = {
+            "lm_token_forwards": round(forwards),
+            "device_hours": round(forwards / lm_tokens_per_s / 3600, 2),
+        }
+    whole = max(counts.lm_token_forwards_whole, 1)
+    return {
+        "prefix_tokens_per_document": round(counts.lm_prefix_tokens / counts.perturbed, 1),
+        **sides,
+        "ratio": round(counts.lm_token_forwards_shared / whole, 3),
     }

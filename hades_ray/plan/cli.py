@@ -84,6 +84,26 @@ FLAGS = {
         "default": 5.0,
         "help": "device-hours budget: the plan prints the tokens/s each stage would need to meet it (default 5)",
     },
+    "--pool-instances": {
+        "type": POSITIVE_INT,
+        "metavar": "N",
+        "help": "also plan the model-in-the-loop rounds' screening of a pool of N instances, without and "
+        "with the span-representation store (detect.reuse_frozen)",
+    },
+    "--rounds": {
+        "type": POSITIVE_INT,
+        "default": 14,
+        "help": "rounds of screening for --pool-instances, judged as the config's select section schedules "
+        "them (default 14, the paper's)",
+    },
+    "--detector-instances-per-s": {
+        "type": POSITIVE_FLOAT,
+        "help": f"screening throughput: instances through the round detector (backbone and head) {PER_DEVICE}",
+    },
+    "--head-instances-per-s": {
+        "type": POSITIVE_FLOAT,
+        "help": f"screening throughput with the store: instances through the detector's MLP head alone {PER_DEVICE}",
+    },
     "--output": {"metavar": "PLAN.json", "help": "also write the plan as JSON"},
 }
 
@@ -119,6 +139,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--actors-per-device must be at least 2 (one REPLACE and one RANK actor)")
     if not args.measure and not (args.mlm_tokens_per_s and args.lm_tokens_per_s):
         raise UserError("give --measure, or both --mlm-tokens-per-s and --lm-tokens-per-s")
+    if args.pool_instances and not args.measure and not (args.detector_instances_per_s and args.head_instances_per_s):
+        raise UserError(
+            "--pool-instances: give --measure, or both --detector-instances-per-s and --head-instances-per-s"
+        )
     device = _device(args.device)
     samples = language_samples(config_from_args(args, resolve=False), args.input)
     counted = count_languages(
@@ -147,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         "plan": plan,
         "to_fit": needed_throughput(plan, args.target_hours),
     }
+    if args.pool_instances:
+        result["screening"] = _screening(args, config, device)
     print(plan_text(result))
     if args.output:
         storage.write(args.output, json.dumps(result, indent=2))
@@ -182,6 +208,23 @@ def _measure(args, counted: list, counts, device: str) -> dict:
         )
     torch.set_num_threads(args.threads)
     return measure_stages(config, tokenizers, counts, args.measure, device, args.measure_seconds)
+
+
+def _screening(args, config, device: str) -> dict:
+    """The rounds' screening of ``--pool-instances``, without and with the store (plan/screening.py)."""
+    from hades_ray.plan.screening import ScreeningThroughput, measure_screening, round_sizes, screening_plan
+
+    detector, head = args.detector_instances_per_s, args.head_instances_per_s
+    measured = None
+    if not (detector and head):
+        measured = measure_screening(config, args.measure, device, args.measure_seconds)
+    source = f"measured: {measured['model']}, {measured['window_tokens']} tokens" if measured else "given"
+    if measured and (detector or head):
+        source += "; given: --" + ("detector" if detector else "head") + "-instances-per-s"
+    throughput = ScreeningThroughput(
+        detector or measured["detector_instances_per_s"], head or measured["head_instances_per_s"], source
+    )
+    return screening_plan(args.pool_instances, round_sizes(config.select, args.rounds), throughput, args.gpus)
 
 
 def _throughput(args, counts, measured: dict | None, device: str):

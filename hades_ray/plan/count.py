@@ -3,15 +3,17 @@
 The sample is read as the job reads it (``plan_shards``/``read_shard``: shards sorted by text
 length), MASK runs for real (spaCy and the masked LM's tokenizer), and each stage's batches are cut
 as ``Stage.__call__`` cuts them. REPLACE's forwards then come from ``steps.replace_groups`` and
-``replace.forward_shapes``, RANK's from ``steps.rank_groups`` and ``rank.forward_shapes``: the same
-functions ``fill_masks`` and ``perplexities`` follow, so the MLM counts are exact. The forwards are
+``replace.forward_shapes``, RANK's from ``steps.rank_groups`` and ``rank.forward_shapes`` (or, with
+``perturb.rank.share_prefix``, ``rank_prefix.shared_forward_shapes``): the same functions ``fill_masks``
+and ``perplexities`` follow, so the MLM counts are exact. The forwards are
 packed as the job packs them on the planned device (``packing_of``: binned on CUDA by default, so
 the counts there include the bins' padding and the dummy rows that fill a width's last forward).
 
 RANK scores candidate texts that only exist after REPLACE; without running the masked LM, each
 candidate is counted at its original text's causal-LM length (a candidate differs from it only in
-its replaced spans). ``tests/plan/test_plan.py`` checks the MLM counts exactly against a real run and
-this one approximation against the real candidates.
+its replaced spans), and its shared prefix as the tokens before the first span MASK chose in any of
+the document's candidates. ``tests/plan/test_plan.py`` checks the MLM counts exactly against a real
+run and these approximations against the real candidates.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field, fields
 from hades_ray.config import HadesConfig
 from hades_ray.io.readers import plan_shards, read_shard
 from hades_ray.models.registry import load_tokenizer
-from hades_ray.perturb import rank, replace, steps
+from hades_ray.perturb import rank, rank_prefix, replace, steps
 from hades_ray.perturb.packing import config_positions, packing_of
 from hades_ray.text.pipeline import load_pipeline
 from hades_ray.text.stopwords import stop_words
@@ -47,9 +49,18 @@ class SampleCounts:
     lm_tokens: int = 0  # causal-LM tokens over all candidates (at the original text's length)
     lm_token_forwards_done: int = 0  # rows x width over RANK's forwards (padding included)
     lm_forward_calls: int = 0
+    # RANK both ways, whatever perturb.rank.share_prefix says (the plan's before and after): every
+    # candidate whole, and each document's shared prefix once (its tokens: lm_prefix_tokens).
+    lm_prefix_tokens: int = 0
+    lm_token_forwards_whole: int = 0
+    lm_forward_calls_whole: int = 0
+    lm_token_forwards_shared: int = 0
+    lm_forward_calls_shared: int = 0
     prepare_seconds: float = 0.0  # CPU seconds of MASK (spaCy + tokenizer) in this process, this machine
     mlm_shapes: list = field(default_factory=list, repr=False)  # (rows, width) of each forward
     lm_shapes: list = field(default_factory=list, repr=False)
+    lm_whole_shapes: list = field(default_factory=list, repr=False)  # the same candidates, none shared
+    lm_shared_shapes: list = field(default_factory=list, repr=False)  # each document's prefix once
     # With ``keep_groups``: each ``fill_masks`` call's sequences and each ``perplexities`` call's ids,
     # which ``measure`` replays.
     mlm_groups: list = field(default_factory=list, repr=False)
@@ -128,10 +139,19 @@ def batches(rows: list[dict], size: int) -> list[list[dict]]:
 
 
 def original_rank_ids(rows: list[dict], tokenizer, max_length: int, num_candidates: int) -> None:
-    """Each "ok" row's candidates at the causal-LM length of its original text (see the module docstring)."""
+    """Each "ok" row's candidates at the causal-LM length of its original text (see the module docstring),
+    and ``rank_prefix``: the tokens its candidates would share, those before the first span MASK chose
+    in any candidate (less the one that starts every remainder; perturb/rank_prefix.py)."""
     for row in rows:
-        ids = rank.encode_for_perplexity(tokenizer, [row["text"]], max_length)[0] if row["status"] == "ok" else []
-        row["rank_ids"] = [ids] * num_candidates if row["status"] == "ok" else []
+        ok = row["status"] == "ok"
+        ids = rank.encode_for_perplexity(tokenizer, [row["text"]], max_length)[0] if ok else []
+        row["rank_ids"] = [ids] * num_candidates if ok else []
+        row["rank_prefix"] = 0
+        if ok and num_candidates > 1:
+            starts = [row["units"][unit]["start"] for chosen in row["chosen"] for unit in chosen]
+            first = min(starts, default=len(row["text"]))
+            before = rank.encode_for_perplexity(tokenizer, [row["text"][:first].rstrip()], max_length)[0]
+            row["rank_prefix"] = max(min(len(before), len(ids)) - 1, 0)
 
 
 @dataclass
@@ -190,14 +210,21 @@ def count_prepared(
             counts.mlm_token_forwards_ideal += model_steps * length
             counts.mlm_shapes += replace.forward_shapes(sequences, bans, mlm_packing)
 
-    def count_rank(batch: list[dict]) -> None:  # one ``perplexities`` call over all the batch's candidates
+    def count_rank(batch: list[dict]) -> None:  # one ``rank_rows`` call over all the batch's candidates
         lengths = []
         for length, group in steps.rank_groups(batch).items():
             if keep_groups:
                 counts.lm_groups.append([row["rank_ids"][candidate] for row, candidate in group])
             counts.lm_tokens += length * len(group)
             lengths += [length] * len(group)
-        counts.lm_shapes += rank.forward_shapes(lengths, lm_packing)
+        whole = rank.forward_shapes(lengths, lm_packing)
+        documents = [(row["rank_prefix"], [len(ids) for ids in row["rank_ids"]]) for row in batch if row["rank_ids"]]
+        counts.lm_prefix_tokens += sum(prefix for prefix, _ in documents)
+        shared = rank_prefix.shared_forward_shapes(documents, lm_packing)
+        shared = shared["prefix"] + shared["remainder"]
+        counts.lm_whole_shapes += whole
+        counts.lm_shared_shapes += shared
+        counts.lm_shapes += shared if perturb.rank.share_prefix else whole
 
     for rows in prepared.shards:
         statuses.update(row["status"] for row in rows)
@@ -215,6 +242,10 @@ def count_prepared(
     counts.mlm_token_forwards_done = sum(rows * width for rows, width in counts.mlm_shapes)
     counts.lm_forward_calls = len(counts.lm_shapes)
     counts.lm_token_forwards_done = sum(rows * width for rows, width in counts.lm_shapes)
+    for kind in ("whole", "shared"):
+        shapes = getattr(counts, f"lm_{kind}_shapes")
+        setattr(counts, f"lm_forward_calls_{kind}", len(shapes))
+        setattr(counts, f"lm_token_forwards_{kind}", sum(rows * width for rows, width in shapes))
     return counts
 
 

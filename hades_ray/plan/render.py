@@ -28,7 +28,8 @@ def _sample_lines(result: dict) -> list[str]:
         f"(padding {padding:+.1%}) in {_n(s['mlm_forward_calls'])} forward calls "
         f"({s['mlm_token_forwards_done'] / per_doc:,.0f} per perturbed document)",
         f"  RANK: {_n(s['lm_tokens'])} causal-LM tokens (each candidate at its original text's length), "
-        f"{_n(s['lm_token_forwards_done'])} token-forwards in {_n(s['lm_forward_calls'])} forward calls",
+        f"{_n(s['lm_token_forwards_done'])} token-forwards in {_n(s['lm_forward_calls'])} forward calls "
+        f"(every candidate whole: {_n(s['lm_token_forwards_whole'])} in {_n(s['lm_forward_calls_whole'])})",
     ]
 
 
@@ -83,6 +84,37 @@ def _plan_lines(result: dict) -> list[str]:
         f"RANK {_n(fit['lm_tokens_per_s'])} tokens/s",
         f"  figures used: --mlm-tokens-per-s {t['mlm_tokens_per_s']:.0f} --lm-tokens-per-s {t['lm_tokens_per_s']:.0f} "
         f"--prepare-docs-per-s {t['prepare_docs_per_s']:.2f}",
+        *_rank_prefix_lines(p, kind),
+    ]
+
+
+def _rank_prefix_lines(plan: dict, kind: str) -> list[str]:
+    r = plan["rank_shared_prefix"]
+    return [
+        f"  RANK before/after the shared prefix (perturb.rank.share_prefix; "
+        f"{r['prefix_tokens_per_document']:,.1f} prefix tokens per document, once instead of per candidate):",
+        f"    without: {_n(r['without']['lm_token_forwards'])} token-forwards, "
+        f"{r['without']['device_hours']:,.2f} {kind}-hours",
+        f"    with:    {_n(r['with']['lm_token_forwards'])} token-forwards, {r['with']['device_hours']:,.2f} "
+        f"{kind}-hours ({r['ratio']:.2f}x)",
+    ]
+
+
+def _screening_lines(result: dict) -> list[str]:
+    s = result.get("screening")
+    if not s:
+        return []
+    kind = result["plan"]["device_kind"]
+    t, without, store = s["throughput"], s["without_reuse"], s["with_store"]
+    return [
+        f"screening: {s['rounds']} model-in-the-loop rounds over {_n(s['pool_instances'])} pool instances "
+        f"({_n(s['judged'])} judged; {_n(s['instances_screened'])} instances screened in all):",
+        f"  without reuse: {_n(without['backbone_forwards'])} backbone forwards, "
+        f"{without['device_hours']:,.2f} {kind}-hours",
+        f"  with the store (detect.reuse_frozen): {_n(store['backbone_forwards'])} backbone forwards once + "
+        f"{_n(store['head_passes'])} head passes, {store['device_hours']:,.2f} {kind}-hours ({s['ratio']:.3f}x)",
+        f"  figures used ({t['source']}): --detector-instances-per-s {t['detector_instances_per_s']:.1f} "
+        f"--head-instances-per-s {t['head_instances_per_s']:.0f}",
     ]
 
 
@@ -96,4 +128,5 @@ def _actors_per(kind: str, balance: dict) -> str:
 def plan_text(result: dict) -> str:
     """The whole plan as printed by ``hades-ray plan``."""
     sections = [_sample_lines(result), _language_lines(result), _throughput_lines(result), _plan_lines(result)]
+    sections.append(_screening_lines(result))
     return "\n".join(line for lines in sections for line in lines)

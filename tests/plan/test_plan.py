@@ -13,7 +13,7 @@ from transformers.models.gpt2.modeling_gpt2 import GPT2Model
 from hades_ray.cli import main
 from hades_ray.config import load_config
 from hades_ray.io.readers import plan_shards, read_shard
-from hades_ray.perturb import rank, replace, steps
+from hades_ray.perturb import rank, rank_prefix, replace
 from hades_ray.perturb.packing import packing_of
 from hades_ray.perturb.settings import RankConfig
 from hades_ray.perturb.stages import perturb_stages
@@ -113,15 +113,33 @@ def test_documents_filtered_out_are_counted_by_reason(real_run, counted):
 
 
 def test_rank_forwards_follow_the_planning_function(real_run, counted):
-    planned = []
+    """With the shared prefix (the default) the job makes the forwards ``shared_forward_shapes`` plans;
+    the count models each candidate at its original text's length and each prefix from MASK's spans."""
+    planned, real_prefix, whole = [], 0, 0
     for batch in real_run["rank_batches"]:
-        for length, group in steps.rank_groups(batch).items():
-            planned += rank.forward_shapes([length] * len(group))
-    assert sorted(planned) == sorted(real_run["lm"])
+        documents = [(rank_prefix.shared_prefix_length(r["rank_ids"]), [len(i) for i in r["rank_ids"]]) for r in batch]
+        documents = [doc for doc, row in zip(documents, batch) if row["status"] == "ok"]
+        shapes = rank_prefix.shared_forward_shapes(documents)
+        planned += shapes["prefix"] + shapes["remainder"]
+        real_prefix += sum(prefix for prefix, _ in documents)
+        whole += sum(n for _, lengths in documents for n in lengths)
+    assert planned == real_run["lm"]
     real_tokens = sum(rows * width for rows, width in real_run["lm"])
-    # the planner counts each candidate at its original text's length: close, not exact
-    assert abs(counted.lm_tokens - real_tokens) <= 0.1 * real_tokens
-    assert counted.lm_token_forwards_done == counted.lm_tokens
+    # close, not exact: the candidates' lengths and prefixes are modelled
+    assert abs(counted.lm_tokens - whole) <= 0.1 * whole
+    assert abs(counted.lm_prefix_tokens - real_prefix) <= 0.15 * real_prefix
+    assert abs(counted.lm_token_forwards_done - real_tokens) <= 0.15 * real_tokens
+    assert counted.lm_token_forwards_whole == counted.lm_tokens  # exact packing: no padding
+    assert counted.lm_token_forwards_shared == counted.lm_token_forwards_done < counted.lm_token_forwards_whole
+
+
+def test_rank_counts_without_the_shared_prefix_are_the_whole_candidates(micro_home, sample, counted):
+    config = _config()
+    config.perturb.rank.share_prefix = False
+    off = count_sample(config, str(sample), load_tokenizers(config))
+    assert off.lm_shapes == counted.lm_whole_shapes
+    assert off.lm_token_forwards_done == counted.lm_token_forwards_whole
+    assert off.lm_token_forwards_shared == counted.lm_token_forwards_shared  # both ways counted either way
 
 
 def test_chunking_matches_the_model_calls_at_any_token_budget(micro_home, monkeypatch):
@@ -172,6 +190,41 @@ def test_plan_from_given_throughput_scales_the_sample(micro_home, sample, tmp_pa
     assert b["replace_actors_per_device"] >= b["rank_actors_per_device"]  # REPLACE has most of the work
     printed = capsys.readouterr().out
     assert "--mlm-tokens-per-s 2000 --lm-tokens-per-s 500" in printed and "CPU core-hours" in printed
+
+
+def test_plan_puts_rank_and_the_rounds_screening_before_and_after(micro_home, sample, tmp_path, capsys):
+    """RANK for 1M documents with and without the shared prefix, and 14 rounds' screening of a 1M pool
+    without reuse (a backbone forward per unjudged instance per round) and with the store (one per
+    instance, then the head alone)."""
+    out = tmp_path / "plan.json"
+    args = ["plan", "--input", str(sample), "--perturbed-docs", "1000000", "--output", str(out)]
+    args += ["--mlm-tokens-per-s", "2000", "--lm-tokens-per-s", "500", "--set", "perturb.rank.num_candidates=3"]
+    args += ["--pool-instances", "1000000", "--detector-instances-per-s", "100", "--head-instances-per-s", "1e6"]
+    assert main(args) == 0
+    result = json.loads(out.read_text())
+    s, r = result["sample"], result["plan"]["rank_shared_prefix"]
+    per_doc = 1_000_000 / s["perturbed"]
+    assert r["without"]["device_hours"] == pytest.approx(s["lm_token_forwards_whole"] * per_doc / 500 / 3600, abs=0.01)
+    assert r["with"]["device_hours"] == pytest.approx(s["lm_token_forwards_shared"] * per_doc / 500 / 3600, abs=0.01)
+    assert r["with"]["device_hours"] < r["without"]["device_hours"]
+    assert result["plan"]["rank_device_hours"] == r["with"]["device_hours"]  # sharing is the default
+    assert r["prefix_tokens_per_document"] == pytest.approx(s["lm_prefix_tokens"] / s["perturbed"], abs=0.1)
+    screening = result["screening"]
+    judged = [200] + [4000] * 13  # the local preset's select.round_sizes, the last repeated
+    screened = sum(1_000_000 - sum(judged[:k]) for k in range(14))
+    assert screening["rounds"] == 14 and screening["instances_screened"] == screened
+    assert screening["without_reuse"]["backbone_forwards"] == screened > 13_000_000
+    assert screening["with_store"]["backbone_forwards"] == 1_000_000
+    assert screening["without_reuse"]["device_hours"] == pytest.approx(screened / 100 / 3600, abs=0.01)
+    assert screening["with_store"]["device_hours"] == pytest.approx((1e6 / 100 + screened / 1e6) / 3600, abs=0.01)
+    printed = capsys.readouterr().out
+    assert "RANK before/after the shared prefix" in printed and "with the store (detect.reuse_frozen)" in printed
+
+
+def test_screening_needs_its_throughput(micro_home, sample, capsys):
+    args = ["plan", "--input", str(sample), "--corpus-docs", "10", "--mlm-tokens-per-s", "5", "--lm-tokens-per-s", "5"]
+    assert main([*args, "--pool-instances", "1000"]) == 2
+    assert "--detector-instances-per-s and --head-instances-per-s" in capsys.readouterr().err
 
 
 def test_measure_reports_throughput_and_memory(micro_home, sample, tmp_path):
@@ -233,7 +286,8 @@ def test_counts_on_cuda_are_the_binned_forwards_the_job_makes_there(micro_home, 
     lm = packing_of(config.perturb.rank, "cuda", tokenizers.lm_positions)
     assert mlm.mode == lm.mode == "binned"
     assert on_gpu.mlm_shapes and all(w % mlm.bin_tokens == 0 and r == mlm.rows(w) for r, w in on_gpu.mlm_shapes)
-    assert on_gpu.lm_shapes and all(w % lm.bin_tokens == 0 and r == lm.rows(w) for r, w in on_gpu.lm_shapes)
+    assert on_gpu.lm_whole_shapes and all(w % lm.bin_tokens == 0 and r == lm.rows(w) for r, w in on_gpu.lm_whole_shapes)
+    assert on_gpu.lm_shapes and all(w % lm.bin_tokens == 0 for r, w in on_gpu.lm_shapes)
     assert on_gpu.mlm_token_forwards_done > counted.mlm_token_forwards_done  # the bins' padding and dummy rows
     assert on_gpu.lm_token_forwards_done > counted.lm_token_forwards_done
     assert on_gpu.candidates == counted.candidates and on_gpu.mlm_steps == counted.mlm_steps

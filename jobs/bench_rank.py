@@ -1,0 +1,220 @@
+"""RANK with and without the shared prefix (``perturb.rank.share_prefix``), side by side in one run.
+
+On the first ``--docs`` demo leads with the local preset (the offline kit's models where built, in
+their default dtype, one torch thread): MASK, REPLACE and the candidates' causal-LM ids are made once
+(kept in ``--work`` for reruns); then RANK scores every block (``perturb.resources.rank.batch_size``
+documents) with sharing off and on, alternately, so that both see the same load. It reports:
+
+  * RANK busy seconds (CPU seconds of ``rank_rows``, and wall seconds) per side, and their ratio;
+  * the tokens each side runs through the model and its forwards;
+  * peak resident memory while each side works (sampled; the model's own memory is in both);
+  * the documents whose kept candidate differs between the two, and how far the perplexities differ;
+  * determinism: sharing on gives the same bytes with another block size (and each document alone).
+
+  python jobs/bench_rank.py [--docs 200 --work out/bench_rank]
+Results go to jobs/results/bench_rank.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.bench_common import ROOT, Sampler, command_line, kit_or_micro, write_results  # noqa: E402
+
+
+def candidates(docs: int, work: Path) -> list[dict]:
+    """The kept leads' candidates (doc_id, rank_ids), made once by the job's own stages. REPLACE's
+    output is kept too (the masked LM's work, most of the time, needs no causal LM)."""
+    cached, replaced = work / f"candidates-{docs}.json", work / f"replaced-{docs}.json"
+    if cached.is_file():
+        return json.loads(cached.read_text())
+    import pyarrow as pa
+
+    from hades_ray.config import load_config
+    from hades_ray.io.readers import plan_shards, read_shard
+    from hades_ray.perturb.stages import perturb_stages
+
+    config = load_config("local")
+    stages = {stage.name: stage for stage in perturb_stages(config)}
+    work.mkdir(parents=True, exist_ok=True)
+    if replaced.is_file():
+        table = pa.Table.from_pylist(json.loads(replaced.read_text()))
+    else:
+        shards = plan_shards("demo", 1000, docs, None, config.seed, lambda fn, items: [fn(i) for i in items])
+        table = pa.concat_tables([read_shard(shard) for shard in shards])
+        for name in ("prepare", "replace"):
+            print(f"{name} on {table.num_rows} rows ...", flush=True)
+            stages[name].setup()
+            table = stages[name](table)
+        replaced.write_text(json.dumps(table.to_pylist()))
+    stages["assemble"].setup()
+    rows = [
+        {"doc_id": r["doc_id"], "rank_ids": r["rank_ids"]}
+        for r in stages["assemble"](table).to_pylist()
+        if r["status"] == "ok"
+    ]
+    cached.write_text(json.dumps(rows))
+    return rows
+
+
+def blocks(rows: list[dict], size: int) -> list[list[dict]]:
+    return [rows[begin : begin + size] for begin in range(0, len(rows), size)]
+
+
+def tokens_run(rows: list[dict], share: bool) -> int:
+    """Token positions the model runs for these documents' candidates (padding of exact packing: none)."""
+    from hades_ray.perturb.rank_prefix import shared_prefix_length
+
+    if not share:
+        return sum(len(ids) for row in rows for ids in row["rank_ids"])
+    total = 0
+    for row in rows:
+        prefix = shared_prefix_length(row["rank_ids"])
+        total += prefix + sum(len(ids) - prefix for ids in row["rank_ids"] if len(ids) - prefix > 1)
+    return total
+
+
+def measure(rows: list[dict], batch: int) -> dict:
+    """RANK over every block, sharing off then on (alternately); seconds, memory and both sides' scores."""
+    import torch
+
+    from hades_ray.config import load_config
+    from hades_ray.perturb.stages import perturb_stages
+    from hades_ray.perturb.steps import rank_rows
+
+    torch.set_num_threads(1)
+    config = load_config("local")
+    stage = next(stage for stage in perturb_stages(config) if stage.name == "rank")
+    stage.setup()
+    model, pad = stage.model, stage.pad_id
+    sides = {"off": dataclasses.replace(config.perturb.rank, share_prefix=False), "on": config.perturb.rank}
+    rank_rows([dict(rows[0], status="ok")], model, pad, sides["off"])  # warm-up: allocation and kernel selection
+    figures = {side: {"cpu_s": 0.0, "wall_s": 0.0, "peak_rss_mib": 0.0} for side in sides}
+    scores = {side: {} for side in sides}
+    for index, block in enumerate(blocks(rows, batch)):
+        order = list(sides) if index % 2 == 0 else list(sides)[::-1]
+        for side in order:
+            copies = [dict(row, status="ok") for row in block]
+            with Sampler() as memory:
+                cpu, wall = time.process_time(), time.perf_counter()
+                rank_rows(copies, model, pad, sides[side])
+                figures[side]["cpu_s"] += time.process_time() - cpu
+                figures[side]["wall_s"] += time.perf_counter() - wall
+            figures[side]["peak_rss_mib"] = max(figures[side]["peak_rss_mib"], memory.peak)
+            scores[side].update({row["doc_id"]: row["cand_ppls"] for row in copies})
+    for side in sides:
+        figures[side] |= {"tokens": tokens_run(rows, side == "on")}
+        figures[side] = {k: round(v, 2) if isinstance(v, float) else v for k, v in figures[side].items()}
+    other = {}
+    for size in (3, 1):  # sharing on, another block layout: the same bytes
+        for block in blocks(rows, size):
+            copies = [dict(row, status="ok") for row in block]
+            rank_rows(copies, model, pad, sides["on"])
+            other.update({row["doc_id"]: row["cand_ppls"] for row in copies})
+        if other != scores["on"]:
+            break
+    return {"sides": figures, "scores": scores, "same_bytes_other_blocks": other == scores["on"]}
+
+
+def compare(scores: dict) -> dict:
+    """Documents whose kept candidate differs, the largest relative difference, and the closest calls."""
+    from hades_ray.perturb.rank import most_fluent
+
+    off, on = scores["off"], scores["on"]
+    differ = sorted(d for d in off if most_fluent(off[d]) != most_fluent(on[d]))
+    largest = max(abs(b - a) / a for d in off for a, b in zip(off[d], on[d]))
+    gaps = []
+    for ppls in off.values():
+        ranked = sorted(ppls)
+        if len(ranked) > 1:
+            gaps.append((ranked[1] - ranked[0]) / ranked[0])
+    return {
+        "documents": len(off),
+        "kept_candidate_differs": differ,
+        "max_relative_difference": largest,
+        "smallest_best_gap_relative": min(gaps) if gaps else None,
+        "gaps_below_1e-5": sum(g < 1e-5 for g in gaps),
+    }
+
+
+def markdown(report: dict) -> str:
+    from hades_ray.report.markdown import pipe_table
+
+    off, on = report["sides"]["off"], report["sides"]["on"]
+    c = report["comparison"]
+    rows = [
+        ["RANK busy CPU seconds", f"{off['cpu_s']:.1f}", f"{on['cpu_s']:.1f}", f"{on['cpu_s'] / off['cpu_s']:.2f}x"],
+        ["RANK wall seconds", f"{off['wall_s']:.1f}", f"{on['wall_s']:.1f}", f"{on['wall_s'] / off['wall_s']:.2f}x"],
+        ["tokens through the model", f"{off['tokens']:,}", f"{on['tokens']:,}", f"{on['tokens'] / off['tokens']:.2f}x"],
+        [
+            "peak RSS while ranking, MiB",
+            f"{off['peak_rss_mib']:,.0f}",
+            f"{on['peak_rss_mib']:,.0f}",
+            f"{on['peak_rss_mib'] / off['peak_rss_mib']:.2f}x",
+        ],
+    ]
+    table = pipe_table(["measure", "share_prefix: false", "share_prefix: true", "true / false"], rows)
+    return (
+        "\n".join(
+            [
+                "# RANK with and without the shared prefix (lower is better)",
+                "",
+                f"Command: `{report['command']}` ({report['models']}; {report['dtype']}, one torch thread, "
+                f"blocks of {report['batch']} documents, both sides alternately on each block)",
+                "",
+                f"{report['leads']} demo leads, {c['documents']} kept, {report['candidates']} candidates",
+                "",
+                *table,
+                "",
+                f"- kept candidate differs in **{len(c['kept_candidate_differs'])}** of {c['documents']} documents "
+                f"{c['kept_candidate_differs'] or ''}; perplexities at most {c['max_relative_difference']:.2g} apart "
+                f"(relative); the closest best-vs-second gap {c['smallest_best_gap_relative']:.2g} "
+                f"({c['gaps_below_1e-5']} documents with a gap under 1e-5)",
+                f"- sharing on: the same bytes with blocks of 3 and of 1 document: "
+                f"{'yes' if report['same_bytes_other_blocks'] else 'NO'}",
+            ]
+        )
+        + "\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=int, default=200, help="demo leads to read (default 200, make demo's)")
+    parser.add_argument("--work", default=str(ROOT / "out" / "bench_rank"), help="where the candidates are kept")
+    parser.add_argument("--no-write", action="store_true", help="print the page; leave jobs/results alone")
+    args = parser.parse_args(argv)
+    kit = kit_or_micro()
+    from hades_ray.config import load_config
+
+    config = load_config("local")
+    rows = candidates(args.docs, Path(args.work))
+    measured = measure(rows, config.perturb.resources.rank.batch_size)
+    report = {
+        "command": command_line("bench_rank.py", argv),
+        "models": "offline kit" if kit else "micro random-weight models (kit not built)",
+        "dtype": config.perturb.rank.dtype,
+        "leads": args.docs,
+        "candidates": sum(len(row["rank_ids"]) for row in rows),
+        "batch": config.perturb.resources.rank.batch_size,
+        "sides": measured["sides"],
+        "same_bytes_other_blocks": measured["same_bytes_other_blocks"],
+        "comparison": compare(measured["scores"]),
+    }
+    page = markdown(report)
+    if args.no_write:
+        print(page)
+    else:
+        write_results("bench_rank", report, page)
+    return 0 if report["same_bytes_other_blocks"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
