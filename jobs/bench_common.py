@@ -191,6 +191,7 @@ def machine_words(report: dict) -> str:
 def made_at() -> str:
     """The commit this checkout's code is at, for a results page to name ("abc1234", with "+ uncommitted
     changes" where the tracked files differ from it): a page must say which code made it."""
+
     def git(*args: str) -> str:
         done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
         return done.stdout.strip() if done.returncode == 0 else ""
@@ -228,9 +229,10 @@ def write_results(name: str, report, markdown: str | None = None) -> None:
         print(markdown)
 
 
-def make_detector(directory: Path, backbone: str, mode: str, window: int = 160) -> str:
-    """A detector folder on ``backbone`` with a random head (speed does not depend on its weights);
-    ``window``: detect.window's default."""
+def make_detector(directory: Path, backbone: str, mode: str, window: int = 160, seed: int = 0) -> str:
+    """A detector folder on ``backbone`` with a random head (``seed``'s; speed does not depend on its
+    weights), exported with the config the way ``hades-ray train`` exports one; ``window``: detect.window's
+    default. The tests' detector folders are made here too."""
     import torch
 
     from hades_ray.config import HadesConfig, save_config
@@ -238,7 +240,7 @@ def make_detector(directory: Path, backbone: str, mode: str, window: int = 160) 
 
     settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window}
     settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     tokenizer, model = build_classifier(backbone, settings)
     export_detector(directory, trainable_state(model), settings, tokenizer)
     save_config(HadesConfig(), directory)

@@ -57,41 +57,11 @@ def shared_views(
     return jobs, places
 
 
-@torch.no_grad()
-def score_views(model, jobs: list[dict], forward_batch: int) -> list[np.ndarray]:
-    """p(H) of every mask of every job ``{"ids", "masks"}``. Views of equal token length share a
-    forward, with enough rows that the result does not depend on what else is in it."""
-    device = next(model.parameters()).device
-    results = [np.zeros(len(j["masks"])) for j in jobs]
-    by_length: dict[int, list[int]] = {}
-    for k, job in enumerate(jobs):
-        by_length.setdefault(len(job["ids"]), []).append(k)
-    for _, members in sorted(by_length.items()):
-        for lo in range(0, len(members), forward_batch):
-            chunk = [k for k in members[lo : lo + forward_batch] if len(jobs[k]["masks"])]
-            if not chunk:
-                continue
-            ids = torch.tensor([jobs[k]["ids"] for k in chunk], device=device)
-            states = backbone_states(model.backbone, ids, torch.ones_like(ids))
-            rows = [r for r, k in enumerate(chunk) for _ in jobs[k]["masks"]]
-            span_mask = torch.as_tensor(np.stack([m for k in chunk for m in jobs[k]["masks"]]), device=device)
-            pooled = pool_span(states[torch.as_tensor(rows, device=device)], span_mask, model.pooling)
-            p = head_probabilities(model.head, pooled).cpu().numpy().astype(np.float64)
-            cursor = 0
-            for k in chunk:
-                results[k] = p[cursor : cursor + len(jobs[k]["masks"])]
-                cursor += len(jobs[k]["masks"])
-    return results
-
-
-@torch.no_grad()
-def pool_views(backbone, jobs: list[dict], forward_batch: int, poolings: tuple[str, ...]) -> list[dict]:
-    """Pooled span vectors of every mask of every job, one array ``[masks, hidden]`` per pooling: what
-    ``score_views`` hands the head, from one forward for all poolings (the span-representation store,
-    ``hades_ray/detect/reps.py``). The same groups and forwards as ``score_views``, so the vectors are the
-    ones the live path pools."""
+def _span_forwards(backbone, jobs: list[dict], forward_batch: int):
+    """Each forward of ``jobs`` ``{"ids", "masks"}``: views of equal token length share one, with enough
+    rows that the result does not depend on what else is in it. Yields (the chunk's job indices, each
+    mask's row of hidden states, the masks), in the order every caller splits results back by."""
     device = next(backbone.parameters()).device
-    results: list[dict] = [{} for _ in jobs]
     by_length: dict[int, list[int]] = {}
     for k, job in enumerate(jobs):
         by_length.setdefault(len(job["ids"]), []).append(k)
@@ -104,11 +74,39 @@ def pool_views(backbone, jobs: list[dict], forward_batch: int, poolings: tuple[s
             states = backbone_states(backbone, ids, torch.ones_like(ids))
             rows = [r for r, k in enumerate(chunk) for _ in jobs[k]["masks"]]
             span_mask = torch.as_tensor(np.stack([m for k in chunk for m in jobs[k]["masks"]]), device=device)
-            picked = states[torch.as_tensor(rows, device=device)]
-            for pooling in poolings:
-                pooled = pool_span(picked, span_mask, pooling).float().cpu().numpy()
-                cursor = 0
-                for k in chunk:
-                    results[k][pooling] = pooled[cursor : cursor + len(jobs[k]["masks"])]
-                    cursor += len(jobs[k]["masks"])
+            yield chunk, states[torch.as_tensor(rows, device=device)], span_mask
+
+
+def _split(values, chunk: list[int], jobs: list[dict]):
+    """``values`` (one per mask of the chunk's jobs, in order) cut back into each job's share."""
+    cursor = 0
+    for k in chunk:
+        yield k, values[cursor : cursor + len(jobs[k]["masks"])]
+        cursor += len(jobs[k]["masks"])
+
+
+@torch.no_grad()
+def score_views(model, jobs: list[dict], forward_batch: int) -> list[np.ndarray]:
+    """p(H) of every mask of every job ``{"ids", "masks"}`` (``_span_forwards``' groups)."""
+    results = [np.zeros(len(j["masks"])) for j in jobs]
+    for chunk, picked, span_mask in _span_forwards(model.backbone, jobs, forward_batch):
+        pooled = pool_span(picked, span_mask, model.pooling)
+        p = head_probabilities(model.head, pooled).cpu().numpy().astype(np.float64)
+        for k, share in _split(p, chunk, jobs):
+            results[k] = share
+    return results
+
+
+@torch.no_grad()
+def pool_views(backbone, jobs: list[dict], forward_batch: int, poolings: tuple[str, ...]) -> list[dict]:
+    """Pooled span vectors of every mask of every job, one array ``[masks, hidden]`` per pooling: what
+    ``score_views`` hands the head, from one forward for all poolings (the span-representation store,
+    ``hades_ray/detect/reps.py``). The same groups and forwards as ``score_views``, so the vectors are the
+    ones the live path pools."""
+    results: list[dict] = [{} for _ in jobs]
+    for chunk, picked, span_mask in _span_forwards(backbone, jobs, forward_batch):
+        for pooling in poolings:
+            pooled = pool_span(picked, span_mask, pooling).float().cpu().numpy()
+            for k, share in _split(pooled, chunk, jobs):
+                results[k][pooling] = share
     return results

@@ -37,18 +37,9 @@ def _per_word(scorer, items: list[dict], mode: str) -> np.ndarray:
 
 def _detector(directory: Path, backbone: str, mode: str, window: int, seed: int = 0) -> Path:
     """A real detector folder (random head) exported the way training exports one."""
-    import torch
+    from jobs.bench_common import make_detector
 
-    from hades_ray.config import HadesConfig, save_config
-    from hades_ray.detect.model import build_classifier, export_detector, trainable_state
-
-    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window}
-    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
-    torch.manual_seed(seed)
-    tokenizer, model = build_classifier(backbone, settings)
-    export_detector(directory, trainable_state(model), settings, tokenizer)
-    save_config(HadesConfig(), directory)
-    return directory
+    return Path(make_detector(directory, backbone, mode, window, seed))
 
 
 @pytest.fixture(scope="module")
