@@ -98,18 +98,24 @@ class OutputLock:
             log.warning("%s: this store offers no create-if-absent write, so the output is NOT locked: run one job "
                         "at a time on it", self.path)  # fmt: skip
             return
+        # Held before the lock file can carry the token: a thread of this process that reads the file in
+        # between must see a live holder, not "this process, which holds no such lock" (_gone).
+        _HELD.add(self.owner["token"])
         try:
             while (holder := take()) is not None:
                 if not self.wait:
                     raise self._refuse(holder)
                 time.sleep(WAIT_S)
         except s3.ConditionalWritesUnsupported:
+            _HELD.discard(self.owner["token"])
             log.warning("%s: this store refuses conditional writes (If-None-Match), so the output is NOT locked: "
                         "run one job at a time on it", self.path)  # fmt: skip
             self._lease = None
             return
+        except BaseException:
+            _HELD.discard(self.owner["token"])
+            raise
         self.locked = True
-        _HELD.add(self.owner["token"])
         if self._lease:
             self._lease.start()
 
