@@ -41,6 +41,11 @@ def config_digest(config: HadesConfig) -> str:
         for key in keys:
             if perturb[stage][key] == defaults[stage][key]:
                 del perturb[stage][key]
+    # The shared prefix came later and moves perplexities' last bits (a near-tie may keep another
+    # candidate): it counts only when on, so an output written before (every candidate whole) is the
+    # share_prefix=false run's, and is refused rather than mixed with shared shards under the new default.
+    if not perturb["rank"]["share_prefix"]:
+        del perturb["rank"]["share_prefix"]
     relevant = {"preset": config.preset, "seed": config.seed, **text_settings(config)}
     relevant |= {"models": dataclasses.asdict(config.models), "perturb": perturb}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
