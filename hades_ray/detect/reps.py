@@ -262,7 +262,9 @@ def pool_store(workdir, shards: list, view, detect, executor, num_gpus: float = 
     """The store of a selection pool (its shards, ``workdir.pool_shards``), its part k beside pool shard k."""
     from hades_ray.workdir import read_pool_part
 
-    data = digest_of([[s.index, s.source, s.rows, s.identity] for s in shards])
+    # Each part by its place in the work folder, not its absolute path (a copied or moved work folder keeps
+    # its store), and by its marker's digest (a redone part is a new one).
+    data = digest_of([[s.index, _inside(str(workdir), s.source), s.rows, s.identity] for s in shards])
     folder = storage.join(str(workdir), "reps", f"pool-{view.kind}-{view.digest(data)}")
     job = ShardJob(
         name=f"pool {view.kind.replace('_', ' ')}",
@@ -276,6 +278,11 @@ def pool_store(workdir, shards: list, view, detect, executor, num_gpus: float = 
         rows_verb="instances",
     )
     return _build(job, view, executor)
+
+
+def _inside(workdir: str, path: str) -> str:
+    root = workdir.rstrip("/") + "/"
+    return path[len(root) :] if path.startswith(root) else path
 
 
 def _planned(shards: list, _mapper) -> list:
