@@ -4,7 +4,8 @@ the output lock needs: ``If-None-Match: *`` to create, ``If-Match: ETAG`` to ren
 
 Both follow ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``, ``AWS_DEFAULT_REGION`` / ``AWS_REGION`` and the
 usual credential chain, and both retry transient errors (500, 503, SlowDown, reset connections) with
-exponential back-off: ``RETRY_ATTEMPTS`` attempts in all. boto3's retries are counted (``retries()``);
+exponential back-off: ``AWS_MAX_ATTEMPTS`` attempts in all (the AWS SDKs' own variable; ``RETRY_ATTEMPTS``
+without it). boto3's retries are counted (``retries()``);
 pyarrow's happen inside its C++ client, which reports none.
 """
 
@@ -19,6 +20,8 @@ from email.utils import parsedate_to_datetime
 
 import pyarrow.fs as pafs
 
+from hades_ray.pipeline.errors import StoreError
+
 log = logging.getLogger(__name__)
 RETRY_ATTEMPTS = 8  # at the SDKs' back-off (up to 20 s apart) a store may be unavailable ~a minute
 _retries = {"count": 0}
@@ -29,12 +32,21 @@ _retries_lock = threading.Lock()
 class Settings:
     endpoint: str  # "" for AWS itself
     region: str
+    attempts: int = RETRY_ATTEMPTS
 
 
 def settings() -> Settings:
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
     region = os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"
-    return Settings(endpoint, region)
+    return Settings(endpoint, region, _attempts(os.environ.get("AWS_MAX_ATTEMPTS", "")))
+
+
+def _attempts(value: str) -> int:
+    if not value.strip():
+        return RETRY_ATTEMPTS
+    if not value.strip().isdigit() or int(value) < 1:
+        raise StoreError(f"AWS_MAX_ATTEMPTS={value!r}: give a whole number of attempts, 1 or more")
+    return int(value)
 
 
 def filesystem() -> pafs.S3FileSystem:
@@ -46,7 +58,7 @@ def filesystem() -> pafs.S3FileSystem:
 def _filesystem(config: Settings) -> pafs.S3FileSystem:
     options: dict = {
         "region": config.region,
-        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=RETRY_ATTEMPTS),
+        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=config.attempts),
         "allow_delayed_open": True,  # a small file is one PUT, not a multipart upload's three requests
         # The SDK's 1 s connect and 3 s request timeouts fail a busy store's requests through every retry.
         "connect_timeout": 10,
@@ -68,7 +80,7 @@ def _client(config: Settings):
     import boto3
     from botocore.config import Config
 
-    retries = {"max_attempts": RETRY_ATTEMPTS, "mode": "standard"}
+    retries = {"max_attempts": config.attempts, "mode": "standard"}
     made = boto3.session.Session().client(
         "s3",
         endpoint_url=config.endpoint or None,
