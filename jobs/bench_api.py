@@ -152,9 +152,9 @@ def markdown(report: dict) -> str:
     cli, api, stream = report["score_cli"], report["score_api"], report["stream"]
     after = report.get("score_cli_after") or cli
     rows = [
-        ["`hades-ray score --executor local` (child process, end to end)", cli["wall_s"], "", cli["peak_rss_mib"]],
+        ["hades-ray score --executor local (child process, end to end)", cli["wall_s"], "", cli["peak_rss_mib"]],
         ["the job alone (its summary's wall seconds)", cli["job_s"], "", ""],
-        ["`hades-ray score` again, after the API runs (end to end)", after["wall_s"], "", ""],
+        ["hades-ray score again, after the API runs (end to end)", after["wall_s"], "", ""],
         ["its job alone", after["job_s"], "", ""],
         ["`Detector.open` + first `det.score` (cold)", api["cold_s"], api["same_bits_as_score"], api["peak_rss_mib"]],
         ["`det.score` again (warm)", api["warm_s"], api["same_bits_as_score"], ""],
@@ -162,7 +162,7 @@ def markdown(report: dict) -> str:
     table = pipe_table(["run", "wall s", "same p(H) bits as score", "peak RSS MiB"], rows)
     return "\n".join(
         [
-            "# The Python API against `hades-ray score`",
+            "# The Python API against hades-ray score",
             "",
             f"{cli['texts']} demo leads ({api['words']} content words); detector: {report['detector']}; "
             f"machine: {report['machine']}. Run: `{report['command']}`.",

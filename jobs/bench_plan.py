@@ -365,7 +365,7 @@ def markdown(results: dict) -> str:
 
     m = results["machine"]
     lines = [
-        "# Capacity planner benchmark (`hades-ray plan`), CPU only",
+        "# Capacity planner benchmark (hades-ray plan), CPU only",
         "",
         f"Machine at the start: {describe_machine(m)}. Load average at the end: {m['load_average_at_end'][0]:.1f}. "
         f"Native bf16: {m['cpu_bf16_native']} (dtype auto runs float32 on a CPU either way). Throughput is one "
