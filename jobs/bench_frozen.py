@@ -102,8 +102,13 @@ def bench_tune(work: Path, args) -> dict:
     return results
 
 
-HEAD_CONFIGS = [{"pooling": p, "mlp_layers": layers, "mlp_hidden": hidden, "lr": lr}
-                for p in ("mean", "max") for layers in (1, 2) for hidden in (32, 128) for lr in (1e-3, 5e-3)]
+HEAD_CONFIGS = [
+    {"pooling": p, "mlp_layers": layers, "mlp_hidden": hidden, "lr": lr}
+    for p in ("mean", "max")
+    for layers in (1, 2)
+    for hidden in (32, 128)
+    for lr in (1e-3, 5e-3)
+]
 
 
 def bench_heads(work: Path, args) -> dict:

@@ -65,6 +65,8 @@ def campaign(kinds: list[str], runs_per_kind: int, seed: int, work: Path, s3_por
                     outcome = chaos.disk_full(str(source), out, case_seed, lambda o: chaos.audit(o, rows, reference))
                 elif kind == "driver_kill":
                     outcome = chaos.driver_kill(str(source), str(out), case_seed, offline_env(PYTHONUNBUFFERED="1"))
+                elif kind == "node_removal":
+                    outcome = chaos.node_removal(str(source), str(out), case_seed, offline_env(PYTHONUNBUFFERED="1"))
                 else:
                     outcome = chaos.process_kill(str(source), str(out), case_seed, kind == "actor_kill")
                 if kind != "disk_full":

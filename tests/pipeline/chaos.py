@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KINDS = ("store", "store_outage", "disk_full", "driver_kill", "worker_kill", "actor_kill")
+KINDS = ("store", "store_outage", "disk_full", "driver_kill", "worker_kill", "actor_kill", "node_removal")
 SETTINGS = ["--set", "perturb.rank.num_candidates=2", "--set", "perturb.read.shard_size=2"]
 BAD_ROWS = ["{broken json", json.dumps({"id": "empty", "text": "   "}), json.dumps({"id": "no-text"})]
 ERROR_PREFIX = "hades-ray perturb: error: "
@@ -195,7 +195,7 @@ def store_faults(source: str, output_prefix: str, upstream_port: int, seed: int,
     with FaultProxy(upstream_port) as proxy:
         os.environ.update(s3_env(proxy.port))
         try:
-            if outage:  # longer than every retry (RETRY_ATTEMPTS in a row): the run cannot go on
+            if outage:  # longer than every retry (AWS_MAX_ATTEMPTS in a row): the run cannot go on
                 proxy.fail(rng.choice(["503", "slowdown", "500"]), 400, after=rng.randrange(5, 60))
             else:
                 for _ in range(rng.randint(2, 4)):
@@ -341,5 +341,29 @@ def process_kill(source: str, output: str, seed: int, actor: bool) -> Outcome:
         outcome.errors.append(error_line(code, stderr))
         outcome.reruns += 1
         until_finished(args(source, output, "ray"), outcome)
+    outcome.output = output
+    return outcome
+
+
+def node_removal(source: str, output: str, seed: int, env: dict) -> Outcome:
+    """The job on a two-node ``ray.cluster_utils.Cluster`` of its own (a child process:
+    tests/cluster/node_removal.py), its worker node removed a drawn moment after it hosts stage actors;
+    rerun here until it finishes if the run stopped."""
+    outcome = Outcome("node_removal", seed)
+    script = Path(__file__).resolve().parents[1] / "cluster" / "node_removal.py"
+    done = subprocess.run([sys.executable, str(script), source, output, str(seed)], env=env, capture_output=True,
+                          text=True, timeout=900, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    verdicts = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not verdicts:
+        raise AssertionError(f"node_removal seed {seed}: the cluster script failed: {done.stderr[-2000:]}")
+    verdict = json.loads(verdicts[-1])
+    removed = verdict["job_running_at_removal"] and verdict["actors_seen_on_node"] > 0
+    outcome.faults["node_removal"] = int(removed)
+    outcome.note = (f"removed with {verdict['actors_on_removed_node']} actors on it, {verdict['markers_at_removal']} "
+                    "shards done" if removed else "the job ended before the node was removed")  # fmt: skip
+    if verdict["error"] or not verdict["summary"]:
+        outcome.errors.append(verdict["error"] or "the job did not finish")
+        outcome.reruns += 1
+        until_finished(args(source, output), outcome)
     outcome.output = output
     return outcome
