@@ -68,7 +68,7 @@ def campaign(kinds: list[str], runs_per_kind: int, seed: int, work: Path, s3_por
                 elif kind == "node_removal":
                     outcome = chaos.node_removal(str(source), str(out), case_seed, offline_env(PYTHONUNBUFFERED="1"))
                 else:
-                    outcome = chaos.process_kill(str(source), str(out), case_seed, kind == "actor_kill")
+                    outcome = chaos.process_kill(str(source), str(out), case_seed, (kind,))
                 if kind != "disk_full":
                     outcome.audit = chaos.audit(outcome.output, rows, reference)
                 results.append(outcome.row())

@@ -307,36 +307,39 @@ def ray_processes(root: int, name: str) -> list[int]:
     return sorted(p for p in family if commands.get(p, "").startswith("ray::") and name in commands[p])
 
 
-def process_kill(source: str, output: str, seed: int, actor: bool) -> Outcome:
-    """The job on this process's Ray cluster; a stage actor's process (``actor``) or a task worker's
-    killed by SIGKILL at a drawn moment once one is working on the job."""
-    outcome = Outcome("actor_kill" if actor else "worker_kill", seed)
+PROCESS_NAMES = {"worker_kill": "ReadShard", "actor_kill": "MapWorker"}  # how each victim's process is named
+
+
+def process_kill(source: str, output: str, seed: int, kinds: tuple[str, ...]) -> Outcome:
+    """The job on this process's Ray cluster; for each of ``kinds`` in turn, a task worker's process
+    (worker_kill) or a stage actor's (actor_kill) killed by SIGKILL at a drawn moment once one is working
+    on the job."""
+    outcome = Outcome("+".join(kinds), seed)
     rng = random.Random(seed)
-    name = "MapWorker" if actor else "ReadShard"
-    killed = []
+    killed: dict[str, int] = {}
 
     def killer() -> None:
         deadline = time.time() + 300
-        while time.time() < deadline and not killed:
-            targets = ray_processes(os.getpid(), name)
-            if targets:
-                time.sleep(rng.uniform(0.0, 1.5))
-                targets = ray_processes(os.getpid(), name)
-                if targets:
-                    victim = rng.choice(targets)
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(victim, signal.SIGKILL)
-                        killed.append(victim)
-                    return
-            time.sleep(0.05)
+        for kind in kinds:
+            name = PROCESS_NAMES[kind]
+            while time.time() < deadline and kind not in killed:
+                if ray_processes(os.getpid(), name):
+                    time.sleep(rng.uniform(0.0, 1.5))
+                    if targets := ray_processes(os.getpid(), name):
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(rng.choice(targets), signal.SIGKILL)
+                            killed[kind] = 1
+                        continue
+                time.sleep(0.05)
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
     code, stderr = run_in_process(args(source, output, "ray"))
     thread.join(timeout=5)
-    outcome.faults[outcome.kind] = len(killed)
-    if not killed:
-        outcome.note = f"no {name} process was seen before the job ended"
+    for kind in kinds:
+        outcome.faults[kind] = killed.get(kind, 0)
+    if missed := [PROCESS_NAMES[k] for k in kinds if k not in killed]:
+        outcome.note = f"no {' or '.join(missed)} process was seen before the job ended"
     if code:
         outcome.errors.append(error_line(code, stderr))
         outcome.reruns += 1

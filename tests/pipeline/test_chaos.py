@@ -1,8 +1,8 @@
 """A seeded slice of the fault campaign (tests/pipeline/chaos.py; ``make chaos`` runs all of it): the
-perturbation job under object-store errors and resets, a store outage, a full disk, a killed driver, a
-killed task worker and a killed stage actor. After each run and its reruns every input row is there
-exactly once and unchanged, no part lacks its marker, nothing is half-written, and a run that could
-not go on said why in one line."""
+perturbation job under object-store errors and resets, a store outage, a full disk, a killed driver, and a
+killed task worker and stage actor (one run; the node removal is make test-cluster's scenario). After each
+run and its reruns every input row is there exactly once and unchanged, no part lacks its marker, nothing
+is half-written, and a run that could not go on said why in one line."""
 
 import json
 import os
@@ -38,7 +38,7 @@ def clean(outcome: chaos.Outcome, source, reference) -> dict:
     return result
 
 
-@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("seed", [11])
 def test_store_errors_and_resets_are_retried_and_the_run_goes_on(source, reference, s3, seed):
     port = int(s3["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
     outcome = chaos.store_faults(source[0], "s3://hades/chaos", port, seed, outage=False)
@@ -72,8 +72,8 @@ def test_a_driver_killed_mid_run_is_rerun_and_finishes(source, reference, tmp_pa
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("actor", [False, True], ids=["worker", "actor"])
-def test_a_killed_worker_or_actor_loses_nothing(source, reference, ray_local, tmp_path, actor):
-    outcome = chaos.process_kill(source[0], str(tmp_path / "out"), 16, actor)
-    assert outcome.faults[outcome.kind] == 1, outcome.row()
+def test_a_killed_worker_and_a_killed_actor_lose_nothing(source, reference, ray_local, tmp_path):
+    # One run, two faults (a task worker's process, then a stage actor's): each alone is make chaos's.
+    outcome = chaos.process_kill(source[0], str(tmp_path / "out"), 16, ("worker_kill", "actor_kill"))
+    assert outcome.faults == {"worker_kill": 1, "actor_kill": 1}, outcome.row()
     clean(outcome, source, reference)
