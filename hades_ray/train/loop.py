@@ -161,6 +161,12 @@ def train_loop_per_worker(cfg: dict) -> None:
 def _maybe_fail(cfg: dict, epoch: int, rank: int, world: int) -> None:
     marker = cfg.get("fault_marker")
     if marker and epoch == 0 and rank == world - 1 and not os.path.exists(marker):
+        # Raised once rank 0's epoch-0 checkpoint is in the run folder and Train has had a moment to
+        # register it: the test is of the resume, not of a fault that beats the checkpoint's report.
+        deadline, run = time.time() + 60, Path(cfg.get("run_folder") or ".")
+        while time.time() < deadline and not any(run.rglob("state.json")):
+            time.sleep(0.2)
+        time.sleep(3.0)
         storage.write(marker, "raised once\n")
         raise RuntimeError(f"injected fault on rank {rank} after epoch {epoch} ({FAULT_ENV})")
 

@@ -97,7 +97,7 @@ def fit_transformer(
     delete(storage / RUN_NAME)
     trainer = TorchTrainer(
         train_loop_per_worker,
-        train_loop_config=loop_config(config, train, valid, mode, reps),
+        train_loop_config={**loop_config(config, train, valid, mode, reps), "run_folder": str(storage)},
         scaling_config=ScalingConfig(
             num_workers=workers, use_gpu=d.use_gpu, resources_per_worker={"CPU": d.worker_cpus}
         ),
