@@ -205,10 +205,12 @@ class Store:
     reused: int = 0
 
 
-def _build(job: ShardJob, view, executor, shards: int, num_gpus: float) -> Store:
-    # A store of one shard gains nothing from Ray: its one actor would start a process and load the model
-    # (most of a small file's time). It runs in this process unless its stage asks for a GPU.
-    if shards <= 1 and not num_gpus and executor.kind == "ray":
+def _build(job: ShardJob, view, executor, instances: int, num_gpus: float) -> Store:
+    # A store of at most one scoring shard's instances gains nothing from Ray: its actors would spend most
+    # of its time starting processes and loading the model. It runs in this process unless it asks for GPUs.
+    from hades_ray.detect.scoring import SHARD_ROWS
+
+    if instances <= SHARD_ROWS and not num_gpus and executor.kind == "ray":
         executor = dataclasses.replace(executor, kind="local")
     # Trials and folds that need one store may start at once: the second waits for the first and then
     # finds every shard finished.
@@ -236,7 +238,7 @@ def file_store(path: str | Path, view, detect, executor, num_gpus: float = 0.0) 
     """The store of every valid instance of the HaDes file ``path`` in ``view`` (a ``View``: span vectors;
     a ``FeatureView``: the feature detectors' model features), made where it is missing."""
     from hades_ray.detect.data import LoadReport, numbered_instances
-    from hades_ray.detect.file_shards import SHARD_ROWS, read_scoring_shard
+    from hades_ray.detect.file_shards import read_scoring_shard
 
     source, folder = str(Path(path).resolve()), file_store_folder(path, view)
     num_gpus = num_gpus or (1.0 if detect.use_gpu else 0.0)  # a GPU per actor where training has GPUs
@@ -253,7 +255,7 @@ def file_store(path: str | Path, view, detect, executor, num_gpus: float = 0.0) 
         resolved={STORE_JSON: _described(view, source)},
         rows_verb="instances",
     )
-    return _build(job, view, executor, -(-len(rows) // SHARD_ROWS), num_gpus)
+    return _build(job, view, executor, len(rows), num_gpus)
 
 
 def _plan_file(source: str, rows: list[int], content: str, mapper) -> list:
@@ -282,7 +284,7 @@ def pool_store(workdir, shards: list, view, detect, executor, num_gpus: float = 
         resolved={STORE_JSON: _described(view, f"pool ({len(shards)} shards)")},
         rows_verb="instances",
     )
-    return _build(job, view, executor, len(shards), num_gpus)
+    return _build(job, view, executor, sum(s.rows for s in shards), num_gpus)
 
 
 def _inside(workdir: str, path: str) -> str:
