@@ -34,9 +34,9 @@ def test_the_readme_has_a_python_example_for_each_capability():
 
 
 def test_every_python_block_runs_as_written(micro_home, tmp_path, monkeypatch, capsys):
-    from tests.api.conftest import export
+    from tests.detectors import detector_folder
 
-    export(tmp_path / "out" / "detector-online", str(micro_home / "models" / "gpt2"), "online", 160)
+    detector_folder(tmp_path / "out" / "detector-online", str(micro_home / "models" / "gpt2"), "online", 160)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "readme"}
     for k, block in enumerate(python_blocks()):

@@ -6,29 +6,26 @@ from pathlib import Path
 
 import pytest
 
-
-def export(directory: Path, backbone: str, mode: str, window: int, seed: int = 0) -> Path:
-    """A detector folder on ``backbone`` with a random head, and the config ``hades-ray train`` saves."""
-    from jobs.bench_common import make_detector
-
-    return Path(make_detector(directory, backbone, mode, window, seed))
+from tests.detectors import detector_folder
 
 
 @pytest.fixture(scope="session")
 def causal_online(micro_home, tmp_path_factory) -> Path:
     """Online, on the micro GPT-2: scored a window per forward (the cached judge in the guard)."""
-    return export(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
+    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
 
 
 @pytest.fixture(scope="session")
 def encoder_online(micro_home, tmp_path_factory) -> Path:
     """Online, on the micro BERT: each word's own view."""
-    return export(tmp_path_factory.mktemp("det") / "mlm", str(micro_home / "models" / "mlm"), "online", 32, seed=3)
+    mlm = str(micro_home / "models" / "mlm")
+    return detector_folder(tmp_path_factory.mktemp("det") / "mlm", mlm, "online", 32, seed=3)
 
 
 @pytest.fixture(scope="session")
 def encoder_offline(micro_home, tmp_path_factory) -> Path:
-    return export(tmp_path_factory.mktemp("det") / "offline", str(micro_home / "models" / "mlm"), "offline", 48)
+    mlm = str(micro_home / "models" / "mlm")
+    return detector_folder(tmp_path_factory.mktemp("det") / "offline", mlm, "offline", 48)
 
 
 @pytest.fixture(scope="module")

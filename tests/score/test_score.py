@@ -14,6 +14,7 @@ import pytest
 
 from hades_ray.cli import main
 from hades_ray.detect.detector import Detector
+from tests.detectors import detector_folder
 from hades_ray.score.words import find_targets
 
 TEXTS = [
@@ -35,23 +36,16 @@ def _per_word(scorer, items: list[dict], mode: str) -> np.ndarray:
         return np.array([torch.softmax(scorer.model(**view), -1)[0, 1].item() for view in views])
 
 
-def _detector(directory: Path, backbone: str, mode: str, window: int, seed: int = 0) -> Path:
-    """A real detector folder (random head) exported the way training exports one."""
-    from jobs.bench_common import make_detector
-
-    return Path(make_detector(directory, backbone, mode, window, seed))
-
-
 @pytest.fixture(scope="module")
 def causal(micro_home, tmp_path_factory) -> Path:
-    return _detector(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
+    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
 
 
 @pytest.fixture(scope="module")
 def encoder(tmp_path_factory) -> Path:
     from hades_ray.models.registry import minilm_path
 
-    return _detector(tmp_path_factory.mktemp("det") / "minilm", str(minilm_path()), "offline", 48)
+    return detector_folder(tmp_path_factory.mktemp("det") / "minilm", str(minilm_path()), "offline", 48)
 
 
 def _targets(words: str = "all"):
@@ -104,7 +98,7 @@ def test_offline_views_run_once_per_distinct_view_and_match_per_word_scoring(enc
 
 @pytest.mark.parametrize("window", [160, 12])  # 12: the text is cut into overlapping windows
 def test_online_scores_do_not_see_the_text_after_the_word(causal, tmp_path, window):
-    detector = causal if window == 160 else _detector(tmp_path / "small", _backbone(causal), "online", window)
+    detector = causal if window == 160 else detector_folder(tmp_path / "small", _backbone(causal), "online", window)
     scorer = Detector.open(detector).scorer()
     base = TEXTS[0]
     changed = base.replace("radioactivity in Paris .", "mathematics in Warsaw and Vienna , long ago .")
@@ -222,7 +216,7 @@ def test_parquet_input_scores_texts_and_quarantines_missing_ones(causal, tmp_pat
 
 
 def test_stride_one_gives_each_word_its_trained_left_context(causal, tmp_path):
-    scorer = Detector.open(_detector(tmp_path / "small", _backbone(causal), "online", 12)).scorer(stride=1)
+    scorer = Detector.open(detector_folder(tmp_path / "small", _backbone(causal), "online", 12)).scorer(stride=1)
     t = find_targets(TEXTS[0], "all")
     items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
     np.testing.assert_allclose(scorer.score([t])[0], _per_word(scorer, items, "online"), atol=1e-6)

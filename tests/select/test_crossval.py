@@ -27,8 +27,8 @@ def test_rates_come_from_the_last_round_unless_told_all_rounds():
 
 
 def check_out_of_fold_round(config, workdir) -> None:
-    """Round 2's detector as the paper preset trains it (our reading), on a work directory whose rounds 0 and 1 are judged:
-    on every accumulated judgment, alpha/beta/gamma from out-of-fold predictions of round 1's
+    """Round 2's detector as the paper preset trains it (our reading), on a work directory whose rounds 0
+    and 1 are judged: on every accumulated judgment, alpha/beta/gamma from out-of-fold predictions of round 1's
     judgments. Called at the end of tests/select/test_round.py's two rounds (one pool and two judged
     rounds serve both tests; CI time is short)."""
     from hades_ray.annotate.labels import consensus_items
