@@ -225,12 +225,17 @@ def bench_rounds(work: Path, args) -> dict:
     common = ["--docs", str(args.docs), "--sizes", sizes, "--set", "ray.num_cpus=2"]
     if not (prepared / "round-001" / "round.json").is_file():
         demo_loop.main(["--workdir", str(prepared), "--rounds", "2", *common])
+    # Each arm runs in the prepared folder itself, restored from a snapshot: the pool's shards name their
+    # paths, so a copy elsewhere would be another pool (its features "made from other input rows").
+    snapshot = work / "loop_snapshot"
+    if not snapshot.is_dir():
+        shutil.copytree(prepared, snapshot, symlinks=True)
     results = {}
     crossval = ["--set", "select.detector_training=crossval", "--set", "select.folds=5"]
     for arm, setting in ARMS:
-        copy = work / f"loop_{arm}"
+        copy = prepared
         shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(prepared, copy, symlinks=True)
+        shutil.copytree(snapshot, copy, symlinks=True)
         if arm == "no_reuse":
             shutil.rmtree(copy / "reps", ignore_errors=True)
 

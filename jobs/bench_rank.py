@@ -26,13 +26,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hades_ray.pipeline.steps import digest_of  # noqa: E402
 from jobs.bench_common import ROOT, Sampler, command_line, kit_or_micro, write_results  # noqa: E402
 
 
 def candidates(docs: int, work: Path) -> list[dict]:
     """The kept leads' candidates (doc_id, rank_ids), made once by the job's own stages. REPLACE's
     output is kept too (the masked LM's work, most of the time, needs no causal LM)."""
-    cached, replaced = work / f"candidates-{docs}.json", work / f"replaced-{docs}.json"
+    # Named by the models that made them: the kit's and the micro models' token ids are not interchangeable.
+    from hades_ray.models.registry import resolve_model
+
+    models = digest_of([str(resolve_model("local:mlm")), str(resolve_model("local:gpt2"))])
+    cached, replaced = work / f"candidates-{docs}-{models}.json", work / f"replaced-{docs}-{models}.json"
     if cached.is_file():
         return json.loads(cached.read_text())
     import pyarrow as pa
