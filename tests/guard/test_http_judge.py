@@ -13,7 +13,7 @@ from hades_ray.guard.loop import GuardSettings, guarded_generate
 from hades_ray.guard.sampling import Sampling
 from tests.guard.test_guard import PROMPTS, _prompts_file, _read
 from tests.loopback import free_port
-from tests.score.test_score import _detector
+from tests.detectors import detector_folder
 from tests.serve.running import served
 
 pytest.importorskip("hades_ray.serve.app", reason="the served detector (hades-ray serve) is not on this branch")
@@ -24,7 +24,7 @@ KEYS = ("token_position", "attempt", "rejected", "replacement", "replacement_fla
 
 @pytest.fixture(scope="module")
 def detector(micro_home, tmp_path_factory):
-    return _detector(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 16)
+    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 16)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import torch
 from hades_ray.guard.loop import GuardSettings, guarded_generate
 from hades_ray.guard.sampling import Sampling
 from tests.guard.test_guard import PROMPTS, _generate_ids, _strip
-from tests.score.test_score import _detector
+from tests.detectors import detector_folder
 
 WINDOW = 16  # tokens: the texts below run over several windows, so the cache restarts at their starts
 TOLERANCE = 1e-5  # the same arithmetic in forwards of other shapes: float rounding only
@@ -21,12 +21,13 @@ TOLERANCE = 1e-5  # the same arithmetic in forwards of other shapes: float round
 
 @pytest.fixture(scope="module")
 def causal(micro_home, tmp_path_factory):
-    return _detector(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", WINDOW)
+    gpt2 = str(micro_home / "models" / "gpt2")
+    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2", gpt2, "online", WINDOW)
 
 
 @pytest.fixture(scope="module")
 def encoder(micro_home, tmp_path_factory):
-    return _detector(tmp_path_factory.mktemp("det") / "mlm", str(micro_home / "models" / "mlm"), "online", WINDOW)
+    return detector_folder(tmp_path_factory.mktemp("det") / "mlm", str(micro_home / "models" / "mlm"), "online", WINDOW)
 
 
 class ScratchJudge:

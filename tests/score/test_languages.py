@@ -15,7 +15,8 @@ import pytest
 from hades_ray.cli import main
 from hades_ray.score.words import find_targets
 from hades_ray.text.pipeline import load_pipeline
-from tests.score.test_score import TEXTS, _detector
+from tests.score.test_score import TEXTS
+from tests.detectors import detector_folder
 
 SAMPLES = {
     "de": "Die Universität zu Köln wurde 1388 gegründet, sagt Müller.",
@@ -30,7 +31,7 @@ BLANK = ["--set", "spacy_model=blank"]  # no trained non-English spaCy pipeline 
 
 @pytest.fixture(scope="module")
 def causal(micro_home, tmp_path_factory):
-    return _detector(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
+    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
 
 
 @pytest.mark.parametrize("words", ["content", "all"])

@@ -13,7 +13,8 @@ from hades_ray.cli import main
 from hades_ray.config import load_config
 from hades_ray.serve.scoring import RequestError, ServiceScorer, records_body
 from tests.score.test_languages import SAMPLES
-from tests.score.test_score import TEXTS, _detector
+from tests.score.test_score import TEXTS
+from tests.detectors import detector_folder
 from tests.serve import running
 
 SETTINGS = ["spacy_model=blank", "languages.en.spacy_model=auto", "serve.num_cpus=0.5"]
@@ -21,7 +22,7 @@ SETTINGS = ["spacy_model=blank", "languages.en.spacy_model=auto", "serve.num_cpu
 
 @pytest.fixture(scope="module")
 def detector(micro_home, tmp_path_factory):
-    return _detector(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
+    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from hades_ray.cli import main
-from tests.score.test_score import TEXTS, _Elements, _detector
+from tests.score.test_score import TEXTS, _Elements
+from tests.detectors import detector_folder
 from tests.serve import running
 
 TOKEN = "s3cret-token"
@@ -23,7 +24,7 @@ SETTINGS += [f"serve.max_texts_per_request={MAX_TEXTS}", f"serve.max_request_byt
 
 @pytest.fixture(scope="module")
 def detector(micro_home, tmp_path_factory):
-    return _detector(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
+    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
 
 
 @pytest.fixture(scope="module")

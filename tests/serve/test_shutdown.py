@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.loopback import free_port
-from tests.score.test_score import _detector
+from tests.detectors import detector_folder
 
 pytestmark = pytest.mark.ray  # `hades-ray serve` starts a Ray cluster of its own
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_sigterm_stops_the_service_cleanly(micro_home, tmp_path):
-    detector = _detector(tmp_path / "det", str(micro_home / "models" / "gpt2"), "online", 160)
+    detector = detector_folder(tmp_path / "det", str(micro_home / "models" / "gpt2"), "online", 160)
     port = free_port()
     command = [sys.executable, "-m", "hades_ray.cli", "serve", "--model", str(detector), "--port", str(port)]
     command += ["--set", "serve.num_cpus=0.5", "--set", "ray.num_cpus=2", "--set", "score.words=all"]
