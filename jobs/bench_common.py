@@ -56,8 +56,8 @@ def rss_mib(pid: int | str = "self") -> float:
         return peak_rss_mib() if pid == "self" else 0.0
 
 
-def tree_rss_mib(root: int) -> float:
-    """Resident memory of ``root`` and all its descendants now (Linux /proc)."""
+def descendants(root: int) -> set[int]:
+    """``root`` and every process below it now (Linux /proc)."""
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -68,7 +68,12 @@ def tree_rss_mib(root: int) -> float:
     while new:
         new = {p for p, parent in parents.items() if parent in family} - family
         family |= new
-    return sum(rss_mib(pid) for pid in family)
+    return family
+
+
+def tree_rss_mib(root: int) -> float:
+    """Resident memory of ``root`` and all its descendants now (Linux /proc)."""
+    return sum(rss_mib(pid) for pid in descendants(root))
 
 
 class Sampler:

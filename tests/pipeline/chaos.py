@@ -292,19 +292,13 @@ def driver_kill(source: str, output: str, seed: int, env: dict) -> Outcome:
 
 def ray_processes(root: int, name: str) -> list[int]:
     """Descendants of ``root`` whose command line starts with ``ray::`` and contains ``name``."""
-    parents, commands = {}, {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            pid = int(stat.parent.name)
-            parents[pid] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            commands[pid] = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError, IndexError):
-            continue
-    family, new = {root}, {root}
-    while new:
-        new = {p for p, parent in parents.items() if parent in family} - family
-        family |= new
-    return sorted(p for p in family if commands.get(p, "").startswith("ray::") and name in commands[p])
+    from jobs.bench_common import descendants
+
+    commands = {}
+    for pid in descendants(root):
+        with contextlib.suppress(OSError):
+            commands[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    return sorted(p for p, command in commands.items() if command.startswith("ray::") and name in command)
 
 
 PROCESS_NAMES = {"worker_kill": "ReadShard", "actor_kill": "MapWorker"}  # how each victim's process is named
