@@ -86,13 +86,14 @@ class FeatureView:
     mlm: str
     feature_window: int
     spacy_model: str
-    language: str = "en"
+    language: str
     kind: ClassVar[str] = "span_features"
     columns: ClassVar[tuple[str, ...]] = ("mlm", "tags")
 
     @classmethod
     def of(cls, settings: dict) -> FeatureView:
-        """From a feature detector's settings (``train.fit.linear_settings``, ``detector.json``)."""
+        """From a feature detector's settings (``train.fit.linear_settings``, ``detector.json``; a folder
+        from before languages has none: English, as its feature stages read it, detect/features/stages.py)."""
         return cls(settings["mlm"], int(settings["feature_window"]), settings["spacy_model"],
                    settings.get("language", "en"))  # fmt: skip
 
