@@ -91,7 +91,7 @@ def stored_vectors(config: HadesConfig, mode: str, data: dict, reps_from=()) -> 
 def _train_transformer(config: HadesConfig, mode: str, workers: int, train, valid, out: Path, reps) -> dict:
     from hades_ray.train.transformer import detector_settings, export_best, fit_transformer
 
-    _, best, best_metrics = fit_transformer(config, train, valid, out, mode, workers, reps)
+    best, best_metrics, _ = fit_transformer(config, train, valid, out, mode, workers, reps)
     export_best(best, detector_settings(config, mode), out)
     # metrics.json: the best epoch's training figures and validation metrics (not Ray's bookkeeping).
     keep = "epoch train_loss examples_per_s selection_score n accuracy h_precision h_recall h_f1".split()

@@ -1,7 +1,14 @@
-"""Ray Train for the span classifier: the per-worker loop and the driver around ``TorchTrainer``.
+"""The span classifier's training loops: Ray Train's per-worker loop, and the head alone in one process.
 
-Rank 0 checkpoints the trained weights (safetensors), the optimizer, the epoch and the resolved
+Ray Train: rank 0 checkpoints the trained weights (safetensors), the optimizer, the epoch and the resolved
 config after every epoch; a restarted worker group resumes from ``ray.train.get_checkpoint()``.
+
+The head alone (``fit_head``): a frozen backbone's span vectors come from a store (``detect/reps.py``) and
+one worker would train a 384 -> 192 -> 2 MLP in milliseconds per epoch, so a Ray Train worker group (its
+processes, its Ray Data ingest, its checkpoints: tens of seconds) would be nearly all of a fit. With one
+worker and no GPU the head trains in the calling process: the driver of ``train``, a round's fold, a grid
+cell or a Tune trial (which reports each epoch to Tune itself). Both loops build each epoch's figures with
+``epoch_figures``, so ``metrics.json`` and Tune see the same fields either way.
 """
 
 from __future__ import annotations
@@ -70,6 +77,25 @@ def _save(folder: Path, model, optimizer, epoch: int, metrics: dict, best: float
     storage.write(folder / "state.json", json.dumps(state, indent=2, default=str))
 
 
+def epoch_figures(epoch: int, examples: int, train_loss: float, seconds: float) -> dict:
+    """One epoch's training figures, as ``metrics.json`` and Tune record them."""
+    return {
+        "epoch": epoch,
+        "train_loss": train_loss,
+        "examples": examples,
+        "train_seconds": seconds,
+        "examples_per_s": examples / max(seconds, 1e-9),
+    }
+
+
+def validation_figures(model, tokenizer, cfg: dict) -> dict:
+    """The validation set's metrics and ``selection_score`` (the selection metric, -1 where undefined)."""
+    metrics = _validate(model, tokenizer, cfg)
+    score = metrics.get(cfg["selection_metric"], math.nan)
+    metrics["selection_score"] = -1.0 if score is None or math.isnan(score) else float(score)
+    return metrics
+
+
 def _validate(model, tokenizer, cfg: dict) -> dict:
     from hades_ray.detect.views import score_spans
 
@@ -135,20 +161,11 @@ def train_loop_per_worker(cfg: dict) -> None:
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            seen, total = seen + len(labels), total + float(loss) * len(labels)
-        elapsed = time.perf_counter() - began
-        metrics = {
-            "epoch": epoch,
-            "train_loss": total / max(seen, 1),
-            "examples": seen * world,
-            "train_seconds": elapsed,
-            "examples_per_s": seen * world / max(elapsed, 1e-9),
-            "resumed": bool(checkpoint),
-        }
+            seen, total = seen + len(labels), total + loss.item() * len(labels)
+        metrics = epoch_figures(epoch, seen * world, total / max(seen, 1), time.perf_counter() - began)
+        metrics["resumed"] = bool(checkpoint)
         if rank == 0:
-            metrics.update(_validate(model, tokenizer, cfg))
-            score = metrics.get(cfg["selection_metric"], math.nan)
-            metrics["selection_score"] = -1.0 if score is None or math.isnan(score) else float(score)
+            metrics.update(validation_figures(model, tokenizer, cfg))
             best = max(best, metrics["selection_score"])
             with storage.scratch_folder("hades_ckpt_") as folder:
                 _save(folder, model, optimizer, epoch, metrics, best, cfg)
@@ -156,6 +173,43 @@ def train_loop_per_worker(cfg: dict) -> None:
         else:
             ray.train.report(metrics)
         _maybe_fail(cfg, epoch, rank, world)
+
+
+def fit_head(cfg: dict, reps: np.ndarray, labels: list[int], on_epoch) -> tuple[dict, dict]:
+    """Train the head alone on stored span vectors in this process, as ``train_loop_per_worker`` does on
+    one worker: the same head, optimizer, class weights, batch size and validation; each epoch's batches
+    in a seeded shuffle of the whole set. ``on_epoch(metrics)`` sees every epoch's figures (a Tune
+    trial reports them there). Returns the best epoch's (weights, metrics): the highest selection score,
+    the earliest epoch among ties, as the Ray Train path keeps its best checkpoint."""
+    from hades_ray.detect.model import SpanHead, trainable_state
+
+    torch.set_num_threads(cfg["torch_threads"])
+    torch.manual_seed(cfg["seed"])
+    settings = cfg["settings"]
+    model = SpanHead(cfg["hidden"], settings["mlp_layers"], settings.get("mlp_hidden", 0))
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
+    loss_fn = torch.nn.CrossEntropyLoss(weight=torch.tensor(cfg["class_weights"], dtype=torch.float32))
+    x = torch.as_tensor(np.asarray(reps, dtype=np.float32))
+    y = torch.as_tensor(np.asarray(labels, dtype=np.int64))
+    best_state, best = {}, {"selection_score": -math.inf}
+    for epoch in range(cfg["epochs"]):
+        model.train()
+        torch.manual_seed(cfg["seed"] + epoch)
+        order = torch.as_tensor(np.random.default_rng(cfg["seed"] + epoch).permutation(len(y)))
+        began, total = time.perf_counter(), 0.0
+        for lo in range(0, len(y), cfg["batch_size"]):
+            batch = order[lo : lo + cfg["batch_size"]]
+            loss = loss_fn(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(batch)
+        metrics = epoch_figures(epoch, len(y), total / max(len(y), 1), time.perf_counter() - began)
+        metrics.update(validation_figures(model, None, cfg))
+        if metrics["selection_score"] > best["selection_score"]:
+            best_state, best = trainable_state(model), metrics
+        on_epoch(metrics)
+    return best_state, best
 
 
 def _maybe_fail(cfg: dict, epoch: int, rank: int, world: int) -> None:

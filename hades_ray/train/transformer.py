@@ -1,7 +1,9 @@
 """Driver of the span-classifier training: ``TorchTrainer`` over a Ray Data train set, then export.
 
 The best epoch by the validation metric (G-Mean by default) is exported as a plain detector folder;
-Ray's own run folder (every kept checkpoint) stays under ``output_dir/ray_train``.
+Ray's own run folder (every kept checkpoint) stays under ``output_dir/ray_train``. A head alone on stored
+span vectors with one worker and no GPU trains in this process instead (``head_in_process``;
+``train/loop.py`` says why): there is no Ray run folder then, and the same detector folder.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from hades_ray.config import HadesConfig
 from hades_ray.train.learning_rate import resolve_lr
 from hades_ray.detect.settings import TOKENS
-from hades_ray.train.loop import FAULT_ENV, class_weights, to_rows, train_loop_per_worker
+from hades_ray.train.loop import FAULT_ENV, class_weights, fit_head, to_rows, train_loop_per_worker
 from hades_ray.io.hades_format import Instance
 from hades_ray.pipeline.storage import delete
 
@@ -87,7 +89,8 @@ def fit_transformer(
     reps=None,
 ):
     """Train on ``workers`` Ray Train workers (on ``reps``, the stored span vectors of train and valid,
-    when given); returns (Ray ``Result``, best checkpoint, its metrics)."""
+    when given; the head alone in this process where ``head_in_process``); returns (the best epoch's
+    weights, its metrics, the last epoch's metrics)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
@@ -95,6 +98,13 @@ def fit_transformer(
     storage = (Path(output_dir) / "ray_train").resolve()
     # A fresh fit each time: Train V2 would otherwise restore a same-named run trained on other data.
     delete(storage / RUN_NAME)
+    if head_in_process(reps, workers, d.use_gpu):
+        epochs = []
+        state, best = fit_head(loop_config(config, train, valid, mode, reps), reps[0], [i.label for i in train],
+                               epochs.append)  # fmt: skip
+        log.info("best epoch %d: %s %.4f (the head alone, in this process)", best["epoch"], d.selection_metric,
+                 best["selection_score"])  # fmt: skip
+        return state, best, epochs[-1]
     trainer = TorchTrainer(
         train_loop_per_worker,
         train_loop_config={**loop_config(config, train, valid, mode, reps), "run_folder": str(storage)},
@@ -118,17 +128,27 @@ def fit_transformer(
         result.best_checkpoints, key=lambda cm: (cm[1]["selection_score"], -cm[1]["epoch"])
     )
     log.info("best epoch %d: %s %.4f", best_metrics["epoch"], d.selection_metric, best_metrics["selection_score"])
-    return result, best_checkpoint, best_metrics
+    return checkpoint_weights(best_checkpoint), best_metrics, result.metrics
 
 
-def export_best(checkpoint, settings: dict, output_dir: Path) -> Path:
-    """Copy the best checkpoint's weights and the backbone's tokenizer into the detector folder."""
+def head_in_process(reps, workers: int, use_gpu: bool) -> bool:
+    """Whether a fit trains the head alone in the calling process (``train/loop.py`` ``fit_head``): on
+    stored span vectors, with one worker and no GPU. Data-parallel workers and GPUs stay with Ray Train."""
+    return reps is not None and workers == 1 and not use_gpu
+
+
+def checkpoint_weights(checkpoint) -> dict:
+    """The trained weights a Ray Train checkpoint holds (safetensors)."""
     from safetensors.torch import load_file
 
+    with checkpoint.as_directory() as folder:
+        return load_file(os.path.join(folder, "weights.safetensors"))
+
+
+def export_best(state: dict, settings: dict, output_dir: Path) -> Path:
+    """Write the best epoch's weights and the backbone's tokenizer as the detector folder."""
     from hades_ray.detect.model import export_detector, load_tokenizer
     from hades_ray.models.registry import resolve_model
 
-    with checkpoint.as_directory() as folder:
-        state = load_file(os.path.join(folder, "weights.safetensors"))
     tokenizer = load_tokenizer(resolve_model(settings["backbone"]), settings.get("revision"))
     return export_detector(output_dir, state, settings, tokenizer)

@@ -4,7 +4,10 @@ sweeps a round's selection cuts.
 Train V2 cannot be passed to ``Tuner`` (hades_ray/docs/ray.md): each trial is a function that runs the detect
 package's own ``TorchTrainer`` setup with ``TuneReportCallback``, so every epoch's validation report
 reaches Tune and ASHA can stop weak trials early. The trial driver takes no CPU
-(``with_resources({"cpu": 0, "memory": 1})``); its Train workers take ``detect.worker_cpus`` each.
+(``{"cpu": 0, "memory": 1}``); its Train workers take ``detect.worker_cpus`` each. A trial of a frozen
+backbone with one worker and no GPU trains the head alone on the view's stored vectors in the trial's own
+process (``transformer.head_in_process``), reporting each epoch with ``tune.report``: it takes the
+worker's CPUs itself, and no Train worker group starts for a few milliseconds of head training.
 The sweep is a step (``hades_ray/pipeline/steps.py``): a finished one is returned as recorded, one
 finished with other settings or data stops the command. An unfinished one continues only with
 ``resume=True``, after ``tune_record.check_resumable`` (resuming unpickles the sweep's files).
@@ -51,8 +54,8 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
     from ray.tune.integration.ray_train import TuneReportCallback
 
     from hades_ray.train.fit import stored_vectors
-    from hades_ray.train.loop import train_loop_per_worker
-    from hades_ray.train.transformer import loop_config, train_dataset
+    from hades_ray.train.loop import fit_head, train_loop_per_worker
+    from hades_ray.train.transformer import head_in_process, loop_config, train_dataset
 
     config = apply_trial(base, trial)
     d = config.detect
@@ -60,6 +63,9 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
     train, valid = load_labelled(train_path, d.skip_bad, report), load_labelled(valid_path, d.skip_bad, report)
     # A frozen backbone's vectors come from the view's store (made by the sweep's driver): no forward here.
     reps = stored_vectors(config, d.mode, {"train": (train, train_path), "valid": (valid, valid_path)})
+    if head_in_process(reps, d.workers, d.use_gpu):
+        fit_head(loop_config(config, train, valid, d.mode, reps), reps[0], [i.label for i in train], tune.report)
+        return
     trainer = TorchTrainer(
         train_loop_per_worker,
         train_loop_config=loop_config(config, train, valid, d.mode, reps),
@@ -77,6 +83,20 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
     result = trainer.fit()
     if result.error:
         raise result.error
+
+
+def trial_resources(base: dict, trial: dict):
+    """A trial process's own resources: a Train worker's CPUs where it trains the head itself (a frozen
+    backbone, one worker, no GPU: ``detector_trial``), else none (its Train workers hold them)."""
+    from ray.tune.execution.placement_groups import resource_dict_to_pg_factory
+
+    from hades_ray.detect.reps import reuses_store
+    from hades_ray.train.transformer import detector_settings
+
+    config = apply_trial(base, trial)
+    d = config.detect
+    itself = d.workers == 1 and not d.use_gpu and reuses_store(detector_settings(config, d.mode), d)
+    return resource_dict_to_pg_factory({"cpu": d.worker_cpus if itself else 0, "memory": 1})
 
 
 def concurrent_trials(config) -> int:
@@ -177,7 +197,7 @@ def _sweep(config, train_path, valid_path, output: Path, num_samples: int, space
             valid_path=str(Path(valid_path).resolve()),
             storage=str(output / "train_runs"),
         ),
-        {"cpu": 0, "memory": 1},
+        functools.partial(trial_resources, config.to_dict()),
     )
     if resume:
         log.info("resuming the sweep in %s", experiment)
