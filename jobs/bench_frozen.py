@@ -14,6 +14,9 @@
 - ``tables``: ``hades-ray reproduce tables`` (the local grid) on the demo loop's dataset.
 
     python jobs/bench_frozen.py --what tune,rounds,tables
+
+Each run writes one page (``--name``); the published ones: bench_frozen_heads, bench_frozen_rounds and
+bench_frozen_tune (tune and tables), each naming its command.
 """
 
 from __future__ import annotations
@@ -263,8 +266,13 @@ def bench_tables(work: Path, args) -> dict:
         shutil.rmtree(dataset / "_reps", ignore_errors=True)
         out = work / f"tables_{arm}"
         shutil.rmtree(out, ignore_errors=True)
-        config = load_config("tables_local", None, [setting, "ray.num_cpus=2"])
-        results[arm] = measured(lambda config=config, out=out: {"cells": len(reproduce_tables(config, dataset, out))})
+        config = load_config("local", None, [setting, "ray.num_cpus=2", "reproduce.grid=local"])
+
+        def run(config=config, out=out):
+            result = reproduce_tables(config, dataset, out)
+            return {"cells": len(result["trials"]), "failed": len(result["failed"])}
+
+        results[arm] = measured(run)
         print(arm, results[arm], flush=True)
     return results
 
@@ -276,7 +284,7 @@ def ratio(results: dict, field: str) -> float | None:
 
 def markdown(report: dict) -> str:
     lines = ["# Stored span representations: reuse on vs off (jobs/bench_frozen.py)", "",
-             f"Command: `{report['command']}`; {report['machine']}.", "",
+             f"{report['machine']}.", "",
              "| benchmark | figure | reuse_frozen=false (before) | reuse_frozen=true (after) | before / after |",
              "|---|---|---|---|---|"]  # fmt: skip
     for name, field in (("tune", "wall_s"), ("tune", "s_per_trial_epoch"), ("heads", "wall_s"),
