@@ -1,1 +1,4 @@
-"""The online guard: generation that checks each word as it completes and resamples flagged ones."""
+"""The online guard: generation that checks each word as it completes and resamples flagged ones.
+
+Must not import: select, annotate, train, serve, report, reproduce, plan, api.
+"""

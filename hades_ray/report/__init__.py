@@ -1,1 +1,4 @@
-"""``hades-ray report``: the pipeline's outputs as the paper's analyses, one module per section."""
+"""``hades-ray report``: the pipeline's outputs as the paper's analyses, one module per section.
+
+Must not import: reproduce, plan, serve, api, guard.
+"""
