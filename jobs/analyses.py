@@ -155,7 +155,7 @@ def record_figures(results: dict, folder: Path) -> None:
 
 def decoding_markdown(d: dict) -> list[str]:
     """The decoding study's table (jobs/results/analyses.md)."""
-    from hades_ray.markdown import pipe_table
+    from hades_ray.report.markdown import pipe_table
     from hades_ray.report.model import fmt
 
     reused = ", pools of an earlier run reused" if any(s.get("pool_reused") for s in d["strategies"]) else ""

@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage
-from hades_ray.markdown import pipe_table
+from hades_ray.report.markdown import pipe_table
 from jobs.bench_common import (
     ENWIKI,
     RESULTS,

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.markdown import pipe_table
+from hades_ray.report.markdown import pipe_table
 from jobs.bench_common import ENWIKI, ROOT, Laps, offline_env, write_results
 
 PAPER_POOL = 1_000_000  # segments the paper perturbs

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.markdown import pipe_table
+from hades_ray.report.markdown import pipe_table
 from jobs.bench_common import ENWIKI, make_detector, peak_rss_mib, write_results
 
 WINDOW = 160  # detect.window's default

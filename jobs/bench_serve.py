@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.loopback, jobs.bench_common
 
-from hades_ray.markdown import pipe_table
+from hades_ray.report.markdown import pipe_table
 from jobs.bench_common import (
     ROOT,
     Sampler,

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.markdown import pipe_table
+from hades_ray.report.markdown import pipe_table
 from jobs.bench_common import command_line, write_results
 
 RATES = ("alpha", "beta", "gamma")

@@ -3,6 +3,5 @@ objects in memory. ``detector.py``: open, score, stream, stopping criteria; ``st
 /score/next`` in process; ``stopping.py``: the ``model.generate`` hook; ``generate.py``: the guard on
 one's own model; ``hub.py``: a detector folder or hub repository at a revision.
 
-Must not import: select, annotate, report, reproduce, plan (the API is the commands' numbers for objects,
-not their jobs).
+Must not import: any cli.py (the one floor above its own, hades_ray/floors.py).
 """

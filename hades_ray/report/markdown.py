@@ -1,4 +1,4 @@
-"""Markdown pipe tables, the one writer of the tables in jobs/results/, the reports and the commands' listings."""
+"""Markdown pipe tables, the one writer of the tables in jobs/results/."""
 
 from __future__ import annotations
 
