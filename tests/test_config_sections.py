@@ -152,6 +152,7 @@ def test_flag_defaults_are_the_sections_and_the_last_one_given_wins():
         ("guard.temperature=hot", "guard.temperature: expected a number, got 'hot'"),
         # Any key, against its declaration (config_keys.key): one line naming the key and what it allows.
         ("detect.pooling=sum", "detect.pooling: max or mean"),
+        ("select.detector=bert", "select.detector: transformer, lr or svm"),  # at load, not when a round trains
         ("perturb.replace.packing=tight", "perturb.replace.packing: auto, exact or binned"),
         ("perturb.read.shard_size=0", "perturb.read.shard_size must be in [1, 1000000], got 0 (or auto)"),
         ("select.schedule.rounds=1", "select.schedule.rounds must be in [2, 10000], got 1 (or 0)"),

@@ -152,3 +152,20 @@ def test_no_private_name_imported_from_another_package():
         and (i.name.startswith("_") or any(p.startswith("_") and p != "__main__" for p in i.target.split(".")))
     ]
     assert not private, "private names imported across packages:\n" + "\n".join(private)
+
+
+PACKAGES = sorted(p.parent.name for p in ROOT.glob("*/__init__.py"))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_package_says_what_it_holds_and_what_it_must_not_import(package):
+    """The package's docstring: what it holds, then ``Must not import:`` naming exactly the packages on the
+    floors above its own (the floors themselves are written once, in floors.py; this keeps the line true)."""
+    doc = ast.get_docstring(ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    assert len(doc.split("\n\n")[0]) > 40, f"hades_ray/{package}/__init__.py: say in a line or two what it holds"
+    rule = doc.partition("Must not import:")[2].split("(")[0].split("nor any")[0]
+    named = {word.strip(" ,.\n") for word in rule.replace("\n", " ").split(",")} - {"any cli.py", ""}
+    above = {other for other in PACKAGES if floor_of(unit_of(other)) > floor_of(unit_of(package))}
+    assert "Must not import:" in doc and named == above, (
+        f"hades_ray/{package}/__init__.py: 'Must not import:' should name {sorted(above)}, names {sorted(named)}"
+    )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import inspect
 
-from hades_ray.cli_common import POSITIVE_INT
+from hades_ray.cli_common import POSITIVE_INT, add_key_flag
+from hades_ray.config import HadesConfig
 from hades_ray.errors import UserError
 from hades_ray.report.build import MAX_DOCS
 
@@ -63,7 +64,7 @@ def add_report_args(parser: argparse.ArgumentParser) -> None:
         help="pool documents read for the size and perplexity distributions and the learnability labels "
         "(the first ones, in part order; the counts and the artifact rate come from summary.json and cover all)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the samples and of the bootstrap")
+    add_key_flag(parser, "seed", read=True)  # the samples' and the bootstrap's
     parser.add_argument("--output", required=True, help="folder for report.html, report.md, report.json and figures/")
 
 
@@ -72,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.feature_limit < 2:
         raise UserError("--feature-limit must be >= 2")
+    if args.seed is None:  # the one --seed flag reads as the config's seed, whose default applies here
+        args.seed = HadesConfig().seed
     # Each of build_report's options is the flag of the same name.
     options = [name for name in inspect.signature(build_report).parameters if name != "output"]
     result = build_report(args.output, **{name: getattr(args, name) for name in options})

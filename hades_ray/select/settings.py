@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from hades_ray.config_keys import BIG, key, require
+from hades_ray.detect.settings import DETECTORS
 from hades_ray.errors import ConfigError
 
 
@@ -83,7 +84,7 @@ class SelectConfig:
     calibration_share: float = key(0.2, "(0, 1)")
     # fewer judged instances (or one class only): the round falls back to random
     min_train_instances: int = key(20, f"[1, {BIG}]")
-    detector: str = "transformer"
+    detector: str = key("transformer", choices=DETECTORS, help="the round detector: transformer, lr or svm")
     # The round detector's backbone; empty: detect.backbone, else models.encoder. The paper's rounds
     # use a detector "initiated with BERT" (the paper preset sets bert-base-cased).
     detector_backbone: str = ""

@@ -18,4 +18,6 @@ The HTTP contract (``hades_ray/serve/app.py``; OpenAPI at ``/docs`` and ``/opena
 
 A bad request is a 4xx with ``{"error": "<one line>"}``; with a token set, every route but ``/``,
 ``/docs`` and ``/openapi.json`` needs ``Authorization: Bearer <token>``.
+
+Must not import: api, plan, report, reproduce, nor any cli.py (the floors above its own, hades_ray/floors.py).
 """
