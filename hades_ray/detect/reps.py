@@ -41,6 +41,7 @@ from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 from hades_ray.pipeline.steps import digest_of
+from hades_ray.text.languages import Language, language_of
 
 STORE_FORMAT = 1  # bump when what a part holds, or how a vector is computed, changes
 PARTS, STORE_JSON = "parts", "store.json"
@@ -86,7 +87,7 @@ class FeatureView:
     mlm: str
     feature_window: int
     spacy_model: str
-    language: str
+    language: Language
     kind: ClassVar[str] = "span_features"
     columns: ClassVar[tuple[str, ...]] = ("mlm", "tags")
 
@@ -95,15 +96,21 @@ class FeatureView:
         """From a feature detector's settings (``train.fit.linear_settings``, ``detector.json``; a folder
         from before languages has none: English, as its feature stages read it, detect/features/stages.py)."""
         return cls(settings["mlm"], int(settings["feature_window"]), settings["spacy_model"],
-                   settings.get("language", "en"))  # fmt: skip
+                   language_of(settings))  # fmt: skip
+
+    def settings(self) -> dict:
+        """The view as a feature detector's settings, the language by name (every store's digest names it,
+        English's too)."""
+        fields = {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
+        return fields | {"language": self.language.name}
 
     def digest(self, data: str) -> str:
-        return digest_of([STORE_FORMAT, self.kind, dataclasses.asdict(self), data])
+        return digest_of([STORE_FORMAT, self.kind, self.settings(), data])
 
     def stages(self, detect, num_gpus: float = 0.0) -> list[Stage]:
         from hades_ray.detect.features.stages import model_feature_stages
 
-        return model_feature_stages(dataclasses.asdict(self), detect)
+        return model_feature_stages(self.settings(), detect)
 
 
 def store_view_of(settings: dict, detect):

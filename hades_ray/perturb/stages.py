@@ -41,7 +41,7 @@ class PrepareStage(PerturbStage):
         from hades_ray.text.pipeline import load_pipeline
 
         super().setup()
-        self.nlp = load_pipeline(self.config.language, self.config.spacy_model)
+        self.nlp = load_pipeline(self.config.lang, self.config.spacy_model)
         self.tokenizer = load_tokenizer(self.config.models.mlm)
 
     def run(self, rows: list[dict]) -> list[dict]:
@@ -60,14 +60,13 @@ class ReplaceStage(PerturbStage):
     def setup(self) -> None:
         from hades_ray.models.registry import load_masked_lm
         from hades_ray.perturb.replace import vocabulary_bans
-        from hades_ray.text.stopwords import stop_words
 
         super().setup()
         replace = self.config.perturb.replace
         device = setup_torch(self.resources)
         self.tokenizer, self.model = load_masked_lm(self.config.models.mlm, device, replace.dtype)
         mask_stops = self.config.perturb.mask.stopwords
-        stops = None if replace.allow_stopwords else stop_words(mask_stops, self.config.language)
+        stops = None if replace.allow_stopwords else self.config.lang.stop_words(mask_stops)
         self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size, stops, replace.whole_words)
 
     def run(self, rows: list[dict]) -> list[dict]:

@@ -17,7 +17,6 @@ from hades_ray.perturb.settings import RankConfig
 from hades_ray.perturb.replace import MaskedSequence, fill_masks
 from hades_ray.perturb.spans import apply_replacements, decode_replacement
 from hades_ray.text.seeding import candidate_rng
-from hades_ray.text.stopwords import stop_words
 
 REPLACE_STREAM = 1
 
@@ -29,9 +28,10 @@ def _ok(rows: list[dict]) -> list[dict]:
 def prepare_rows(rows: list[dict], nlp, tokenizer, config: HadesConfig) -> list[dict]:
     """Validate each text, find its maskable units and choose every candidate's masked spans."""
     read, mask = config.perturb.read, config.perturb.mask
-    stops = stop_words(mask.stopwords, config.language)
+    lang = config.lang
+    stops = lang.stop_words(mask.stopwords)
     for row in rows:
-        reason = row.get("reject") or reject_reason(row["text"], read, config.language)
+        reason = row.get("reject") or reject_reason(row["text"], read, lang)
         row.update(status=reason, input_ids=[], units=[], chosen=[])
     todo = [row for row in rows if not row["status"]]
     for row, doc in zip(todo, nlp.pipe([row["text"] for row in todo])):

@@ -2,8 +2,8 @@
 words are written apart, the writing direction, the segmenter spaCy's tokenizer imports, the spaCy
 pipeline that finds its named entities, and where its sentences end.
 
-A run's language is one ``Language`` value, made once from its config (``language(config.language)``,
-after ``config.resolve_language``) or from what an output recorded (``language_of``), and passed to
+A run's language is one ``Language`` value, made once from its config (``config.lang``, after
+``config.resolve_language``) or from what an output recorded (``language_of``), and passed to
 everything that cuts, joins, filters or writes its text; code asks it (``lang.joiner``,
 ``lang.record_fields()``) instead of comparing names. ``DEFAULT_LANGUAGE`` (English) is the only place
 the default is named: HaDes' language, and the only one before languages came, so its outputs leave the

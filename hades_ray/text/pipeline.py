@@ -186,5 +186,5 @@ def text_settings(config) -> dict:
     """The text settings an output depends on, for settings digests and saved detectors: the spaCy pipeline
     (``auto`` resolved) and the language's ``record_fields`` (none for English, so English digests keep the
     values they had before languages came)."""
-    lang = language(config.language)
+    lang = config.lang
     return {"spacy_model": resolve_pipeline_name(lang, config.spacy_model), **lang.record_fields()}
