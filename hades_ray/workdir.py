@@ -24,6 +24,7 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard, part_name, read_markers
 from hades_ray.pipeline.steps import digest_of
 from hades_ray.text.languages import Language
+from hades_ray.text.words import span_words
 
 WORKDIR_FILE = "workdir.json"
 # The pool as the perturbation job writes it (hades_ray/perturb/writer.py): a document's spans, its
@@ -135,9 +136,9 @@ def read_pool_part(shard: Shard, columns: tuple[str, ...] = POOL_COLUMNS) -> pa.
 
 
 def original_span_words(row, language: Language) -> list[str]:
-    """The words of the instance's original span (``Language.span_words``: whitespace-separated in English,
+    """The words of the instance's original span (``text.words.span_words``: whitespace-separated in English,
     as its instances have always been rebuilt; the language's words elsewhere)."""
-    return language.span_words(str(row["original_span"]))
+    return span_words(str(row["original_span"]), language)
 
 
 def original_words(row, language: Language) -> list[str]:

@@ -19,6 +19,8 @@ import yaml
 import hades_ray
 from hades_ray.config import RESOLVED_NAME, HadesConfig, load_config, recorded_language
 from hades_ray.text.languages import DEFAULT_LANGUAGE, LANGUAGES, language, language_of
+from hades_ray.text.stopwords import reads_as, stop_words
+from hades_ray.text.words import span_words, words
 
 ROOT = Path(hades_ray.__file__).parent
 TEXT = ROOT / "text"
@@ -92,13 +94,14 @@ def test_the_value_answers_what_runs_ask():
     zh, de, th, ar = (language(n) for n in ("zh-cn", "de", "th", "ar"))
     assert (DEFAULT_LANGUAGE.joiner, de.joiner, zh.joiner) == (" ", " ", "")
     assert zh.join(["北京", "大学"]) == "北京大学" and de.join(["ein", "Boot"]) == "ein Boot"
-    assert DEFAULT_LANGUAGE.span_words("U.S. army") == ["U.S.", "army"]  # as English instances always were
-    assert de.span_words("U.S. Armee") == de.words("U.S. Armee") == ["U", ".", "S", ".", "Armee"]
+    assert span_words("U.S. army", DEFAULT_LANGUAGE) == ["U.S.", "army"]  # as English instances always were
+    assert span_words("U.S. Armee", de) == words("U.S. Armee", de) == ["U", ".", "S", ".", "Armee"]
     assert (DEFAULT_LANGUAGE.other_language_reason, de.other_language_reason) == ("non_english", "not_de")
     assert DEFAULT_LANGUAGE.stop_word_sources == ("auto", "nltk", "spacy") and de.stop_word_sources == ("auto", "spacy")
-    assert len(DEFAULT_LANGUAGE.stop_words()) == 179 and "und" in de.stop_words()
+    assert len(stop_words("auto", DEFAULT_LANGUAGE)) == 179 and "und" in stop_words("auto", de)
     assert th.sentence_ends == (" ",) and ar.splits_number_stops and ar.rtl and not de.rtl
-    assert DEFAULT_LANGUAGE.reads_as("The cat sat on the mat.", 0.1) and not de.reads_as("The cat sat on the mat.", 0.1)
+    english = "The cat sat on the mat."
+    assert reads_as(english, DEFAULT_LANGUAGE, 0.1) and not reads_as(english, de, 0.1)
     assert len({*LANGUAGES.values()}) == len(LANGUAGES)  # hashable: caches and sets key on it
 
 

@@ -11,6 +11,8 @@ content words in it; a chunk without one (punctuation, stop words) is not judged
 from __future__ import annotations
 
 from hades_ray.text.languages import Language
+from hades_ray.text.stopwords import stop_words
+from hades_ray.text.words import word_spans
 
 
 def is_judged(word: str, words: str = "content", *, lang: Language) -> bool:
@@ -18,7 +20,7 @@ def is_judged(word: str, words: str = "content", *, lang: Language) -> bool:
     ``all``; under ``content`` (the default, as ``hades-ray score``) the language's stop words are skipped too."""
     if not any(ch.isalnum() for ch in word):
         return False
-    return words == "all" or word.lower() not in lang.stop_words()
+    return words == "all" or word.lower() not in stop_words("auto", lang)
 
 
 def chunk_items(prefix: str, chunk: str, words: str = "content", *, lang: Language) -> list[dict]:
@@ -27,7 +29,7 @@ def chunk_items(prefix: str, chunk: str, words: str = "content", *, lang: Langua
     ``chunk``. Online mode reads only ``words[:end + 1]``, so nothing after a word reaches its score.
     A chunk that continues the prefix's last word (a prompt cut mid-word) is judged as the whole word."""
     text, cut = prefix + chunk, len(prefix)
-    spans = lang.word_spans(text)
+    spans = word_spans(text, lang)
     all_words = [text[s:e] for s, e in spans]
     return [
         {"words": all_words, "start": k, "end": k, "span": (max(s - cut, 0), e - cut)}
@@ -38,7 +40,7 @@ def chunk_items(prefix: str, chunk: str, words: str = "content", *, lang: Langua
 
 def word_start(text: str, at: int, lang: Language) -> int:
     """Where the word of ``text`` that runs across position ``at`` starts (``at`` when none does)."""
-    return next((s for s, e in lang.word_spans(text) if s < at < e), at)
+    return next((s for s, e in word_spans(text, lang) if s < at < e), at)
 
 
 def starts_with_space(piece: str) -> bool:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from hades_ray.errors import UserError
 from hades_ray.text.languages import Language
-from hades_ray.text.words import is_mark, is_word
+from hades_ray.text.words import is_mark, is_word, word_spans, words
 
 ARTIFACT_KINDS = ("punctuation", "repeated_word", "token_count")
 GLUED = "glued"
@@ -80,7 +80,7 @@ def _tokens(text: str, lo: int, hi: int, language: Language) -> list[tuple[int, 
     English (``Language.is_default``) runs of ``\\w`` and single other characters, as it was always checked."""
     if language.is_default:
         return [m.span() for m in _TOKENS.finditer(text, lo, hi)]
-    return [(lo + start, lo + end) for start, end in language.word_spans(text[lo:hi])]
+    return [(lo + start, lo + end) for start, end in word_spans(text[lo:hi], language)]
 
 
 def _repeated_word(original: str, perturbed: str, start: int, end: int, language: Language) -> bool:
@@ -125,7 +125,7 @@ def _count_words(text: str, lang: Language) -> int:
     that hold a word character (its punctuation is the ``punctuation`` kind's)."""
     if lang.spaced:
         return len(text.split())
-    return sum(any(_is_word_char(c) for c in word) for word in lang.words(text))
+    return sum(any(_is_word_char(c) for c in word) for word in words(text, lang))
 
 
 def count_artifacts(rows: Iterable[dict], language: Language) -> Counter:

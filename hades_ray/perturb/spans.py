@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hades_ray.io.hades_format import Instance
 from hades_ray.text.languages import Language
+from hades_ray.text.words import words
 
 
 def _lowercasing(tokenizer) -> bool:
@@ -78,12 +79,12 @@ def words_with_span_indices(
     ranges: list[tuple[int, int]] = []
     cursor = 0
     for span in spans:
-        found += language.words(text[cursor : span["start"]])
+        found += words(text[cursor : span["start"]], language)
         first = len(found)
-        found += language.words(text[span["start"] : span["end"]])
+        found += words(text[span["start"] : span["end"]], language)
         ranges.append((first, len(found) - 1))
         cursor = span["end"]
-    found += language.words(text[cursor:])
+    found += words(text[cursor:], language)
     return found, ranges
 
 

@@ -60,13 +60,14 @@ class ReplaceStage(PerturbStage):
     def setup(self) -> None:
         from hades_ray.models.registry import load_masked_lm
         from hades_ray.perturb.replace import vocabulary_bans
+        from hades_ray.text.stopwords import stop_words
 
         super().setup()
         replace = self.config.perturb.replace
         device = setup_torch(self.resources)
         self.tokenizer, self.model = load_masked_lm(self.config.models.mlm, device, replace.dtype)
         mask_stops = self.config.perturb.mask.stopwords
-        stops = None if replace.allow_stopwords else self.config.lang.stop_words(mask_stops)
+        stops = None if replace.allow_stopwords else stop_words(mask_stops, self.config.lang)
         self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size, stops, replace.whole_words)
 
     def run(self, rows: list[dict]) -> list[dict]:

@@ -17,6 +17,7 @@ from hades_ray.perturb.settings import RankConfig
 from hades_ray.perturb.replace import MaskedSequence, fill_masks
 from hades_ray.perturb.spans import apply_replacements, decode_replacement
 from hades_ray.text.seeding import candidate_rng
+from hades_ray.text.stopwords import stop_words
 
 REPLACE_STREAM = 1
 
@@ -29,7 +30,7 @@ def prepare_rows(rows: list[dict], nlp, tokenizer, config: HadesConfig) -> list[
     """Validate each text, find its maskable units and choose every candidate's masked spans."""
     read, mask = config.perturb.read, config.perturb.mask
     lang = config.lang
-    stops = lang.stop_words(mask.stopwords)
+    stops = stop_words(mask.stopwords, lang)
     for row in rows:
         reason = row.get("reject") or reject_reason(row["text"], read, lang)
         row.update(status=reason, input_ids=[], units=[], chosen=[])

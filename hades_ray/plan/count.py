@@ -28,6 +28,7 @@ from hades_ray.models.registry import load_tokenizer
 from hades_ray.perturb import rank, rank_prefix, replace, steps
 from hades_ray.perturb.packing import config_positions, packing_of
 from hades_ray.text.pipeline import load_pipeline
+from hades_ray.text.stopwords import stop_words
 
 
 @dataclass
@@ -191,7 +192,7 @@ def count_prepared(
     as the job packs them on ``device`` ("cpu" or "cuda"); ``keep_groups`` keeps the model calls'
     inputs for ``measure``."""
     perturb = config.perturb
-    stops = None if perturb.replace.allow_stopwords else config.lang.stop_words(perturb.mask.stopwords)
+    stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords, config.lang)
     bans = replace.vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
     mlm_packing = packing_of(perturb.replace, device, tokenizers.mlm_positions)
     lm_packing = packing_of(perturb.rank, device, tokenizers.lm_positions)

@@ -21,6 +21,7 @@ from hades_ray.io.demo_corpus import DEMO_INPUT
 from hades_ray.io.readers import input_files
 from hades_ray.text.languages import Language, language_from_path
 from hades_ray.text.pipeline import load_pipeline, resolve_pipeline_name
+from hades_ray.text.stopwords import stop_words
 
 TOKENIZE_BATCH = 64  # texts per tokenizer call (the fast tokenizers batch in Rust)
 
@@ -78,7 +79,7 @@ def text_costs(config: HadesConfig, shards: list[list[dict]], tokenizers) -> dic
     not truncated), in all, per text and per word."""
     lang = config.lang
     nlp = load_pipeline(lang, config.spacy_model)
-    stops = lang.stop_words(config.perturb.mask.stopwords)
+    stops = stop_words(config.perturb.mask.stopwords, lang)
     texts = [row["text"] for rows in shards for row in rows if not row.get("reject") and row["text"].strip()]
     words = stop = 0
     for doc in map(nlp.tokenizer, texts):

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 
 from hades_ray.text.languages import Language
+from hades_ray.text.stopwords import stop_words
+from hades_ray.text.words import word_spans
 
 WORD = re.compile(r"\w", re.UNICODE)
 
@@ -32,7 +34,7 @@ class Targets:
 
 def units(text: str, lang: Language) -> tuple[list[str], list[int], list[int]]:
     """The words of ``text`` in language ``lang`` and their character ranges."""
-    spans = lang.word_spans(text)
+    spans = word_spans(text, lang)
     return [text[s:e] for s, e in spans], [s for s, _ in spans], [e for _, e in spans]
 
 
@@ -67,7 +69,7 @@ def find_targets(
                 first.append(i)
                 last.append(i)
         return Targets(tokens, starts, ends, first, last)
-    stops = lang.stop_words() if stops is None else stops
+    stops = stop_words("auto", lang) if stops is None else stops
     entities = sorted((e.start_char, e.end_char) for e in nlp(text).ents) if nlp is not None else []
     owner = _entity_of_unit(starts, ends, entities)
     i = 0

@@ -105,7 +105,7 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
         )
     pool = pool_dir(workdir)
     found = recorded_language(pool)
-    if found != config.lang:  # words are joined, tagged and judged the pool's language's way
+    if found.name != config.language:  # words are joined, tagged and judged the pool's language's way (auto too)
         raise UserError(
             f"the pool {pool} is in language {found.name} (its config.resolved.yaml) but this run's language is "
             f"{config.language}: give --language {found.name}"

@@ -13,6 +13,7 @@ from importlib import metadata
 
 from hades_ray.text.languages import LANGUAGES, Language
 from hades_ray.text.pipeline import resolve_pipeline_name
+from hades_ray.text.stopwords import stop_words
 
 COLUMNS = ("Wiki-40B", "language", "segmenter", "stop words", "NER pipeline", "installed here")
 _REQUIREMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -43,7 +44,7 @@ def segmenter_cell(lang: Language) -> str:
 def stop_words_cell(lang: Language) -> str:
     """The list ``perturb.mask.stopwords=auto`` gives this language, and its size."""
     try:
-        words = lang.stop_words("auto")
+        words = stop_words("auto", lang)
     except ImportError:  # a spaCy without this language's list
         return "none in this spaCy"
     return f"{'NLTK' if lang.is_default else 'spaCy'} ({len(words)})"

@@ -5,13 +5,14 @@ pipeline that finds its named entities, and where its sentences end.
 A run's language is one ``Language`` value, made once from its config (``config.lang``, after
 ``config.resolve_language``) or from what an output recorded (``language_of``), and passed to
 everything that cuts, joins, filters or writes its text; code asks it (``lang.joiner``,
-``lang.record_fields()``) instead of comparing names. ``DEFAULT_LANGUAGE`` (English) is the only place
+``lang.record_fields()``), or hands it to the functions that cut its words and list its stop words
+(``text/words.py``, ``text/stopwords.py``), instead of comparing names. ``DEFAULT_LANGUAGE`` (English) is the only place
 the default is named: HaDes' language, and the only one before languages came, so its outputs leave the
 ``language`` field out and keep their bytes.
 
-Nothing here imports spaCy: building a config (which checks a language name) stays cheap on every worker.
-``hades_ray/text/pipeline.py`` loads what a language names, and says what to install when it is missing;
-the methods that cut words or list stop words import ``text/words.py`` and ``text/stopwords.py`` when called.
+Nothing here imports spaCy (nor any other module of text/): building a config (which checks a language
+name) stays cheap on every worker. ``hades_ray/text/pipeline.py`` loads what a language names, and says
+what to install when it is missing.
 """
 
 from __future__ import annotations
@@ -97,40 +98,9 @@ class Language:
         English (its name from before languages came)."""
         return "non_english" if self.is_default else f"not_{self.name}"
 
-    def word_spans(self, text: str) -> list[tuple[int, int]]:
-        """``(start, end)`` character ranges of the words of ``text`` (``text/words.py``)."""
-        from hades_ray.text.words import word_spans
-
-        return word_spans(text, self)
-
-    def words(self, text: str) -> list[str]:
-        """The words of ``text``: the units of instances, detector targets and word offsets (``text/words.py``)."""
-        from hades_ray.text.words import words
-
-        return words(text, self)
-
     def join(self, items: list[str]) -> str:
-        """Words back into running text (``words``' inverse on a HaDes ``replaced`` field's words)."""
+        """Words back into running text (``text.words.words``' inverse on a HaDes ``replaced`` field's words)."""
         return self.joiner.join(items)
-
-    def span_words(self, span: str) -> list[str]:
-        """The words of a span's text as an instance's own span is put back (a batch's original text, a
-        round's windows): whitespace-separated in the default language, as its instances always were; the
-        language's words elsewhere (Chinese has no spaces to split at)."""
-        return span.split() if self.is_default else self.words(span)
-
-    def stop_words(self, source: str = AUTO) -> frozenset[str]:
-        """The stop words ``perturb.mask.stopwords=source`` means in this language (``text/stopwords.py``)."""
-        from hades_ray.text.stopwords import stop_words
-
-        return stop_words(source, self)
-
-    def reads_as(self, text: str, min_ratio: float) -> bool:
-        """Whether ``text`` has at least ``min_ratio`` of this language's function words per word: a cheap
-        check that a text is in this language (``text/stopwords.py``)."""
-        from hades_ray.text.stopwords import reads_as
-
-        return reads_as(text, self, min_ratio)
 
 
 def _news(code: str) -> str:

@@ -14,6 +14,7 @@ import re
 from functools import lru_cache
 
 from hades_ray.text.languages import DEFAULT_LANGUAGE, Language, language
+from hades_ray.text.words import words
 
 SOURCES = ("nltk", "spacy")
 
@@ -84,7 +85,7 @@ def _function_word_units(text: str, lang: Language) -> tuple[list[str], frozense
     the language's words with a letter and its stop words."""
     if lang.is_default:
         return _LETTER_RUN.findall(text.lower()), ENGLISH_FUNCTION_WORDS
-    found = [w.lower() for w in lang.words(text) if any(c.isalpha() for c in w)]
+    found = [w.lower() for w in words(text, lang) if any(c.isalpha() for c in w)]
     return found, stop_words("auto", lang)
 
 

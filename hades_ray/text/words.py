@@ -75,6 +75,14 @@ def words(text: str, lang: Language | str) -> list[str]:
     return [text[start:end] for start, end in word_spans(text, lang)]
 
 
+def span_words(span: str, lang: Language | str) -> list[str]:
+    """The words of a span's text as an instance's own span is put back (a batch's original text, a round's
+    windows): whitespace-separated in the default language, as its instances always were; the language's
+    words elsewhere (Chinese has no spaces to split at)."""
+    lang = language(lang)
+    return span.split() if lang.is_default else words(span, lang)
+
+
 def join_words(items: list[str], lang: Language | str) -> str:
     """Words back into running text: with spaces, or without them in a language written without."""
     return language(lang).join(items)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hades_ray.io.hades_format import Instance
 from hades_ray.text.languages import Language
+from hades_ray.text.stopwords import stop_words
 from hades_ray.text.words import is_word
 
 
@@ -39,7 +40,7 @@ def doc_instances(
     (non-English instances name it, as the perturbation's HaDes records do)."""
     from hades_ray.perturb.spans import words_with_span_indices
 
-    stop = language.stop_words() if stop is None else stop  # as MASK uses them (the paper's NLTK list in English)
+    stop = stop_words("auto", language) if stop is None else stop  # as MASK uses them (English: the paper's NLTK)
     spans = sorted(spans, key=lambda s: s["start"])
     words, ranges = words_with_span_indices(perturbed, spans, language)
     named = language.record_fields()
@@ -69,7 +70,7 @@ def pool_instances(
     parts = sorted(Path(pool_dir).glob("part-*.parquet"))
     if not parts:
         raise FileNotFoundError(f"no part-*.parquet under {pool_dir}")
-    rng, stop, out, docs = random.Random(seed), language.stop_words(), [], 0
+    rng, stop, out, docs = random.Random(seed), stop_words("auto", language), [], 0
     for part in parts:
         for row in pq.read_table(part, columns=["doc_id", "perturbed", "spans"]).to_pylist():
             if limit_docs is not None and docs >= limit_docs:
