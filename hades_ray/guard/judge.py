@@ -100,9 +100,10 @@ class RecordingJudge:
         return scored
 
 
-def score_differences(scorer, calls: list[tuple[str, str, list[dict]]], threshold: float) -> dict:
+def score_differences(scorer, calls: list[tuple[str, str, list[dict]]], threshold: float, lang: Language) -> dict:
     """Each recorded word's p(H) against ``scorer`` (a ``Scorer``: what ``hades-ray score`` computes) on
-    the same text, the chunk's words as targets: how many, max |diff|, and flags that differ. A word is
+    the same text in ``lang`` (the judge's), the chunk's words as targets: how many, max |diff|, and flags
+    that differ. A word is
     the text's unit holding its first character (a chunk that continues the prompt's last word is
     judged as that whole word)."""
     from hades_ray.score.words import Targets, find_targets
@@ -111,7 +112,7 @@ def score_differences(scorer, calls: list[tuple[str, str, list[dict]]], threshol
     for prefix, chunk, words in calls:
         if not words:
             continue
-        t = find_targets(prefix + chunk, "all")
+        t = find_targets(prefix + chunk, "all", lang=lang)
         mine = {}
         for w in words:
             at = len(prefix) + w["start"]

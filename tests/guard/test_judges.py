@@ -87,7 +87,7 @@ def test_cached_causal_judge_records_what_score_gives_the_same_text(generator, c
     assert sum(len(g["interventions"]) for g in got) > 3  # rollbacks happened
     scorer = Detector.open(causal).scorer()
     assert max(len(scorer.tokenizer(p + c)["input_ids"]) for p, c, _ in recorder.calls) > 2 * WINDOW
-    check = score_differences(scorer, recorder.calls, judge.threshold)
+    check = score_differences(scorer, recorder.calls, judge.threshold, judge.lang)
     assert check["words"] > 60 and check["unmatched"] == 0
     assert check["max_abs_diff"] < TOLERANCE and check["flags_differing"] == 0
 
