@@ -125,11 +125,12 @@ def test_a_generate_job_keeps_the_dict_and_digest_it_had_as_strings():
 
 
 def test_a_feature_view_digest_names_its_language_as_it_did():
-    from hades_ray.detect.reps import STORE_FORMAT, FeatureView
+    from hades_ray.detect.reps import STORE_FORMAT, FeatureView, _described
 
     for name in ("en", "zh-cn"):
         view = FeatureView.of({"mlm": "local:mlm", "feature_window": 32, "spacy_model": "blank", "language": name})
         plain = {"mlm": "local:mlm", "feature_window": 32, "spacy_model": "blank", "language": name}
         text = json.dumps([STORE_FORMAT, view.kind, plain, "data"], sort_keys=True, default=str)
         assert view.digest("data") == hashlib.sha256(text.encode()).hexdigest()[:16]
+        assert json.loads(_described(view, "data"))["view"] == plain  # store.json, which made_for compares
     assert FeatureView.of({"mlm": "m", "feature_window": 1, "spacy_model": "blank"}).language is DEFAULT_LANGUAGE

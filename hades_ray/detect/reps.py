@@ -72,8 +72,12 @@ class View:
     kind: ClassVar[str] = "span_reps"
     columns: ClassVar[tuple[str, ...]] = ("rep_max", "rep_mean")
 
+    def plain(self) -> dict:
+        """The view as plain data: its digest's, and ``store.json``'s ``view``."""
+        return dataclasses.asdict(self)
+
     def digest(self, data: str) -> str:
-        return digest_of([STORE_FORMAT, self.kind, dataclasses.asdict(self), data])
+        return digest_of([STORE_FORMAT, self.kind, self.plain(), data])
 
     def stages(self, detect, num_gpus: float = 0.0) -> list[Stage]:
         return [rep_stage(self, detect, num_gpus)]
@@ -98,19 +102,19 @@ class FeatureView:
         return cls(settings["mlm"], int(settings["feature_window"]), settings["spacy_model"],
                    language_of(settings))  # fmt: skip
 
-    def settings(self) -> dict:
-        """The view as a feature detector's settings, the language by name (every store's digest names it,
-        English's too)."""
+    def plain(self) -> dict:
+        """The view as plain data, the language by name (every store's digest and ``store.json`` name it,
+        English's too): a feature detector's settings."""
         fields = {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
         return fields | {"language": self.language.name}
 
     def digest(self, data: str) -> str:
-        return digest_of([STORE_FORMAT, self.kind, self.settings(), data])
+        return digest_of([STORE_FORMAT, self.kind, self.plain(), data])
 
     def stages(self, detect, num_gpus: float = 0.0) -> list[Stage]:
         from hades_ray.detect.features.stages import model_feature_stages
 
-        return model_feature_stages(self.settings(), detect)
+        return model_feature_stages(self.plain(), detect)
 
 
 def store_view_of(settings: dict, detect):
@@ -305,7 +309,7 @@ def _planned(shards: list, _mapper) -> list:
 
 
 def _described(view, data: str) -> str:
-    return json.dumps({"kind": view.kind, "view": dataclasses.asdict(view), "data": data}, indent=2)
+    return json.dumps({"kind": view.kind, "view": view.plain(), "data": data}, indent=2)
 
 
 # ---------------------------------------------------------------- reading
@@ -317,7 +321,7 @@ def made_for(folder: str, view) -> bool:
     if not storage.exists(path):
         return False
     described = json.loads(storage.read_text(path))
-    return described.get("kind", View.kind) == view.kind and described["view"] == dataclasses.asdict(view)
+    return described.get("kind", View.kind) == view.kind and described["view"] == view.plain()
 
 
 def vectors(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
