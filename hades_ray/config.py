@@ -27,7 +27,7 @@ from hades_ray.reproduce.settings import ReproduceConfig
 from hades_ray.score.settings import ScoreConfig
 from hades_ray.select.settings import SelectConfig
 from hades_ray.serve.settings import ServeConfig
-from hades_ray.text.languages import AUTO, NAMES, language, language_from_path
+from hades_ray.text.languages import AUTO, DEFAULT_LANGUAGE, NAMES, Language, language, language_from_path, language_of
 
 PRESETS = ("local", "paper", "multilingual")
 RESOLVED_NAME = "config.resolved.yaml"
@@ -53,7 +53,7 @@ class HadesConfig:
     seed: int = key(0, "[0, 4294967295]", help="random seed")  # numpy and torch both take 32-bit seeds
     # Wiki-40B's config name of the text's language; auto: the one the input path names (wiki40b/de/...).
     language: str = key(
-        "en",
+        DEFAULT_LANGUAGE.name,
         choices=(*NAMES, AUTO),
         help="the text's language: a Wiki-40B name (en, de, zh-cn, ...), or auto: the one the input path names",
     )
@@ -76,6 +76,12 @@ class HadesConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def lang(self) -> Language:
+        """The run's ``Language`` value (``language`` is its name, the config key): made concrete by
+        ``resolve_language``; ``auto`` not yet resolved is a one-line error."""
+        return language(self.language)
 
 
 # Keys that moved: naming the old one is refused with the new name, never silently ignored.
@@ -208,8 +214,11 @@ def validate(config: HadesConfig) -> None:
             check(trial)
         except ConfigError as error:
             raise ConfigError(f"languages.{name}: {error}") from None
-    if config.language != AUTO and config.language != "en" and config.perturb.mask.stopwords == "nltk":
-        raise ConfigError(f"perturb.mask.stopwords=nltk is English only; {config.language} takes auto or spacy")
+    source = config.perturb.mask.stopwords
+    if config.language != AUTO and source not in (lang := language(config.language)).stop_word_sources:
+        raise ConfigError(
+            f"perturb.mask.stopwords={source} is English only; {lang.name} takes {' or '.join(lang.stop_word_sources)}"
+        )
 
 
 def resolve_language(config: HadesConfig, input_path: str | Path | None = None) -> HadesConfig:
@@ -239,20 +248,20 @@ def resolved_yaml(config: HadesConfig) -> str:
     return yaml.safe_dump(config.to_dict(), sort_keys=False)
 
 
-def recorded_language(folder: str | Path) -> str:
-    """The language an output folder (a pool: a folder or URI) was written in: its ``config.resolved.yaml``'s
-    ``language``; a folder without one (written before languages, or by hand) is English."""
+def recorded_language(folder: str | Path) -> Language:
+    """The language an output folder (a pool, a perturbation run: a folder or URI) was written in: its
+    ``config.resolved.yaml``'s ``language``; a folder without one (written before languages, or by hand)
+    is in the default language (``text.languages.language_of``)."""
     from hades_ray.pipeline import storage
 
     path = storage.join(folder, RESOLVED_NAME)
     if not storage.exists(path):
-        return "en"
+        return DEFAULT_LANGUAGE
     try:
         data = yaml.safe_load(storage.read_text(path))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise ConfigError(f"{path}: unreadable YAML ({' '.join(str(error).split())[:160]})") from None
-    found = data.get("language") if isinstance(data, dict) else None
-    return found if isinstance(found, str) and found else "en"
+    return language_of(data if isinstance(data, dict) else {})
 
 
 def save_config(config: HadesConfig, directory: str | Path, name: str = RESOLVED_NAME) -> Path:

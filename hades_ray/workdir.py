@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import Shard, part_name, read_markers
 from hades_ray.pipeline.steps import digest_of
-from hades_ray.text.words import words
+from hades_ray.text.languages import Language
+from hades_ray.text.words import span_words
 
 WORKDIR_FILE = "workdir.json"
 # The pool as the perturbation job writes it (hades_ray/perturb/writer.py): a document's spans, its
@@ -134,14 +135,13 @@ def read_pool_part(shard: Shard, columns: tuple[str, ...] = POOL_COLUMNS) -> pa.
     return storage.read_parquet(shard.source, list(columns))
 
 
-def original_span_words(row, language: str = "en") -> list[str]:
-    """The words of the instance's original span: whitespace-separated in English (as its instances have
-    always been rebuilt), the language's words elsewhere (``text.words``: Chinese has no spaces to split at)."""
-    span = str(row["original_span"])
-    return span.split() if language == "en" else words(span, language)
+def original_span_words(row, language: Language) -> list[str]:
+    """The words of the instance's original span (``text.words.span_words``: whitespace-separated in English,
+    as its instances have always been rebuilt; the language's words elsewhere)."""
+    return span_words(str(row["original_span"]), language)
 
 
-def original_words(row, language: str = "en") -> list[str]:
+def original_words(row, language: Language) -> list[str]:
     """The instance's words with its own span put back (other replaced spans stay as they are)."""
     found = list(row["words"])
     return found[: row["start"]] + original_span_words(row, language) + found[row["end"] + 1 :]

@@ -269,7 +269,8 @@ def learnability_files(config, work: Path, docs: int, shares: dict[str, float], 
             laps = Laps()
             run_perturb(config, ENWIKI, work / "perturb", limit=docs, executor=Executor.of(config.ray, force=True))
             out["perturb_seconds"] = laps.lap()
-    parts = split_by_doc(pool_instances(pool, seed=config.seed), tuple(shares.values()), seed=config.seed)
+    instances = pool_instances(pool, seed=config.seed, language=config.lang)
+    parts = split_by_doc(instances, tuple(shares.values()), seed=config.seed)
     out["paths"] = [write_instances(part, work / f"{name}.jsonl") for part, name in zip(parts, shares)]
     out["instances"] = {name: len(part) for name, part in zip(shares, parts)}
     return out

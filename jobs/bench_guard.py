@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage
 from hades_ray.report.markdown import pipe_table
+from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prompts (ENWIKI)
 from jobs.bench_common import (
     ENWIKI,
     RESULTS,
@@ -201,7 +202,8 @@ def generated_words(prompt: str, generation: str) -> tuple[list[str], list[int]]
 
     text = prompt + generation
     found = list(DETECTOR_WORDS.finditer(text))
-    picked = [k for k, m in enumerate(found) if m.start() >= len(prompt) and is_judged(m.group(), "content")]
+    judged = [is_judged(m.group(), "content", lang=ENGLISH) for m in found]
+    picked = [k for k, m in enumerate(found) if m.start() >= len(prompt) and judged[k]]
     return [m.group() for m in found], picked
 
 
@@ -709,7 +711,7 @@ def final_text_check(folder: str, stride: int, texts: list[str], results: list[d
     scorer, diffs, flips, unaligned = Detector.open(folder).scorer(stride=stride), [0.0], 0, 0
     jobs = []
     for text, result in zip(texts, results):
-        t = find_targets(text, "all")
+        t = find_targets(text, "all", lang=ENGLISH)
         shift = len(text) - len(result["generation"])
         starts = {t.starts[f]: f for f in t.first}
         mine = {}
@@ -779,12 +781,12 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     def scorer(name: str):
         return Detector.open(detectors[name]["dir"]).scorer("online", stride=stride)
 
-    judge = EncoderJudge(scorer("online"), args.threshold, "content")
+    judge = EncoderJudge(scorer("online"), args.threshold, "content", lang=config.lang)
     judges = {
         "online": judge,
-        "causal": CausalJudge(scorer("causal"), args.threshold, "content"),
-        "causal_word": EncoderJudge(scorer("causal"), args.threshold, "content"),
-        "small": CausalJudge(scorer("small"), 0.5, "content"),
+        "causal": CausalJudge(scorer("causal"), args.threshold, "content", lang=config.lang),
+        "causal_word": EncoderJudge(scorer("causal"), args.threshold, "content", lang=config.lang),
+        "small": CausalJudge(scorer("small"), 0.5, "content", lang=config.lang),
     }
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
@@ -808,7 +810,8 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
             full = [TokenText(tokenizer, tokenizer(p)["input_ids"]).prompt + g for p, g in texts]
             folder = detectors[FOLDER[JUDGED[name]]]["dir"]
             finals[name] = final_text_check(folder, stride, full, arm["results"], threshold)
-            checks[name] = score_differences(Detector.open(folder).scorer(stride=stride), arm["calls"], threshold)
+            same_scorer = Detector.open(folder).scorer(stride=stride)
+            checks[name] = score_differences(same_scorer, arm["calls"], threshold, config.lang)
         if name in ("plain", "guarded"):
             lr_dir = detectors["lr"]["dir"]
             drift[name], lr_scores[name], agree[name] = lr_agreement(

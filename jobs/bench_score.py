@@ -79,11 +79,12 @@ def run_variant(detector: str, texts: list[str], how: str, threads: int) -> dict
 
     from hades_ray.detect.detector import Detector
     from hades_ray.score.words import find_targets
+    from hades_ray.text.languages import language
     from hades_ray.text.pipeline import load_pipeline
 
     torch.set_num_threads(threads)
     nlp = load_pipeline("en")
-    targets = [find_targets(t, "content", nlp) for t in texts]
+    targets = [find_targets(t, "content", nlp, lang=language("en")) for t in texts]
     scorer = Detector.open(detector).scorer()
     scorer.score(targets[:1])  # warm-up
     began, cpu_began = time.perf_counter(), time.process_time()

@@ -24,6 +24,7 @@ from pathlib import Path
 from hades_ray.train.learnability import pool_instances, split_by_doc
 from hades_ray.io.hades_format import write_instances
 from hades_ray.pipeline import storage
+from hades_ray.config import recorded_language
 from hades_ray.report.labelled import LEARNABILITY
 
 EXPERIMENT = "context_length"
@@ -36,7 +37,7 @@ LABELS = ("judged", "learnability")
 
 def learnability_data(pool: Path, folder: Path, seed: int, max_instances: int) -> tuple[Path, Path, str]:
     """train.txt / test.txt of a pool's learnability instances (70/30 by document) under ``folder``."""
-    instances = pool_instances(pool / "pool", seed=seed)
+    instances = pool_instances(pool / "pool", seed=seed, language=recorded_language(pool))
     if len(instances) > max_instances:
         instances = random.Random(seed).sample(instances, max_instances)
     train, test = split_by_doc(instances, (0.7, 0.3), seed)

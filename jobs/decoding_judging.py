@@ -21,6 +21,7 @@ import random
 from pathlib import Path
 
 from hades_ray.pipeline import storage
+from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # an English experiment
 from hades_ray.workdir import pool_shards, read_pool_part, round_dir
 
 QUESTION = (
@@ -45,9 +46,9 @@ def setting_items(label: str, pool: Path, rows: list[dict], spans: list[dict]) -
         for row in read_pool_part(shard).to_pylist():
             if row["doc_id"] not in documents:
                 continue
-            text, start, end = display_original(row, documents)
+            text, start, end = display_original(row, documents, ENGLISH)
             iid = item_id(label, row["id"])
-            items.append({**hades_record(row), "id": iid, "original_text": text, "original_start": start,
+            items.append({**hades_record(row, -1, ENGLISH), "id": iid, "original_text": text, "original_start": start,
                           "original_end": end})  # fmt: skip
             proxy = verdicts.get((row["doc_id"], row["original_span"], row["replacement"]), {})
             key.append({"item_id": iid, "setting": label, "instance_id": row["id"], "doc_id": row["doc_id"],

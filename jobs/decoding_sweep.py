@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hades_ray.config import config_from_dict, set_dotted
+from hades_ray.config import config_from_dict, recorded_language, set_dotted
 from hades_ray.perturb.artifacts import artifact_summary, count_artifacts
 from hades_ray.pipeline import storage
 from hades_ray.report.inputs import read_pool_rows
@@ -70,7 +70,7 @@ def setting_config(config, decoding: str, parameter: str | None, candidates: int
     return config_from_dict(setting.to_dict())  # validated, like every config built
 
 
-def pool_measures(rows: list[dict]) -> dict:
+def pool_measures(rows: list[dict], language) -> dict:
     """Kept-candidate perplexity, distinct replacements and the artifact rate of one setting's texts."""
     replacements = [s["replacement"].strip().lower() for r in rows for s in r["spans"] or []]
     ppl = np.array([r["ppl"] for r in rows], dtype=float)
@@ -81,7 +81,7 @@ def pool_measures(rows: list[dict]) -> dict:
         "replacements": len(replacements),
         "distinct_replacements": len(set(replacements)),
         "distinct_share": len(set(replacements)) / len(replacements) if replacements else None,
-        "artifact_rate": artifact_summary(count_artifacts(rows))["rate"],
+        "artifact_rate": artifact_summary(count_artifacts(rows, language), language)["rate"],
     }
 
 
@@ -115,7 +115,8 @@ def run_decoding_sweep(
             "decoding": decoding,
             "settings": (parameter or "argmax").removeprefix("perturb.replace."),
         }
-        row |= pool_measures(rows) | proxy.summary(spans) | {"pool_reused": summary["shards"]["processed_now"] == 0}
+        row |= pool_measures(rows, recorded_language(pool)) | proxy.summary(spans)
+        row |= {"pool_reused": summary["shards"]["processed_now"] == 0}
         print(f"  {label}: kept ppl median {row['kept_ppl_median']:.1f}, distinct {row['distinct_replacements']}"
               f"/{row['replacements']}, artifact rate {row['artifact_rate']}, incoherent {row['incoherent']}"
               f" ({row['incoherence_rate']:.3f})", flush=True)  # fmt: skip

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     nlp = load_pipeline(config.language, config.spacy_model)
     prompts = [p["prompt"] for p in held_out_prompts(nlp, 60, args.prompts, fits)[0]]
     scorer = Detector.open(args.detector).scorer("online", stride=args.stride or config.score.stride)
-    judge = CausalJudge(scorer, None, "content")
+    judge = CausalJudge(scorer, None, "content", lang=config.lang)
     sampling = Sampling(max_new_tokens=args.new_tokens, top_k=50, no_end=True)
     steps = ForwardClock(model)  # counts the generator's forwards (one per step, plus the prompt's)
     began = time.process_time()

@@ -131,7 +131,7 @@ class Detector:
             raise ValueError(error.reason) from None
         (rows,) = service.score_tables([table])
         cut = _threshold(threshold, service.threshold)
-        return [text_record(row, cut) for row in rows]
+        return [text_record(row, cut, service.language) for row in rows]
 
     def _service(self, mode, words, language):
         from hades_ray.score.settings import WORD_CHOICES

@@ -87,6 +87,6 @@ def _judge(detector, job, model):
     if job.detector is None:
         return None
     if isinstance(detector, Detector):
-        return scorer_judge(detector.online_scorer(job.stride), job.threshold, job.words, job.language)
+        return scorer_judge(detector.online_scorer(job.stride), job.threshold, job.words, lang=job.language)
     device = str(next(model.parameters()).device)
-    return open_judge(job.detector, job.threshold, job.words, device, job.stride, job.language)
+    return open_judge(job.detector, job.threshold, job.words, device, job.stride, lang=job.language)

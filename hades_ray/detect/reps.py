@@ -41,6 +41,7 @@ from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 from hades_ray.pipeline.steps import digest_of
+from hades_ray.text.languages import Language, language_of
 
 STORE_FORMAT = 1  # bump when what a part holds, or how a vector is computed, changes
 PARTS, STORE_JSON = "parts", "store.json"
@@ -71,8 +72,12 @@ class View:
     kind: ClassVar[str] = "span_reps"
     columns: ClassVar[tuple[str, ...]] = ("rep_max", "rep_mean")
 
+    def plain(self) -> dict:
+        """The view as plain data: its digest's, and ``store.json``'s ``view``."""
+        return dataclasses.asdict(self)
+
     def digest(self, data: str) -> str:
-        return digest_of([STORE_FORMAT, self.kind, dataclasses.asdict(self), data])
+        return digest_of([STORE_FORMAT, self.kind, self.plain(), data])
 
     def stages(self, detect, num_gpus: float = 0.0) -> list[Stage]:
         return [rep_stage(self, detect, num_gpus)]
@@ -86,7 +91,7 @@ class FeatureView:
     mlm: str
     feature_window: int
     spacy_model: str
-    language: str
+    language: Language
     kind: ClassVar[str] = "span_features"
     columns: ClassVar[tuple[str, ...]] = ("mlm", "tags")
 
@@ -95,15 +100,21 @@ class FeatureView:
         """From a feature detector's settings (``train.fit.linear_settings``, ``detector.json``; a folder
         from before languages has none: English, as its feature stages read it, detect/features/stages.py)."""
         return cls(settings["mlm"], int(settings["feature_window"]), settings["spacy_model"],
-                   settings.get("language", "en"))  # fmt: skip
+                   language_of(settings))  # fmt: skip
+
+    def plain(self) -> dict:
+        """The view as plain data, the language by name (every store's digest and ``store.json`` name it,
+        English's too): a feature detector's settings."""
+        fields = {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
+        return fields | {"language": self.language.name}
 
     def digest(self, data: str) -> str:
-        return digest_of([STORE_FORMAT, self.kind, dataclasses.asdict(self), data])
+        return digest_of([STORE_FORMAT, self.kind, self.plain(), data])
 
     def stages(self, detect, num_gpus: float = 0.0) -> list[Stage]:
         from hades_ray.detect.features.stages import model_feature_stages
 
-        return model_feature_stages(dataclasses.asdict(self), detect)
+        return model_feature_stages(self.plain(), detect)
 
 
 def store_view_of(settings: dict, detect):
@@ -298,7 +309,7 @@ def _planned(shards: list, _mapper) -> list:
 
 
 def _described(view, data: str) -> str:
-    return json.dumps({"kind": view.kind, "view": dataclasses.asdict(view), "data": data}, indent=2)
+    return json.dumps({"kind": view.kind, "view": view.plain(), "data": data}, indent=2)
 
 
 # ---------------------------------------------------------------- reading
@@ -310,7 +321,7 @@ def made_for(folder: str, view) -> bool:
     if not storage.exists(path):
         return False
     described = json.loads(storage.read_text(path))
-    return described.get("kind", View.kind) == view.kind and described["view"] == dataclasses.asdict(view)
+    return described.get("kind", View.kind) == view.kind and described["view"] == view.plain()
 
 
 def vectors(column: pa.ChunkedArray | pa.Array) -> np.ndarray:

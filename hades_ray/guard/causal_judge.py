@@ -25,6 +25,7 @@ import torch
 from hades_ray.guard.judge_cache import RowCaches
 from hades_ray.guard.word_tokens import TextTokens
 from hades_ray.guard.words import chunk_items
+from hades_ray.text.languages import Language
 
 
 @dataclass
@@ -41,7 +42,7 @@ class _Job:
 class CausalJudge:
     """p(H) of each chunk's judged words from a span classifier with a causal backbone, cached per row."""
 
-    def __init__(self, scorer, threshold: float | None, words: str = "content", lang: str = "en"):
+    def __init__(self, scorer, threshold: float | None, words: str = "content", *, lang: Language):
         scorer.detector.require_online()
         self.scorer, self.tokenizer, self.model = scorer, scorer.tokenizer, scorer.model
         self.window, self.stride = scorer.window, scorer.stride
@@ -61,7 +62,7 @@ class CausalJudge:
         (characters in the chunk), every row's new tokens run together."""
         from hades_ray.detect.stable import head_probabilities
 
-        items = [chunk_items(prefix, chunk, self.words, self.lang) for _, prefix, chunk in requests]
+        items = [chunk_items(prefix, chunk, self.words, lang=self.lang) for _, prefix, chunk in requests]
         jobs, leftovers = self._plan(requests, items)
         pooled: dict[tuple[int, int], torch.Tensor] = {}
         while jobs:  # a row whose chunk spans two windows has a second job: run after its first

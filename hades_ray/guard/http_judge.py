@@ -22,6 +22,7 @@ from http.client import HTTPConnection, HTTPException, HTTPSConnection
 
 from hades_ray.errors import UserError
 from hades_ray.guard.words import word_start
+from hades_ray.text.languages import language_of
 
 TOKEN_ENV = "HADES_SERVE_TOKEN"
 TIMEOUT_S = 60.0
@@ -47,7 +48,7 @@ class HttpJudge:
             raise UserError(f"{self.url} serves a {self.health.get('mode')} detector; the guard needs an online one")
         self.threshold = float(self.health["threshold"] if threshold is None else threshold)
         self.words = self.health.get("words")
-        self.language = self.health.get("language", "en")  # the service cuts words in its own language
+        self.language = language_of(self.health)  # the service cuts words in its own language
 
     def begin(self, rows: int) -> None:
         """Nothing to reset: the server keeps no state per caller."""

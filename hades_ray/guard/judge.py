@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from hades_ray.guard.words import chunk_items
+from hades_ray.text.languages import Language
 
 
 def open_judge(
-    guard: str, threshold: float | None, words: str = "content", device: str = "cpu", stride: int = 0, lang: str = "en"
+    guard: str, threshold: float | None, words: str = "content", device: str = "cpu", stride: int = 0, *, lang: Language
 ):
     """The judge for ``--guard``: a served detector's URL, or an online detector folder, scored by the
     route the detector takes online (``Detector.route``): windows (a causal backbone, a window in tokens)
@@ -32,23 +33,23 @@ def open_judge(
         return HttpJudge(guard, threshold)
     detector = Detector.open(guard)
     detector.require_online()
-    return scorer_judge(detector.scorer("online", device, stride=stride), threshold, words, lang)
+    return scorer_judge(detector.scorer("online", device, stride=stride), threshold, words, lang=lang)
 
 
-def scorer_judge(scorer, threshold: float | None, words: str = "content", lang: str = "en"):
+def scorer_judge(scorer, threshold: float | None, words: str = "content", *, lang: Language):
     """The judge over an online ``Scorer`` already loaded: the cached causal judge where it scores a
     window per forward, else each word's own view."""
     if scorer.one_forward:
         from hades_ray.guard.causal_judge import CausalJudge
 
-        return CausalJudge(scorer, threshold, words, lang)
-    return EncoderJudge(scorer, threshold, words, lang)
+        return CausalJudge(scorer, threshold, words, lang=lang)
+    return EncoderJudge(scorer, threshold, words, lang=lang)
 
 
 class EncoderJudge:
     """p(H) of each chunk's judged words, batched across prompts: one ``score_spans`` call per step."""
 
-    def __init__(self, scorer, threshold: float | None, words: str = "content", lang: str = "en"):
+    def __init__(self, scorer, threshold: float | None, words: str = "content", *, lang: Language):
         scorer.detector.require_online()
         self.scorer, self.model, self.tokenizer, self.window = scorer, scorer.model, scorer.tokenizer, scorer.window
         self.threshold = scorer.detector.threshold if threshold is None else float(threshold)
@@ -63,7 +64,7 @@ class EncoderJudge:
         (punctuation, stop words)."""
         items, owner = [], []
         for k, (_, prefix, chunk) in enumerate(requests):
-            for item in chunk_items(prefix, chunk, self.words, self.lang):
+            for item in chunk_items(prefix, chunk, self.words, lang=self.lang):
                 items.append(item)
                 owner.append(k)
         p = self.scorer.score_spans(items)
@@ -99,9 +100,10 @@ class RecordingJudge:
         return scored
 
 
-def score_differences(scorer, calls: list[tuple[str, str, list[dict]]], threshold: float) -> dict:
+def score_differences(scorer, calls: list[tuple[str, str, list[dict]]], threshold: float, lang: Language) -> dict:
     """Each recorded word's p(H) against ``scorer`` (a ``Scorer``: what ``hades-ray score`` computes) on
-    the same text, the chunk's words as targets: how many, max |diff|, and flags that differ. A word is
+    the same text in ``lang`` (the judge's), the chunk's words as targets: how many, max |diff|, and flags
+    that differ. A word is
     the text's unit holding its first character (a chunk that continues the prompt's last word is
     judged as that whole word)."""
     from hades_ray.score.words import Targets, find_targets
@@ -110,7 +112,7 @@ def score_differences(scorer, calls: list[tuple[str, str, list[dict]]], threshol
     for prefix, chunk, words in calls:
         if not words:
             continue
-        t = find_targets(prefix + chunk, "all")
+        t = find_targets(prefix + chunk, "all", lang=lang)
         mine = {}
         for w in words:
             at = len(prefix) + w["start"]

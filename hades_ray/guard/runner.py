@@ -21,6 +21,7 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.executor import Executor
 from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.stage import Resources
+from hades_ray.text.languages import Language
 
 TOTALS = ("read", "generated", "quarantined", "new_tokens", "interventions", "judged_words", "flagged_words")
 TOTALS += ("emitted_flagged",)
@@ -40,12 +41,13 @@ def guard_job(
     from hades_ray.guard.http_judge import HttpJudge, is_url
     from hades_ray.guard.sampling import Sampling
     from hades_ray.score.runner import detector_language, text_language
+    from hades_ray.text.languages import DEFAULT_LANGUAGE
 
     threshold, detector, served = config.guard.threshold, guard, None
-    name = text_language(config, "en", prompts, language)
+    name = text_language(config, DEFAULT_LANGUAGE, prompts, language)  # the guard off: no detector's language
     if is_url(guard):  # an unreachable or offline service fails here, before any work
         served = HttpJudge(guard, threshold)
-        threshold, name = served.threshold, served.language
+        threshold, name = served.threshold, served.language.name
     elif guard:
         found = Detector.open(guard)
         found.require_online()  # a folder that is no online span classifier fails before any work
@@ -65,7 +67,7 @@ def guard_job(
         words=g.words,
         dtype=g.dtype,
         stride=config.score.stride,
-        language=config.language,
+        language=config.lang,
     )
     return config, job, served
 
@@ -157,12 +159,12 @@ def write_html(output: str, job: GenerateJob, generated: int) -> str:
     return str(write_report(records, Path(output) / "report.html", title, suspicious, generated))
 
 
-def report_record(record: dict, interventions: dict[str, list], language: str = "en") -> dict:
+def report_record(record: dict, interventions: dict[str, list], language: Language) -> dict:
     """The report shows the prompt apart, so the shaded text is the generation (offsets moved onto it);
     ``language`` lays it out (``score/html.py``: right to left for Arabic, Persian, Hebrew)."""
     shift = len(record["prompt"])
     words = [w | {"start": w["start"] - shift, "end": w["end"] - shift} for w in record["words"] if w["start"] >= shift]
-    return ({"language": language} if language != "en" else {}) | {
+    return language.record_fields() | {
         "id": record["id"],
         "prompt": record["prompt"],
         "text": record["generation"],

@@ -10,12 +10,13 @@ and the seed is written beside each generation so ``model.generate`` can reprodu
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import pyarrow as pa
 
 from hades_ray.guard.sampling import Sampling
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
+from hades_ray.text.languages import Language, language_of
 from hades_ray.text.seeding import stable_key
 
 
@@ -25,6 +26,7 @@ class GenerateJob:
 
     generator: str
     sampling: Sampling
+    language: Language  # the generated text's: how the judge cuts words
     seed: int = 0
     detector: str | None = None  # an online detector folder or a served one's URL: the guard is on
     threshold: float | None = None  # None: the detector's stored threshold
@@ -33,17 +35,16 @@ class GenerateJob:
     words: str = "content"
     dtype: str = "float32"
     stride: int = 0  # a causal judge's windows, as score.stride (0: a quarter window)
-    language: str = "en"  # the generated text's: how the judge cuts words
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        if data["language"] == "en":  # English jobs keep the digest and settings they had before languages came
-            del data["language"]
-        return data
+        """The job as plain data, the language last and by name (``Language.record_fields``: English jobs
+        keep the digest and settings they had before languages came)."""
+        data = {item.name: getattr(self, item.name) for item in fields(self) if item.name != "language"}
+        return {**data, "sampling": asdict(self.sampling), **self.language.record_fields()}
 
     @classmethod
     def from_dict(cls, data: dict) -> GenerateJob:
-        return cls(**{**data, "sampling": Sampling(**data["sampling"])})
+        return cls(**{**data, "sampling": Sampling(**data["sampling"]), "language": language_of(data)})
 
 
 def batch_seed(seed: int, first_row: int) -> int:
@@ -143,7 +144,7 @@ class GenerateStage(Stage):
         job = self.job
         self.judge = None
         if job.detector:
-            self.judge = open_judge(job.detector, job.threshold, job.words, device, job.stride, job.language)
+            self.judge = open_judge(job.detector, job.threshold, job.words, device, job.stride, lang=job.language)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         rows = batch.select(list(self.inputs)).to_pylist()

@@ -10,11 +10,12 @@ content words in it; a chunk without one (punctuation, stop words) is not judged
 
 from __future__ import annotations
 
+from hades_ray.text.languages import Language
 from hades_ray.text.stopwords import stop_words
 from hades_ray.text.words import word_spans
 
 
-def is_judged(word: str, words: str = "content", lang: str = "en") -> bool:
+def is_judged(word: str, words: str = "content", *, lang: Language) -> bool:
     """Whether the guard asks the detector about ``word``: any word with a letter or digit under
     ``all``; under ``content`` (the default, as ``hades-ray score``) the language's stop words are skipped too."""
     if not any(ch.isalnum() for ch in word):
@@ -22,7 +23,7 @@ def is_judged(word: str, words: str = "content", lang: str = "en") -> bool:
     return words == "all" or word.lower() not in stop_words("auto", lang)
 
 
-def chunk_items(prefix: str, chunk: str, words: str = "content", lang: str = "en") -> list[dict]:
+def chunk_items(prefix: str, chunk: str, words: str = "content", *, lang: Language) -> list[dict]:
     """Detector items (``{"words", "start", "end"}``) for the judged words of ``chunk``, which follows
     ``prefix`` (prompt plus the text generated before it), each with ``span``: its characters in
     ``chunk``. Online mode reads only ``words[:end + 1]``, so nothing after a word reaches its score.
@@ -33,11 +34,11 @@ def chunk_items(prefix: str, chunk: str, words: str = "content", lang: str = "en
     return [
         {"words": all_words, "start": k, "end": k, "span": (max(s - cut, 0), e - cut)}
         for k, (s, e) in enumerate(spans)
-        if e > cut and is_judged(all_words[k], words, lang)
+        if e > cut and is_judged(all_words[k], words, lang=lang)
     ]
 
 
-def word_start(text: str, at: int, lang: str = "en") -> int:
+def word_start(text: str, at: int, lang: Language) -> int:
     """Where the word of ``text`` that runs across position ``at`` starts (``at`` when none does)."""
     return next((s for s, e in word_spans(text, lang) if s < at < e), at)
 

@@ -19,8 +19,7 @@ from typing import Any
 from hades_ray.errors import UserError
 from hades_ray.pipeline import storage
 from hades_ray.io.lines import MAX_LINE_BYTES, LineError, decode_line, iter_raw_lines
-from hades_ray.text.languages import LANGUAGES, NAMES
-from hades_ray.text.words import join_words
+from hades_ray.text.languages import DEFAULT_LANGUAGE, LANGUAGES, NAMES, Language, language_of
 
 MARK = "==="
 LABELS = (-1, 0, 1)
@@ -54,19 +53,19 @@ class Instance:
         }
 
 
-def instance_language(instance: Instance) -> str:
-    """The language of an instance: its record's ``language`` field, English where it has none."""
-    return str(instance.extra.get("language") or "en")
+def instance_language(instance: Instance) -> Language:
+    """The language of an instance: its record's ``language`` field, the default (English) where it has none."""
+    return language_of(instance.extra)
 
 
 def instance_text(instance: Instance) -> str:
     """The instance's running text, words joined the way its language is written (spaces or none)."""
-    return join_words(instance.words, instance_language(instance))
+    return instance_language(instance).join(instance.words)
 
 
 def span_text(instance: Instance) -> str:
     """The text of the instance's target span, joined like ``instance_text``."""
-    return join_words(instance.words[instance.start : instance.end + 1], instance_language(instance))
+    return instance_language(instance).join(instance.words[instance.start : instance.end + 1])
 
 
 def check_words(words: list[str]) -> None:
@@ -133,11 +132,13 @@ def parse_instance(record: Any, where: str = "") -> Instance:
 
 
 def _check_language(record: dict, prefix: str) -> None:
-    value = record.get("language", "en")
+    if LANGUAGE_FIELD not in record:  # absent: the default language
+        return
+    value = record[LANGUAGE_FIELD]
     if not isinstance(value, str) or value.lower() not in LANGUAGES:
         raise HadesFormatError(
             f"{prefix}field 'language': {_short(value)} is not a Wiki-40B language name "
-            f"(one of {' '.join(NAMES)}; absent means en)"
+            f"(one of {' '.join(NAMES)}; absent means {DEFAULT_LANGUAGE.name})"
         )
 
 

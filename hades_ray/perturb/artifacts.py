@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from hades_ray.errors import UserError
-from hades_ray.text.languages import language as find_language
+from hades_ray.text.languages import Language
 from hades_ray.text.words import is_mark, is_word, word_spans, words
 
 ARTIFACT_KINDS = ("punctuation", "repeated_word", "token_count")
@@ -44,10 +44,10 @@ _TOKENS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD_CHAR = re.compile(r"\w", re.UNICODE)
 
 
-def artifact_kinds(language: str = "en") -> tuple[str, ...]:
-    """The kinds checked in ``language`` (the keys of ``by_kind``): ``glued`` in spaced languages but English."""
-    lang = find_language(language)
-    return ARTIFACT_KINDS + ((GLUED,) if lang.spaced and lang.name != "en" else ())
+def artifact_kinds(language: Language) -> tuple[str, ...]:
+    """The kinds checked in ``language`` (the keys of ``by_kind``): ``glued`` in spaced languages but the
+    default one, English (``Language.is_default``: its counts predate the kind)."""
+    return ARTIFACT_KINDS + ((GLUED,) if language.spaced and not language.is_default else ())
 
 
 def _is_word_char(char: str) -> bool:
@@ -75,14 +75,15 @@ def _repeats(tokens: list[tuple[int, int]], text: str, inside) -> bool:
     return False
 
 
-def _tokens(text: str, lo: int, hi: int, language: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the words of ``text[lo:hi]``, in ``text``'s offsets."""
-    if language == "en":
+def _tokens(text: str, lo: int, hi: int, language: Language) -> list[tuple[int, int]]:
+    """``(start, end)`` of the words of ``text[lo:hi]``, in ``text``'s offsets: the language's words; in
+    English (``Language.is_default``) runs of ``\\w`` and single other characters, as it was always checked."""
+    if language.is_default:
         return [m.span() for m in _TOKENS.finditer(text, lo, hi)]
     return [(lo + start, lo + end) for start, end in word_spans(text[lo:hi], language)]
 
 
-def _repeated_word(original: str, perturbed: str, start: int, end: int, language: str) -> bool:
+def _repeated_word(original: str, perturbed: str, start: int, end: int, language: Language) -> bool:
     if _repeats(_tokens(original, 0, len(original), language), original, lambda a, b: True):
         return False  # "Bora Bora" may become "Tora Tora"
     lo, hi = max(0, start - REPEAT_WINDOW), min(len(perturbed), end + REPEAT_WINDOW)
@@ -101,26 +102,25 @@ def _glued(perturbed: str, start: int, end: int) -> bool:
 
 
 def span_artifacts(
-    original: str, replacement: str, perturbed: str, start: int, end: int, language: str = "en"
+    original: str, replacement: str, perturbed: str, start: int, end: int, language: Language
 ) -> list[str]:
     """The artifact kinds (of ``artifact_kinds(language)``) of one replacement; empty when it is clean.
     ``start``/``end`` are the replacement's character offsets in ``perturbed``."""
-    lang = find_language(language)
     found = []
-    marks_are_letters = lang.name != "en"
+    marks_are_letters = not language.is_default  # English's checks predate the marks' reading as letters
     if _punctuation(replacement, marks_are_letters) - _punctuation(original, marks_are_letters):
         found.append("punctuation")
-    if _repeated_word(original, perturbed, start, end, lang.name):
+    if _repeated_word(original, perturbed, start, end, language):
         found.append("repeated_word")
-    count = _count_words(replacement, lang)
-    if count == 0 or count > _count_words(original, lang):
+    count = _count_words(replacement, language)
+    if count == 0 or count > _count_words(original, language):
         found.append("token_count")
-    if GLUED in artifact_kinds(lang.name) and _glued(perturbed, start, end):
+    if GLUED in artifact_kinds(language) and _glued(perturbed, start, end):
         found.append(GLUED)
     return found
 
 
-def _count_words(text: str, lang) -> int:
+def _count_words(text: str, lang: Language) -> int:
     """Whitespace-separated words where a language is written with spaces; else the segmenter's words
     that hold a word character (its punctuation is the ``punctuation`` kind's)."""
     if lang.spaced:
@@ -128,7 +128,7 @@ def _count_words(text: str, lang) -> int:
     return sum(any(_is_word_char(c) for c in word) for word in words(text, lang))
 
 
-def count_artifacts(rows: Iterable[dict], language: str = "en") -> Counter:
+def count_artifacts(rows: Iterable[dict], language: Language) -> Counter:
     """Counts over pool rows (``perturbed`` and ``spans``) of a run in ``language``: ``replacements``,
     ``with_artifacts``, one count per kind, and ``unchanged`` (a replacement equal to its original, case aside)."""
     counts: Counter = Counter({"replacements": 0, "with_artifacts": 0, "unchanged": 0})
@@ -142,11 +142,11 @@ def count_artifacts(rows: Iterable[dict], language: str = "en") -> Counter:
     return counts
 
 
-def _row_span_artifacts(row: dict, span: dict, language: str) -> list[str]:
+def _row_span_artifacts(row: dict, span: dict, language: Language) -> list[str]:
     return span_artifacts(span["original"], span["replacement"], row["perturbed"], span["start"], span["end"], language)
 
 
-def artifact_summary(counts: dict, language: str = "en") -> dict:
+def artifact_summary(counts: dict, language: Language) -> dict:
     """``summary["artifacts"]`` of a run in ``language``: replacements, those with any artifact, their rate,
     counts by kind (``artifact_kinds(language)``) and ``unchanged`` when counted."""
     replacements, flagged = int(counts.get("replacements", 0)), int(counts.get("with_artifacts", 0))
@@ -172,15 +172,7 @@ def pool_rows(output: str | Path) -> Iterable[dict]:
         yield from pq.read_table(part, columns=["doc_id", "perturbed", "spans"]).to_pylist()
 
 
-def run_language(output: str | Path) -> str:
-    """The language of a finished run: its ``config.resolved.yaml``'s (English where none is written)."""
-    from hades_ray.config import RESOLVED_NAME, load_saved_config
-
-    resolved = Path(output, RESOLVED_NAME)
-    return load_saved_config(resolved).language if resolved.is_file() else "en"
-
-
-def flagged_examples(rows: Iterable[dict], limit: int, language: str = "en") -> list[str]:
+def flagged_examples(rows: Iterable[dict], limit: int, language: Language) -> list[str]:
     """Up to ``limit`` lines ``doc: original -> "replacement" [kinds]`` for flagged replacements."""
     lines = []
     for row in rows:
@@ -197,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("output", help="a finished `hades-ray perturb --output` folder")
     parser.add_argument("--examples", type=int, default=0, help="also print this many flagged replacements")
     args = parser.parse_args(argv)
+    from hades_ray.config import recorded_language
+
     try:
-        language = run_language(args.output)
+        language = recorded_language(args.output)  # what its config.resolved.yaml says
         summary = artifact_summary(count_artifacts(pool_rows(args.output), language), language)
     except (FileNotFoundError, UserError) as error:
         print(f"error: {error}", file=sys.stderr)

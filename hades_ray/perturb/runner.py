@@ -16,6 +16,7 @@ from hades_ray.perturb.stages import perturb_stages
 from hades_ray.perturb.writer import QUARANTINE_KEEPS, write_shard
 from hades_ray.pipeline.executor import Executor
 from hades_ray.pipeline.job import ShardJob
+from hades_ray.text.languages import language_of
 from hades_ray.text.pipeline import text_settings
 
 TOTALS = ("read", "kept", "perturbed", "instances", "quarantined")
@@ -65,7 +66,7 @@ def perturb_job(
         read=read_shard,
         stages=functools.partial(perturb_stages, config),
         write=functools.partial(
-            write_shard, output=str(output), lowercase=config.perturb.lowercase_instances, language=config.language
+            write_shard, output=str(output), lowercase=config.perturb.lowercase_instances, language=config.lang
         ),
         summarize=functools.partial(summarize, text=text_summary(config)),
         views=("instances", "quarantine"),
@@ -92,19 +93,18 @@ def run_perturb(
     # is a user error here, not an actor failing on a worker.
     resolve_model(config.models.mlm)
     resolve_model(config.models.causal_lm)
-    load_pipeline(config.language, config.spacy_model)
+    load_pipeline(config.lang, config.spacy_model)
     executor = executor or Executor.of(config.ray)
     return executor.run(perturb_job(config, input_path, output_dir, limit, sample))
 
 
 def text_summary(config: HadesConfig) -> dict:
     """The run's language and where its sentences, words and entities came from, for ``summary.json``."""
-    from hades_ray.text.languages import language
     from hades_ray.text.pipeline import entity_source
 
-    lang = language(config.language)
+    lang = config.lang
     segmenter = lang.segmenter.module if lang.segmenter else "spaces and punctuation"
-    return {"language": lang.name, "words": segmenter, "entities": entity_source(lang.name, config.spacy_model)}
+    return {"language": lang.name, "words": segmenter, "entities": entity_source(lang, config.spacy_model)}
 
 
 def language_runs(input_path: str, output: str, language: str) -> list[tuple[str, str, str]]:
@@ -142,5 +142,5 @@ def summarize(merged: dict, text: dict | None = None) -> dict:
         "quarantined_by_reason": dict(sorted(reasons.items())),
         "perturbed": counts.get("perturbed", 0),
         "instances": counts.get("instances", 0),
-        "artifacts": artifact_summary(merged.get("artifacts", {}), (text or {}).get("language", "en")),
+        "artifacts": artifact_summary(merged.get("artifacts", {}), language_of(text or {})),
     }

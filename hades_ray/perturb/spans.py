@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hades_ray.io.hades_format import Instance
+from hades_ray.text.languages import Language
 from hades_ray.text.words import words
 
 
@@ -70,7 +71,7 @@ def apply_replacements(original: str, spans: list[dict]) -> tuple[str, list[dict
 
 
 def words_with_span_indices(
-    text: str, spans: list[dict], language: str = "en"
+    text: str, spans: list[dict], language: Language
 ) -> tuple[list[str], list[tuple[int, int]]]:
     """The words of ``text`` in ``language`` (text/words.py) and each span's [first, last] word indices.
     Words are cut per segment between span edges, so span edges are always word edges."""
@@ -88,7 +89,7 @@ def words_with_span_indices(
 
 
 def instance_rows(
-    doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False, language: str = "en"
+    doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False, *, language: Language
 ) -> list[dict]:
     """One instance per replaced span (label -1: not yet judged), as the columns of ``instances/*.parquet``:
     the words, and the span's word range."""
@@ -112,17 +113,17 @@ def instance_rows(
     ]
 
 
-def hades_record(row: dict, language: str = "en") -> dict:
+def hades_record(row: dict, language: Language) -> dict:
     """An instance row in the published HaDes format; any language but English is named in a ``language``
-    field (the published files, all English, have none)."""
+    field (``Language.record_fields``: the published files, all English, have none)."""
     extra = {key: row[key] for key in ("id", "doc_id", "original_span", "replacement", "ner", "pos")}
-    extra |= {} if language == "en" else {"language": language}
+    extra |= language.record_fields()
     return Instance(row["words"], row["start"], row["end"], row["hallucination"], extra).to_json()
 
 
 def hades_instances(
-    doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False, language: str = "en"
+    doc_id: str, perturbed: str, spans: list[dict], lowercase: bool = False, *, language: Language
 ) -> list[dict]:
     """One HaDes-format record per replaced span."""
-    rows = instance_rows(doc_id, perturbed, spans, lowercase, language)
+    rows = instance_rows(doc_id, perturbed, spans, lowercase, language=language)
     return [hades_record(row, language) for row in rows]

@@ -41,7 +41,7 @@ class PrepareStage(PerturbStage):
         from hades_ray.text.pipeline import load_pipeline
 
         super().setup()
-        self.nlp = load_pipeline(self.config.language, self.config.spacy_model)
+        self.nlp = load_pipeline(self.config.lang, self.config.spacy_model)
         self.tokenizer = load_tokenizer(self.config.models.mlm)
 
     def run(self, rows: list[dict]) -> list[dict]:
@@ -67,7 +67,7 @@ class ReplaceStage(PerturbStage):
         device = setup_torch(self.resources)
         self.tokenizer, self.model = load_masked_lm(self.config.models.mlm, device, replace.dtype)
         mask_stops = self.config.perturb.mask.stopwords
-        stops = None if replace.allow_stopwords else stop_words(mask_stops, self.config.language)
+        stops = None if replace.allow_stopwords else stop_words(mask_stops, self.config.lang)
         self.bans = vocabulary_bans(self.tokenizer, self.model.config.vocab_size, stops, replace.whole_words)
 
     def run(self, rows: list[dict]) -> list[dict]:

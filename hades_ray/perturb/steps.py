@@ -29,9 +29,10 @@ def _ok(rows: list[dict]) -> list[dict]:
 def prepare_rows(rows: list[dict], nlp, tokenizer, config: HadesConfig) -> list[dict]:
     """Validate each text, find its maskable units and choose every candidate's masked spans."""
     read, mask = config.perturb.read, config.perturb.mask
-    stops = stop_words(mask.stopwords, config.language)
+    lang = config.lang
+    stops = stop_words(mask.stopwords, lang)
     for row in rows:
-        reason = row.get("reject") or reject_reason(row["text"], read, config.language)
+        reason = row.get("reject") or reject_reason(row["text"], read, lang)
         row.update(status=reason, input_ids=[], units=[], chosen=[])
     todo = [row for row in rows if not row["status"]]
     for row, doc in zip(todo, nlp.pipe([row["text"] for row in todo])):

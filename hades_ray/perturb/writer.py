@@ -16,12 +16,13 @@ from hades_ray.perturb.rank import most_fluent
 from hades_ray.perturb.spans import hades_record, instance_rows
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import part_name
+from hades_ray.text.languages import Language
 from hades_ray.workdir import INSTANCE_SCHEMA, POOL_SCHEMA
 
 QUARANTINE_KEEPS = ("too_short", "no_maskable_words")  # normal filtering: counted, not quarantined
 
 
-def write_shard(index: int, table: pa.Table, output: str, lowercase: bool, language: str = "en") -> dict:
+def write_shard(index: int, table: pa.Table, output: str, lowercase: bool, language: Language) -> dict:
     """Write shard ``index``'s files (the executor writes its marker after them); returns its stats."""
     rows = sorted(table.to_pylist(), key=lambda r: r["row"])
     pool, instances, quarantine, counts = shard_outputs(index, rows, lowercase, language)
@@ -36,7 +37,7 @@ def write_shard(index: int, table: pa.Table, output: str, lowercase: bool, langu
 
 
 def shard_outputs(
-    shard: int, rows: list[dict], lowercase: bool, language: str = "en"
+    shard: int, rows: list[dict], lowercase: bool, language: Language
 ) -> tuple[list, list, list, Counter]:
     """(pool rows, instance rows, quarantine entries, counts) of one shard's rows, in row order."""
     pool, instances, quarantine, counts = [], [], [], Counter(read=len(rows))
@@ -64,7 +65,7 @@ def shard_outputs(
                 "row": row["row"],
             }
         )
-        made = instance_rows(row["doc_id"], row["cand_texts"][best], spans, lowercase, language)
+        made = instance_rows(row["doc_id"], row["cand_texts"][best], spans, lowercase, language=language)
         instances += made
         counts.update(kept=1, perturbed=1, instances=len(made))
     return pool, instances, quarantine, counts

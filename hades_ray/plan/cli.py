@@ -163,8 +163,8 @@ def run(args: argparse.Namespace) -> int:
         "lm_context": tokenizers.lm_context,
         "sample": counts.to_dict(),
     }
-    if [part.sample.language for part in counted] != ["en"]:  # English alone prints what it always printed
-        result["languages"] = {part.sample.language: part.costs for part in counted}
+    if len(counted) > 1 or not counted[0].sample.language.is_default:  # English alone prints what it always printed
+        result["languages"] = {part.sample.language.name: part.costs for part in counted}
     result |= {
         "measured": measured,
         "throughput": throughput.__dict__,

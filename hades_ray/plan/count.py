@@ -169,7 +169,7 @@ def prepare_sample(
 ) -> PreparedSample:
     """Read ``input_path`` as the job does (at most ``limit`` rows, or a seeded ``sample`` of about N)
     and run MASK on it."""
-    nlp = CountingNlp(load_pipeline(config.language, config.spacy_model))
+    nlp = CountingNlp(load_pipeline(config.lang, config.spacy_model))
     shards, seconds = [], 0.0
     for shard in plan_shards(str(input_path), config.perturb.shard_rows, limit, sample, config.seed):
         rows = read_shard(shard).to_pylist()
@@ -192,7 +192,7 @@ def count_prepared(
     as the job packs them on ``device`` ("cpu" or "cuda"); ``keep_groups`` keeps the model calls'
     inputs for ``measure``."""
     perturb = config.perturb
-    stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords, config.language)
+    stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords, config.lang)
     bans = replace.vocabulary_bans(tokenizers.mlm, tokenizers.mlm_vocab_size, stops, perturb.replace.whole_words)
     mlm_packing = packing_of(perturb.replace, device, tokenizers.mlm_positions)
     lm_packing = packing_of(perturb.rank, device, tokenizers.lm_positions)

@@ -19,7 +19,7 @@ from pathlib import PurePosixPath
 from hades_ray.config import HadesConfig, resolve_language
 from hades_ray.io.demo_corpus import DEMO_INPUT
 from hades_ray.io.readers import input_files
-from hades_ray.text.languages import language_from_path
+from hades_ray.text.languages import Language, language_from_path
 from hades_ray.text.pipeline import load_pipeline, resolve_pipeline_name
 from hades_ray.text.stopwords import stop_words
 
@@ -34,8 +34,8 @@ class LanguageSample:
     paths: list[str] = field(default_factory=list)
 
     @property
-    def language(self) -> str:
-        return self.config.language
+    def language(self) -> Language:
+        return self.config.lang
 
 
 def _language_root(input_path: str, file: str) -> tuple[str | None, str]:
@@ -77,8 +77,9 @@ def text_costs(config: HadesConfig, shards: list[list[dict]], tokenizers) -> dic
     language: their words as its spaCy pipeline cuts them (punctuation and spaces left out), the share of
     those that are stop words, and their tokens in the masked LM and the causal LM (no special tokens,
     not truncated), in all, per text and per word."""
-    nlp = load_pipeline(config.language, config.spacy_model)
-    stops = stop_words(config.perturb.mask.stopwords, config.language)
+    lang = config.lang
+    nlp = load_pipeline(lang, config.spacy_model)
+    stops = stop_words(config.perturb.mask.stopwords, lang)
     texts = [row["text"] for rows in shards for row in rows if not row.get("reject") and row["text"].strip()]
     words = stop = 0
     for doc in map(nlp.tokenizer, texts):
@@ -88,7 +89,7 @@ def text_costs(config: HadesConfig, shards: list[list[dict]], tokenizers) -> dic
     mlm, lm = _token_count(tokenizers.mlm, texts), _token_count(tokenizers.lm, texts)
     per_text, per_word = max(len(texts), 1), max(words, 1)
     return {
-        "spacy_model": resolve_pipeline_name(config.language, config.spacy_model),
+        "spacy_model": resolve_pipeline_name(lang, config.spacy_model),
         "models": {"mlm": config.models.mlm, "causal_lm": config.models.causal_lm},
         "texts": len(texts),
         "words": words,

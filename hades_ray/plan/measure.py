@@ -143,7 +143,7 @@ def measure_stages(config, tokenizers, counts, models: str, device: str, budget_
         names = {"mlm": config.models.mlm, "causal_lm": config.models.causal_lm}
     if watch:
         watch(mlm, lm)
-    stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords)
+    stops = None if perturb.replace.allow_stopwords else stop_words(perturb.mask.stopwords, config.lang)
     bans = replace.vocabulary_bans(tokenizers.mlm, mlm.config.vocab_size, stops, perturb.replace.whole_words)
     lm_pad = tokenizers.lm.pad_token_id if tokenizers.lm.pad_token_id is not None else tokenizers.lm.eos_token_id
     # A GPU fills whole groups within the budget, as the job does; a CPU only their first step.

@@ -33,9 +33,10 @@ def _features(pool, dataset, seed: int, limit: int, max_docs: int | None) -> Sec
         log.warning("features by label without the MLM: %s", error)
         mlm = None
     from hades_ray.config import recorded_language
+    from hades_ray.text.languages import DEFAULT_LANGUAGE
     from hades_ray.report.paper_text import read_tags
 
-    language = recorded_language(pool) if pool is not None else "en"
+    language = recorded_language(pool) if pool is not None else DEFAULT_LANGUAGE  # a dataset alone: as a bare folder
     return features_section(instances, source, mlm, config.detect, read_tags(dataset), language)
 
 

@@ -15,6 +15,7 @@ from hades_ray.io.hades_format import Instance
 from hades_ray.errors import UserError
 from hades_ray.report import paper_figures, paper_text, plots
 from hades_ray.report.model import Figure, Section, Table, fmt
+from hades_ray.text.languages import Language
 
 log = logging.getLogger(__name__)
 FEATURES = ("mlm_prob", "mlm_entropy", "tfidf", "ppmi")
@@ -77,8 +78,8 @@ def _figure(values: dict[str, np.ndarray], labels: np.ndarray) -> Figure:
 
 
 def features_section(
-    instances: list[Instance], source: str, mlm_source: str | None, detect, tags: dict | None = None,
-    language: str = "en",
+    instances: list[Instance], source: str, mlm_source: str | None, detect, tags: dict | None,
+    language: Language,
 ) -> Section:  # fmt: skip
     """``mlm_source``: the MLM's resolved path, or None (then only TF-IDF and PPMI, and the note says why);
     ``tags``: a dataset's span tags (``tags.json``) for Table 4, else spaCy tags the spans."""

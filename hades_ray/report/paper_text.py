@@ -17,6 +17,7 @@ from scipy import stats
 from hades_ray.io.hades_format import Instance
 from hades_ray.report import paper_figures as paper
 from hades_ray.report.model import Table, fmt
+from hades_ray.text.languages import Language
 
 log = logging.getLogger(__name__)
 TAGS_FILE = "tags.json"  # {instance id: {"pos": POS, "ner": NER type or ""}}, written by dataset build
@@ -35,18 +36,17 @@ def read_tags(dataset: Path | None) -> dict[str, dict[str, str]] | None:
     return read_json(path, "the span tags `hades-ray dataset build` writes")
 
 
-def spacy_tags(instances: list[Instance], language: str = "en") -> list[tuple[str, str]]:
+def spacy_tags(instances: list[Instance], language: Language) -> list[tuple[str, str]]:
     """(POS of the span's root, its first entity type or "") of each span as it stands in its text."""
     from hades_ray.text.pipeline import load_pipeline
-    from hades_ray.text.words import join_words
 
     nlp = load_pipeline(language)
     texts, offsets = [], []
     for i in instances:
-        before = join_words(i.words[: i.start], language)
-        start = len(before) + (len(join_words(["", ""], language)) if before else 0)
-        texts.append(join_words(i.words, language))
-        offsets.append((start, start + len(join_words(i.words[i.start : i.end + 1], language))))
+        before = language.join(i.words[: i.start])
+        start = len(before) + (len(language.joiner) if before else 0)
+        texts.append(language.join(i.words))
+        offsets.append((start, start + len(language.join(i.words[i.start : i.end + 1]))))
     tags = []
     for doc, (start, end) in zip(nlp.pipe(texts, batch_size=32), offsets):
         span = doc.char_span(start, end, alignment_mode="expand")
@@ -58,7 +58,7 @@ def spacy_tags(instances: list[Instance], language: str = "en") -> list[tuple[st
     return tags
 
 
-def instance_tags(instances: list[Instance], tags: dict | None, language: str = "en") -> tuple[list, str]:
+def instance_tags(instances: list[Instance], tags: dict | None, language: Language) -> tuple[list, str]:
     """Each instance's (pos, ner) and where they come from."""
     if tags is not None:
         found = [tags.get(str(i.extra.get("id")), {}) for i in instances]

@@ -134,7 +134,7 @@ def pool_section(pool: Path, max_docs: int | None = None, examples: int = 3) -> 
         section.figures += _figures(sizes, ppl)
     section.examples = [
         {"doc_id": r["doc_id"], "title": r["title"], "text": r["perturbed"], "spans": r["spans"] or []}
-        | ({"language": language} if language != "en" else {})
+        | language.record_fields()
         for r in rows[:examples]
     ]
     return section

@@ -60,7 +60,7 @@ def section_html(section: Section) -> str:
         parts.append("<h3>Examples: the replacements marked (hover for the original)</h3>")
     for example in section.examples:
         parts.append(
-            f'<div class="example"{text_attributes(example.get("language"))}><b>{escape(str(example["doc_id"]))}</b> '
+            f'<div class="example"{text_attributes(example)}><b>{escape(str(example["doc_id"]))}</b> '
             f"({escape(str(example['title'] or ''))})<br>{marked_html(example['text'], example['spans'])}</div>"
         )
     return "\n".join(parts) + "</section>"

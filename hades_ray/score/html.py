@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 
 from hades_ray.pipeline import storage
-from hades_ray.text.languages import LANGUAGES
+from hades_ray.text.languages import language_of
 
 TOP_WORDS = 30
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -30,14 +30,15 @@ table{border-collapse:collapse;margin:1em 0}td,th{padding:.2em .7em;border-botto
 """
 
 
-def text_attributes(language: str | None) -> str:
-    """The ``lang`` (and, right-to-left, ``dir``) attributes of an element holding text of ``language``;
-    none for English, so English pages keep their bytes."""
-    if not language or language == "en":
+def text_attributes(fields: dict) -> str:
+    """The ``lang`` (and, right-to-left, ``dir``) attributes of an element holding the text of a record (a
+    scored text, a word, an example) in the language it names (``language_of``); none for English, so
+    English pages keep their bytes."""
+    lang = language_of(fields)
+    if lang.is_default:
         return ""
-    known = LANGUAGES.get(language)
-    direction = ' dir="rtl"' if known is not None and known.rtl else ""
-    return f'{direction} lang="{escape(language)}"'
+    direction = ' dir="rtl"' if lang.rtl else ""
+    return f'{direction} lang="{escape(lang.name)}"'
 
 
 def _shade(p: float) -> str:
@@ -84,7 +85,7 @@ def _context(text: str, word: dict, width: int = 40) -> str:
 
 
 def _record_html(record: dict) -> str:
-    attrs = text_attributes(record.get("language"))
+    attrs = text_attributes(record)
     parts = [f"<section><h2>{escape(str(record['id']))}</h2>"]
     if record.get("prompt"):
         parts.append(f'<p class="text prompt"{attrs}>{escape(record["prompt"])}</p>')
@@ -103,7 +104,7 @@ def _record_html(record: dict) -> str:
 
 
 def _attrs(word: dict) -> str:
-    return text_attributes(word.get("language"))
+    return text_attributes(word)
 
 
 def _suspicious_html(words: list[dict]) -> str:

@@ -24,7 +24,7 @@ from hades_ray.score.inputs import memory_input, plan_inputs, read_texts
 from hades_ray.score.settings import ScoreConfig
 from hades_ray.score.stages import score_stages, text_pipeline
 from hades_ray.score.writer import write_shard
-from hades_ray.text.languages import AUTO, language_from_path
+from hades_ray.text.languages import AUTO, DEFAULT_LANGUAGE, Language, language_from_path, language_of
 
 HTML_TEXTS = 200  # texts shown in report.html (the most suspicious words are taken over all of them)
 COUNTS = ("rows", "scored_texts", "quarantined", "scored_words", "flagged")
@@ -37,20 +37,20 @@ def settings_digest(detector: Detector, settings: ScoreConfig, threshold: float,
     return hashlib.sha256(json.dumps(key + ([text] if text else [])).encode()).hexdigest()
 
 
-def detector_language(detector: Detector) -> str:
+def detector_language(detector: Detector) -> Language:
     """The language a detector trained on (its saved settings' ``language``; older detectors: English)."""
-    return str(detector.meta.get("language") or "en")
+    return language_of(detector.meta)
 
 
-def text_language(config: HadesConfig, detector: str = "en", input: str | None = None, given: str | None = None) -> str:
-    """The language of the texts a detector reads (``score``, ``serve``, ``generate``): ``given``
-    (``--language``) when given, else the config's, except that the default (``en``) yields to the
-    language the detector trained on (``detector``); ``auto``: the language the input path names, else
-    the detector's."""
+def text_language(config: HadesConfig, detector: Language, input: str | None, given: str | None) -> str:
+    """The name of the language of the texts a detector reads (``score``, ``serve``, ``generate``), for
+    ``resolve_language``: ``given`` (``--language``) when given, else the config's, except that the default
+    (``DEFAULT_LANGUAGE``) yields to the language the detector trained on (``detector``; no detector: the
+    default's); ``auto``: the language the input path names, else the detector's."""
     name = given or config.language
     if name == AUTO:
-        return language_from_path(str(input or "")) or detector
-    return detector if name == "en" and not given else name
+        return language_from_path(str(input or "")) or detector.name
+    return detector.name if name == DEFAULT_LANGUAGE.name and not given else name
 
 
 def language_config(config: HadesConfig, detector: Detector, input: str | None = None, given: str | None = None):
@@ -88,7 +88,7 @@ def score_job(
         plan=plan,
         read=read,
         stages=functools.partial(score_stages, detector.located(), s.mode, s.words, config, s.num_gpus, s.stride),
-        write=functools.partial(write_shard, output=output, threshold=threshold, language=config.language),
+        write=functools.partial(write_shard, output=output, threshold=threshold, language=config.lang),
         summarize=functools.partial(summarize, header),
         views=("scores", "quarantine"),
         resolved={RESOLVED_NAME: resolved_yaml(config)},
@@ -99,7 +99,7 @@ def score_job(
 def _text_settings(config: HadesConfig) -> dict | None:
     from hades_ray.text.pipeline import text_settings
 
-    return None if config.language == "en" else text_settings(config)
+    return None if config.lang.is_default else text_settings(config)  # English digests: as before languages
 
 
 def _memory_rows(table: pa.Table, shard: Shard) -> pa.Table:
@@ -122,7 +122,7 @@ def run_score(
     detector = Detector.open(model)  # a missing or broken detector fails here, before any worker starts
     config = language_config(config, detector, input, language)
     settings = config.score
-    text_pipeline(config.language, settings.words, config.spacy_model)  # what is missing fails before any worker
+    text_pipeline(config.lang, settings.words, config.spacy_model)  # what is missing fails before any worker
     mode = detector.scoring_mode(settings.mode)
     threshold = settings.threshold if settings.threshold is not None else detector.threshold
     executor = executor or Executor.of(config.ray, "auto", in_memory=in_memory(input, text))
@@ -134,8 +134,7 @@ def run_score(
         "threshold_from": "--threshold" if settings.threshold is not None else "detector",
         "executor": executor.kind,
     }
-    if config.language != "en":  # English summaries keep the fields they had before languages came
-        header["language"] = config.language
+    header |= config.lang.record_fields()  # English summaries keep the fields they had before languages came
     summary = executor.run(score_job(config, detector, str(output), threshold, header, input, text))
     if settings.html:
         write_html(str(output), threshold, summary["scored_texts"])

@@ -12,6 +12,8 @@ import pyarrow as pa
 
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 from hades_ray.score.words import Targets, find_targets
+from hades_ray.text.languages import Language
+from hades_ray.text.languages import language as find_language
 
 INT_LIST = pa.list_(pa.int32())
 TARGET_COLUMNS = {
@@ -28,14 +30,13 @@ def targets_of(batch: pa.Table) -> list[Targets]:
     return [Targets(*row) for row in zip(*columns)]
 
 
-def text_pipeline(language: str, words: str, spacy_model: str):
+def text_pipeline(language: Language, words: str, spacy_model: str):
     """spaCy for ``content`` targets of ``language`` (loaded once per process); None for ``all``. Where a
     language writes no spaces its segmenter cuts the words, so that is checked under ``all`` too: whatever
     is missing is a one-line error saying what to install."""
-    from hades_ray.text.languages import language as known
     from hades_ray.text.pipeline import load_pipeline, word_tokenizer
 
-    if not known(language).spaced:
+    if not language.spaced:
         word_tokenizer(language)
     return load_pipeline(language, spacy_model) if words == "content" else None
 
@@ -54,27 +55,27 @@ class TargetsStage(Stage):
         resources: Resources,
         words: str,
         spacy_model: str,
-        language: str = "en",
+        language: Language,
         spacy_models: dict[str, str] | None = None,
     ):
         super().__init__(resources)
         self.words, self.spacy_model, self.language = words, spacy_model, language
-        self.spacy_models = spacy_models or {}  # rows in another language than ``language``: its pipeline
+        self.spacy_models = spacy_models or {}  # by name: rows in another language than ``language``: its pipeline
 
     def setup(self) -> None:
         self.pipeline(self.language)  # a missing pipeline or segmenter fails here, before any text
 
-    def pipeline(self, language: str):
+    def pipeline(self, language: Language):
         """``text_pipeline`` of ``language``, with its own spaCy pipeline when it is not the stage's."""
-        name = self.spacy_model if language == self.language else self.spacy_models.get(language, self.spacy_model)
+        own = language == self.language
+        name = self.spacy_model if own else self.spacy_models.get(language.name, self.spacy_model)
         return text_pipeline(language, self.words, name)
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         empty = Targets([], [], [], [], [])
         texts, rejects = batch.column("text").to_pylist(), batch.column("reject").to_pylist()
-        languages = (
-            batch.column("language").to_pylist() if "language" in batch.column_names else [self.language] * len(texts)
-        )
+        named = batch.column("language").to_pylist() if "language" in batch.column_names else None
+        languages = [self.language] * len(texts) if named is None else [find_language(n) for n in named]
         # once per language, not per row; a rejected row's language is never loaded
         kept = {lang for lang, reject in zip(languages, rejects) if not reject}
         pipelines = {lang: self.pipeline(lang) for lang in kept}
@@ -127,6 +128,6 @@ def score_stages(
     cpu = Resources(num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=256)
     model = Resources(**d.actor_resources(num_gpus, batch_size=d.score_batch_size * 4))
     return [
-        TargetsStage(cpu, words, config.spacy_model, config.language, spacy_models),
+        TargetsStage(cpu, words, config.spacy_model, config.lang, spacy_models),
         WordScoreStage(model, detector, mode, d.score_batch_size, stride, scorer),
     ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hades_ray.text.languages import Language
 from hades_ray.text.stopwords import stop_words
 from hades_ray.text.words import word_spans
 
@@ -31,7 +32,7 @@ class Targets:
     last: list[int]  # per target: its last unit (inclusive)
 
 
-def units(text: str, lang: str = "en") -> tuple[list[str], list[int], list[int]]:
+def units(text: str, lang: Language) -> tuple[list[str], list[int], list[int]]:
     """The words of ``text`` in language ``lang`` and their character ranges."""
     spans = word_spans(text, lang)
     return [text[s:e] for s, e in spans], [s for s, _ in spans], [e for _, e in spans]
@@ -55,7 +56,7 @@ def _entity_of_unit(starts: list[int], ends: list[int], entities: list[tuple[int
 
 
 def find_targets(
-    text: str, words: str = "content", nlp=None, stops: frozenset[str] | None = None, lang: str = "en"
+    text: str, words: str = "content", nlp=None, stops: frozenset[str] | None = None, *, lang: Language
 ) -> Targets:
     """The units of ``text`` (language ``lang``) and its target spans; ``nlp`` (spaCy) finds entities for
     ``content``; ``stops`` defaults to the language's stop words."""

@@ -11,9 +11,11 @@ import pyarrow as pa
 
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import part_name
+from hades_ray.text.languages import Language
+from hades_ray.text.languages import language as find_language
 
 
-def text_record(row: dict, threshold: float, language: str = "en") -> dict:
+def text_record(row: dict, threshold: float, language: Language) -> dict:
     """One scored text: ``{"id", "source", "text", "words": [{"word", "start", "end", "p", "flag"}], ...}``,
     and ``language`` when it is not English (the row's own, a service request's, else ``language``)."""
     text, starts, ends = row["text"], row["word_start"], row["word_end"]
@@ -21,11 +23,11 @@ def text_record(row: dict, threshold: float, language: str = "en") -> dict:
     for first, last, p in zip(row["target_first"], row["target_last"], row["p"]):
         start, end = starts[first], ends[last]
         words.append({"word": text[start:end], "start": start, "end": end, "p": p, "flag": p >= threshold})
-    language = row.get("language") or language
+    language = find_language(row["language"]) if row.get("language") else language
     return {
         "id": row["id"],
         "source": row["source"],
-        **({"language": language} if language != "en" else {}),  # English lines keep their bytes
+        **language.record_fields(),  # English lines keep their bytes
         "text": text,
         "threshold": threshold,
         "words": words,
@@ -39,7 +41,7 @@ def _jsonl(records: list[dict]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def write_shard(index: int, table: pa.Table, output: str, threshold: float, language: str = "en") -> dict:
+def write_shard(index: int, table: pa.Table, output: str, threshold: float, language: Language) -> dict:
     """Write shard ``index``'s parts (texts in input order); returns its stats for ``summary.json``."""
     rows = sorted(table.to_pylist(), key=lambda r: r["row"])
     scored = [text_record(r, threshold, language) for r in rows if not r["reject"]]

@@ -17,11 +17,13 @@ import pyarrow.compute as pc
 from hades_ray.io.hades_format import mark_span
 from hades_ray.pipeline import storage
 from hades_ray.select.features import window_text
+from hades_ray.text.languages import Language
 from hades_ray.workdir import original_span_words, original_words, pool_dir, pool_documents, pool_shards, read_pool_part
 
 
-def hades_record(row, label: int = -1, language: str = "en") -> dict:
-    """A chosen row in the HaDes format; any language but English is named in a ``language`` field."""
+def hades_record(row, label: int, language: Language) -> dict:
+    """A chosen row in the HaDes format; any language but English is named in a ``language`` field
+    (``Language.record_fields``)."""
     return {
         "replaced": mark_span(list(row["words"]), row["start"], row["end"]),
         "replaced_ids": [int(row["start"]), int(row["end"])],
@@ -30,11 +32,11 @@ def hades_record(row, label: int = -1, language: str = "en") -> dict:
         "doc_id": row["doc_id"],
         "original_span": row["original_span"],
         "replacement": row["replacement"],
-        **({} if language == "en" else {"language": language}),
+        **language.record_fields(),
     }
 
 
-def display_original(row, documents: dict, language: str = "en") -> tuple[str, int, int]:
+def display_original(row, documents: dict, language: Language) -> tuple[str, int, int]:
     """The original text judges see, and the original span's char offsets in it.
 
     The document's own original text where the pool's spans locate this replacement; else the
@@ -45,7 +47,7 @@ def display_original(row, documents: dict, language: str = "en") -> tuple[str, i
             if span.get("original") == row["original_span"] and span.get("replacement") == row["replacement"]:
                 return doc["original"], int(span["orig_start"]), int(span["orig_end"])
     words = original_words(row, language)
-    if language == "en":
+    if language.is_default:  # English batches keep the offsets they always had: the span's own text's length
         before = " ".join(words[: row["start"]])
         start = len(before) + (1 if before else 0)
         return " ".join(words), start, start + len(str(row["original_span"]))
@@ -67,7 +69,7 @@ def chosen_rows(workdir, chosen: list[tuple[float, str, int]]) -> list[dict]:
     return rows
 
 
-def write_batch(workdir, rows: list[dict], path: Path, language: str = "en") -> None:
+def write_batch(workdir, rows: list[dict], path: Path, language: Language) -> None:
     docs_by_shard: dict[int, set[str]] = defaultdict(set)
     for row in rows:
         docs_by_shard[row["shard"]].add(row["doc_id"])
@@ -76,5 +78,5 @@ def write_batch(workdir, rows: list[dict], path: Path, language: str = "en") -> 
         for row in rows:
             text, start, end = display_original(row, documents, language)
             shown = {"original_text": text, "original_start": start, "original_end": end}
-            record = {**hades_record(row, language=language), **shown}
+            record = {**hades_record(row, -1, language), **shown}
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -16,6 +16,7 @@ import pyarrow as pa
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 from hades_ray.text.words import join_words
 from hades_ray.workdir import original_span_words, original_words
+from hades_ray.text.languages import Language
 
 FEATURE_SCHEMA = pa.schema(
     [
@@ -32,7 +33,7 @@ FEATURE_SCHEMA = pa.schema(
 )
 
 
-def window_text(words: list[str], start: int, end: int, context: int, language: str = "en") -> tuple[str, int, int]:
+def window_text(words: list[str], start: int, end: int, context: int, language: Language) -> tuple[str, int, int]:
     """The words ``start-context .. end+context`` joined as ``language`` is written (by spaces, or without
     them in Chinese, Japanese and Thai), and the span's char offsets in it."""
     lo, hi = max(0, start - context), min(len(words), end + 1 + context)
@@ -43,7 +44,7 @@ def window_text(words: list[str], start: int, end: int, context: int, language: 
     return join_words(words[lo:hi], language), char_start, char_start + len(span)
 
 
-def span_windows(row: dict, context: int, language: str = "en") -> tuple[tuple[str, int, int], tuple[str, int, int]]:
+def span_windows(row: dict, context: int, language: Language) -> tuple[tuple[str, int, int], tuple[str, int, int]]:
     """(original window, perturbed window) of one instance in ``language``, each with the span's char offsets."""
     n_orig = max(len(original_span_words(row, language)), 1)
     original = window_text(original_words(row, language), row["start"], row["start"] + n_orig - 1, context, language)
@@ -91,7 +92,7 @@ class SpanWindowsStage(Stage):
         outputs |= {f"ner_{_side}_text": pa.string(), f"ner_{_side}_start": pa.int32(), f"ner_{_side}_end": pa.int32()}
     drops = ("words",)
 
-    def __init__(self, resources: Resources, paraphrase_context: int, ner_context: int, language: str = "en"):
+    def __init__(self, resources: Resources, paraphrase_context: int, ner_context: int, language: Language):
         super().__init__(resources)
         self.paraphrase_context, self.ner_context, self.language = paraphrase_context, ner_context, language
 
@@ -142,7 +143,7 @@ class LinguisticsStage(Stage):
     outputs = {f"{side}_{k}": pa.string() for side in ("orig", "repl") for k in ("ent", "pos", "lemma")}
     drops = tuple(f"ner_{side}_{k}" for side in ("orig", "repl") for k in ("text", "start", "end"))
 
-    def __init__(self, resources: Resources, spacy_model: str, language: str = "en"):
+    def __init__(self, resources: Resources, spacy_model: str, language: Language):
         super().__init__(resources)
         self.spacy_model, self.language = spacy_model, language
 
@@ -176,7 +177,7 @@ def feature_stages(config) -> list[Stage]:
     )
     linguistics = Resources(num_cpus=sel.spacy_num_cpus, max_actors=actors, batch_size=sel.spacy_batch_size)
     return [
-        SpanWindowsStage(windows, sel.paraphrase_context_words, sel.ner_context_words, config.language),
+        SpanWindowsStage(windows, sel.paraphrase_context_words, sel.ner_context_words, config.lang),
         SimilarityStage(similarity, config.models.encoder, sel.pooling_for(config.models.encoder)),
-        LinguisticsStage(linguistics, config.spacy_model, config.language),
+        LinguisticsStage(linguistics, config.spacy_model, config.lang),
     ]

@@ -41,6 +41,7 @@ from hades_ray.select.feature_job import feature_counts, features_job
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.schedule import round_size
 from hades_ray.select.scores import detector_scores_job, histogram_total
+from hades_ray.text.languages import Language
 from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
@@ -104,10 +105,10 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
         )
     pool = pool_dir(workdir)
     found = recorded_language(pool)
-    if found != config.language:  # words are joined, tagged and judged the pool's language's way
+    if found.name != config.language:  # words are joined, tagged and judged the pool's language's way (auto too)
         raise UserError(
-            f"the pool {pool} is in language {found} (its config.resolved.yaml) but this run's language is "
-            f"{config.language}: give --language {found}"
+            f"the pool {pool} is in language {found.name} (its config.resolved.yaml) but this run's language is "
+            f"{config.language}: give --language {found.name}"
         )
     shards = pool_shards(pool)  # one plan of the pool for every pass of the round
     taken = assigned_ids(workdir, round_index)
@@ -136,7 +137,7 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
         judged=len(labeled),
         shards=shards,
         executor=executor,
-        language=config.language,
+        language=config.lang,
     )
     band = (sel.candidate_target, sel.p_low, sel.p_high, sel.score_num_gpus)
     settings = digest_of([features.digest, passes.rule.digest(), passes.size, band, random])
@@ -163,7 +164,7 @@ class Round:
     judged: int
     shards: list
     executor: Executor
-    language: str = "en"  # the pool's: how the batch's words are joined for judges, and its records' field
+    language: Language  # the pool's: how the batch's words are joined for judges, and its records' field
 
 
 def _select(r: Round) -> dict:

@@ -119,7 +119,7 @@ class DetectorService:
             "words": s.words,
             "threshold": s.threshold,
             "max_chars": s.max_chars,
-            "language": s.language,
+            "language": s.language.name,
         }
 
     @api.get("/", response_class=HTMLResponse, summary="a form for the heatmap page")

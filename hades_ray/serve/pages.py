@@ -7,6 +7,7 @@ from fastapi.responses import HTMLResponse
 
 from hades_ray.score.html import CSP, STYLE, render
 from hades_ray.score.writer import text_record
+from hades_ray.text.languages import language_of
 
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}
 FORM = (
@@ -25,5 +26,5 @@ def form_page() -> HTMLResponse:
 
 def heatmap_page(row: dict, threshold: float) -> HTMLResponse:
     """The page ``hades-ray score --html`` draws, for one scored text."""
-    record = text_record(row, threshold)
+    record = text_record(row, threshold, language_of(row))  # a request's row names its language
     return HTMLResponse(render([record], "p(H) per word", threshold), headers=HEADERS)

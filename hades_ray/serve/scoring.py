@@ -20,7 +20,7 @@ from hades_ray.score.inputs import memory_table
 from hades_ray.score.runner import language_config
 from hades_ray.score.stages import score_stages
 from hades_ray.score.writer import text_record
-from hades_ray.text.languages import NAMES, language
+from hades_ray.text.languages import NAMES, Language, language, language_of
 
 SOURCE = "text"  # ids and sources are "text:N", as `hades-ray score --text` names its one text
 
@@ -51,7 +51,7 @@ class ServiceScorer:
         s = resolved.score
         self.mode = self.detector.scoring_mode(s.mode)
         self.threshold = s.threshold if s.threshold is not None else self.detector.threshold
-        self.words, self.max_chars, self.language = s.words, s.max_chars, resolved.language
+        self.words, self.max_chars, self.language = s.words, s.max_chars, resolved.lang
         self.stages = score_stages(
             self.detector, s.mode, s.words, resolved, num_gpus, s.stride, spacy_models(config), scorer
         )
@@ -72,15 +72,15 @@ class ServiceScorer:
             if reason:
                 where = "text" if len(texts) == 1 and not listed else f"texts[{k}]"
                 raise RequestError(422, f"{where}: {reason}")
-        return table.append_column("language", pa.array([language] * len(texts), pa.string()))
+        return table.append_column("language", pa.array([language.name] * len(texts), pa.string()))
 
-    def check_language(self, name: str | None) -> str:
+    def check_language(self, name: str | None) -> Language:
         """``name`` as a Wiki-40B language whose words and pipeline this replica has (loaded on first use);
         None: the service's language."""
         if name is None:
             return self.language
         try:
-            found = language(name).name
+            found = language(name)
             self.stages[0].pipeline(found)
         except UserError as error:  # an unknown name, or a pipeline or segmenter not installed here
             raise RequestError(422, f"language: {error}") from None
@@ -97,7 +97,7 @@ class ServiceScorer:
 
 def records_body(rows: list[dict], threshold: float) -> bytes:
     """``{"results": [...]}`` with each record the exact bytes of its ``scores.jsonl`` line."""
-    lines = [json.dumps(text_record(row, threshold), ensure_ascii=False) for row in rows]
+    lines = [json.dumps(text_record(row, threshold, language_of(row)), ensure_ascii=False) for row in rows]
     return ('{"results": [' + ", ".join(lines) + "]}").encode()
 
 
@@ -106,7 +106,7 @@ def next_words(row: dict, threshold: float, since: int, final: bool) -> dict:
     A word is complete when a boundary follows it (it ends before the text does), or when ``final``."""
     text = row["text"]
     words = []
-    for w in text_record(row, threshold)["words"]:
+    for w in text_record(row, threshold, language_of(row))["words"]:
         if w["start"] < since:
             continue
         if w["end"] >= len(text) and not final:

@@ -44,14 +44,14 @@ def segmenter_cell(lang: Language) -> str:
 def stop_words_cell(lang: Language) -> str:
     """The list ``perturb.mask.stopwords=auto`` gives this language, and its size."""
     try:
-        words = stop_words("auto", lang.name)
+        words = stop_words("auto", lang)
     except ImportError:  # a spaCy without this language's list
         return "none in this spaCy"
-    return f"{'NLTK' if lang.name == 'en' else 'spaCy'} ({len(words)})"
+    return f"{'NLTK' if lang.is_default else 'spaCy'} ({len(words)})"
 
 
 def ner_cell(lang: Language) -> str:
-    pipeline = resolve_pipeline_name(lang.name, "auto")
+    pipeline = resolve_pipeline_name(lang, "auto")
     return f"{pipeline} (multilingual)" if lang.ner_is_multilingual else pipeline
 
 
@@ -64,7 +64,7 @@ def installed_cell(lang: Language) -> str:
         parts.append(f"segmenter: {'no (' + ', '.join(missing) + ')' if missing else 'yes'}")
         if seg.system:
             parts[-1] += "; system library not checked"
-    parts.append(f"NER: {'yes' if _pipeline_installed(resolve_pipeline_name(lang.name, 'auto')) else 'no'}")
+    parts.append(f"NER: {'yes' if _pipeline_installed(resolve_pipeline_name(lang, 'auto')) else 'no'}")
     return ", ".join(parts)
 
 

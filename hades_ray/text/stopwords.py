@@ -10,7 +10,11 @@ from 2018 until the 2024 update, in the file's order. HaDes (Liu et al., 2022) n
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+
+from hades_ray.text.languages import DEFAULT_LANGUAGE, Language, language
+from hades_ray.text.words import words
 
 SOURCES = ("nltk", "spacy")
 
@@ -49,17 +53,45 @@ def spacy_stop_words(code: str) -> frozenset[str]:
     return frozenset(w.lower() for w in words)
 
 
-def stop_words(source: str = "auto", lang: str = "en") -> frozenset[str]:
+def stop_words(source: str = "auto", lang: Language | str = DEFAULT_LANGUAGE) -> frozenset[str]:
     """The ``perturb.mask.stopwords`` list of Wiki-40B language ``lang``. English: ``auto`` and ``nltk``
     mean NLTK's 179 words (the paper's, kept above), ``spacy`` spaCy's 326. Other languages: ``auto`` and
     ``spacy`` mean spaCy's list of the language; ``nltk`` is refused (its lists are not here offline)."""
-    from hades_ray.text.languages import language
-
     found = language(lang)
-    if found.name == "en":
+    if found.is_default:
         return english_stop_words("nltk" if source == "auto" else source)
-    if source == "nltk":
-        raise ValueError(f"perturb.mask.stopwords=nltk is English only; language {found.name} takes auto or spacy")
-    if source not in ("auto", "spacy"):
+    if source not in found.stop_word_sources:
+        if source in SOURCES:
+            raise ValueError(
+                f"perturb.mask.stopwords={source} is English only; language {found.name} takes "
+                f"{' or '.join(found.stop_word_sources)}"
+            )
         raise ValueError(f"unknown stop-word list {source!r}; choose one of auto, {', '.join(SOURCES)}")
     return spacy_stop_words(found.spacy)
+
+
+# A small closed list suffices to tell English prose from other languages (``reads_as``); masking uses
+# NLTK's list above, this one only guards the input.
+ENGLISH_FUNCTION_WORDS = frozenset(
+    """the of and to in a is was for on as by with that at from his her it an were are which this be or has
+    had he she its their also they not but have one been who first after into other""".split()
+)
+_LETTER_RUN = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+
+def _function_word_units(text: str, lang: Language) -> tuple[list[str], frozenset[str]]:
+    """The lower-cased words of ``text`` that ``reads_as`` counts, and the function words among which it
+    counts them: English's runs of letters and its closed list (as the check always read English); elsewhere
+    the language's words with a letter and its stop words."""
+    if lang.is_default:
+        return _LETTER_RUN.findall(text.lower()), ENGLISH_FUNCTION_WORDS
+    found = [w.lower() for w in words(text, lang) if any(c.isalpha() for c in w)]
+    return found, stop_words("auto", lang)
+
+
+def reads_as(text: str, lang: Language | str, min_ratio: float) -> bool:
+    """Whether ``text`` has at least ``min_ratio`` of ``lang``'s function words per word (and a word at all):
+    a cheap check that a text is in the language the run is set to, so it is not masked with another's stop
+    words."""
+    found, marks = _function_word_units(text, language(lang))
+    return bool(found) and not sum(w in marks for w in found) < min_ratio * len(found)

@@ -56,26 +56,33 @@ def _spaced_spans(text: str, offset: int = 0) -> list[tuple[int, int]]:
     return [(m.start() + offset, m.end() + offset) for m in word_pattern().finditer(text)]
 
 
-def word_spans(text: str, lang: Language | str = "en") -> list[tuple[int, int]]:
-    """``(start, end)`` character ranges of the words of ``text``, in order."""
-    lang = language(lang) if isinstance(lang, str) else lang
+def word_spans(text: str, lang: Language | str) -> list[tuple[int, int]]:
+    """``(start, end)`` character ranges of the words of ``text`` in ``lang``, in order."""
+    lang = language(lang)
     if lang.spaced:
         return _spaced_spans(text)
     from hades_ray.text.pipeline import word_tokenizer
 
     spans: list[tuple[int, int]] = []
-    for token in word_tokenizer(lang.name)(text):
+    for token in word_tokenizer(lang)(text):
         # a segmenter's token may hold spaces or several runs (Thai's spaces, "3.5kg"): cut it like a spaced word
         spans += _spaced_spans(token.text, token.idx)
     return spans
 
 
-def words(text: str, lang: Language | str = "en") -> list[str]:
+def words(text: str, lang: Language | str) -> list[str]:
     """The words of ``text`` (``word_spans``' texts)."""
     return [text[start:end] for start, end in word_spans(text, lang)]
 
 
-def join_words(items: list[str], lang: Language | str = "en") -> str:
+def span_words(span: str, lang: Language | str) -> list[str]:
+    """The words of a span's text as an instance's own span is put back (a batch's original text, a round's
+    windows): whitespace-separated in the default language, as its instances always were; the language's
+    words elsewhere (Chinese has no spaces to split at)."""
+    lang = language(lang)
+    return span.split() if lang.is_default else words(span, lang)
+
+
+def join_words(items: list[str], lang: Language | str) -> str:
     """Words back into running text: with spaces, or without them in a language written without."""
-    lang = language(lang) if isinstance(lang, str) else lang
-    return (" " if lang.spaced else "").join(items)
+    return language(lang).join(items)

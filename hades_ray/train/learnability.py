@@ -13,19 +13,15 @@ import random
 from pathlib import Path
 
 from hades_ray.io.hades_format import Instance
+from hades_ray.text.languages import Language
+from hades_ray.text.stopwords import stop_words
 from hades_ray.text.words import is_word
 
 
-def _stop_words(language: str = "en") -> frozenset[str]:
-    from hades_ray.text.stopwords import stop_words
-
-    return stop_words("auto", language)  # as MASK uses them: English NLTK's (the paper's), spaCy's elsewhere
-
-
-def _is_content_word(word: str, stop: frozenset[str] | set[str], language: str) -> bool:
-    """Letters (in English ``str.isalpha``; elsewhere with the vowel signs Hindi or Thai write on them) and
-    no stop word."""
-    if language == "en":
+def _is_content_word(word: str, stop: frozenset[str] | set[str], language: Language) -> bool:
+    """Letters (in English ``str.isalpha``, as its negatives were always drawn; elsewhere with the vowel signs
+    Hindi or Thai write on them) and no stop word."""
+    if language.is_default:
         return word.isalpha() and word.lower() not in stop
     return is_word(word, letters_only=True) and word.lower() not in stop
 
@@ -37,16 +33,17 @@ def doc_instances(
     rng: random.Random,
     negatives_per_positive: float = 1.0,
     stop: frozenset[str] | set[str] | None = None,
-    language: str = "en",
+    *,
+    language: Language,
 ) -> list[Instance]:
     """Positives (replaced spans) and sampled negatives (untouched content words) of one text in ``language``
     (non-English instances name it, as the perturbation's HaDes records do)."""
     from hades_ray.perturb.spans import words_with_span_indices
 
-    stop = _stop_words(language) if stop is None else stop
+    stop = stop_words("auto", language) if stop is None else stop  # as MASK uses them (English: the paper's NLTK)
     spans = sorted(spans, key=lambda s: s["start"])
     words, ranges = words_with_span_indices(perturbed, spans, language)
-    named = {} if language == "en" else {"language": language}
+    named = language.record_fields()
     touched = {i for first, last in ranges for i in range(first, last + 1)}
     out = []
     for k, (span, (first, last)) in enumerate(zip(spans, ranges)):
@@ -64,7 +61,8 @@ def pool_instances(
     seed: int = 0,
     negatives_per_positive: float = 1.0,
     limit_docs: int | None = None,
-    language: str = "en",
+    *,
+    language: Language,
 ) -> list[Instance]:
     """Labelled instances from ``pool/part-*.parquet`` (columns doc_id, perturbed, spans) of a pool in ``language``."""
     import pyarrow.parquet as pq
@@ -72,15 +70,14 @@ def pool_instances(
     parts = sorted(Path(pool_dir).glob("part-*.parquet"))
     if not parts:
         raise FileNotFoundError(f"no part-*.parquet under {pool_dir}")
-    rng, stop, out, docs = random.Random(seed), _stop_words(language), [], 0
+    rng, stop, out, docs = random.Random(seed), stop_words("auto", language), [], 0
     for part in parts:
         for row in pq.read_table(part, columns=["doc_id", "perturbed", "spans"]).to_pylist():
             if limit_docs is not None and docs >= limit_docs:
                 return out
             if row["spans"]:
-                out += doc_instances(
-                    str(row["doc_id"]), row["perturbed"], row["spans"], rng, negatives_per_positive, stop, language
-                )
+                doc = str(row["doc_id"]), row["perturbed"], row["spans"], rng, negatives_per_positive, stop
+                out += doc_instances(*doc, language=language)
                 docs += 1
     return out
 

@@ -12,6 +12,7 @@ import pytest
 from hades_ray.config import load_config
 from hades_ray.detect.features.span_features import TAG_NAMES, tag_spans
 from hades_ray.io.hades_format import Instance
+from hades_ray.text.languages import language
 from hades_ray.text.pipeline import load_pipeline
 from hades_ray.text.words import words
 
@@ -81,7 +82,7 @@ def test_learnability_negatives_skip_the_languages_stop_words():
     text = "Die Brücke und der Turm stehen in der Stadt am Fluss."
     start = text.index("Turm")
     spans = [{"start": start, "end": start + 4, "original": "Dom", "replacement": "Turm"}]
-    made = doc_instances("d1", text, spans, random.Random(0), negatives_per_positive=10, language="de")
+    made = doc_instances("d1", text, spans, random.Random(0), negatives_per_positive=10, language=language("de"))
     negatives = {i.words[i.start] for i in made if i.label == 0}
     assert negatives == {"Brücke", "stehen", "Stadt", "Fluss"}  # not und, der, in, am (German stop words)
     assert all(i.extra["language"] == "de" for i in made)
@@ -93,7 +94,7 @@ def test_learnability_negatives_keep_hindi_words_with_vowel_signs():
     text = "नदी पर पुराना पुल सन 1850 में बनाया गया था।"
     start = text.index("पुल")
     spans = [{"start": start, "end": start + 3, "original": "सेतु", "replacement": "पुल"}]
-    made = doc_instances("d1", text, spans, random.Random(0), negatives_per_positive=10, language="hi")
+    made = doc_instances("d1", text, spans, random.Random(0), negatives_per_positive=10, language=language("hi"))
     negatives = {i.words[i.start] for i in made if i.label == 0}
     assert {"नदी", "पुराना", "बनाया"} <= negatives  # vowel signs (ी, ु, ा) are letters' marks, not punctuation
     assert not negatives & {"पर", "में", "गया", "था", "1850", "।"}  # stop words, a number, the danda

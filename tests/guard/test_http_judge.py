@@ -11,6 +11,7 @@ import pytest
 from hades_ray.cli import main
 from hades_ray.guard.loop import GuardSettings, guarded_generate
 from hades_ray.guard.sampling import Sampling
+from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH
 from tests.guard.test_guard import PROMPTS, _prompts_file, _read
 from tests.loopback import free_port
 from tests.detectors import detector_folder
@@ -46,7 +47,7 @@ def test_served_judge_makes_the_local_judges_interventions(generator, detector, 
 
     tokenizer, model = generator
     sampling = Sampling(max_new_tokens=24, top_k=20, no_end=True)
-    served, local = HttpJudge(url, token=TOKEN), open_judge(str(detector), None, "all")
+    served, local = HttpJudge(url, token=TOKEN), open_judge(str(detector), None, "all", lang=ENGLISH)
     assert served.threshold == local.threshold  # the detector's stored one, read from /healthz
     threshold = _median(local, model, tokenizer, sampling)
     runs = [

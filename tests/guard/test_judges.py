@@ -12,6 +12,7 @@ import torch
 
 from hades_ray.guard.loop import GuardSettings, guarded_generate
 from hades_ray.guard.sampling import Sampling
+from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH
 from tests.guard.test_guard import PROMPTS, _generate_ids, _strip
 from tests.detectors import detector_folder
 
@@ -46,7 +47,7 @@ class ScratchJudge:
 
         out = []
         for _, prefix, chunk in requests:
-            t = find_targets(prefix + chunk, "all")
+            t = find_targets(prefix + chunk, "all", lang=ENGLISH)
             words = []
             for f, value in zip(t.first, self.scorer.score([t])[0]):
                 if t.ends[f] > len(prefix):  # in the chunk, or a word the chunk continues
@@ -77,7 +78,7 @@ def test_cached_causal_judge_records_what_score_gives_the_same_text(generator, c
     from hades_ray.detect.detector import Detector
 
     tokenizer, model = generator
-    judge = open_judge(str(causal), None, "all")
+    judge = open_judge(str(causal), None, "all", lang=ENGLISH)
     assert type(judge).__name__ == "CausalJudge"
     sampling = Sampling(max_new_tokens=40, top_k=20, no_end=True)
     judge.threshold = _threshold(judge, PROMPTS, sampling, model, tokenizer)
@@ -86,7 +87,7 @@ def test_cached_causal_judge_records_what_score_gives_the_same_text(generator, c
     assert sum(len(g["interventions"]) for g in got) > 3  # rollbacks happened
     scorer = Detector.open(causal).scorer()
     assert max(len(scorer.tokenizer(p + c)["input_ids"]) for p, c, _ in recorder.calls) > 2 * WINDOW
-    check = score_differences(scorer, recorder.calls, judge.threshold)
+    check = score_differences(scorer, recorder.calls, judge.threshold, judge.lang)
     assert check["words"] > 60 and check["unmatched"] == 0
     assert check["max_abs_diff"] < TOLERANCE and check["flags_differing"] == 0
 
@@ -98,7 +99,7 @@ def test_resampling_rolls_the_judge_cache_back(generator, causal):
 
     tokenizer, model = generator
     sampling = Sampling(max_new_tokens=30, top_k=20, no_end=True)
-    cached = open_judge(str(causal), None, "all")
+    cached = open_judge(str(causal), None, "all", lang=ENGLISH)
     threshold = _threshold(cached, PROMPTS, sampling, model, tokenizer)
     runs = []
     for judge in (cached, ScratchJudge(causal, threshold)):
@@ -157,7 +158,7 @@ def test_encoder_judge_scores_all_rows_together_as_one_by_one_and_as_score(encod
     from hades_ray.detect.detector import Detector
     from hades_ray.score.words import find_targets
 
-    judge = open_judge(str(encoder), 0.5, "all")
+    judge = open_judge(str(encoder), 0.5, "all", lang=ENGLISH)
     assert type(judge).__name__ == "EncoderJudge"
     texts = [p + " and then the river flows north past three old mills to the sea" for p in PROMPTS]
     requests = [(k, t[: t.rindex(" ")], t[t.rindex(" ") :]) for k, t in enumerate(texts)]
@@ -167,7 +168,7 @@ def test_encoder_judge_scores_all_rows_together_as_one_by_one_and_as_score(encod
     assert together == alone and all(together)
     scorer = Detector.open(encoder).scorer()
     for (_, prefix, chunk), scored in zip(requests, together):
-        targets = find_targets(prefix + chunk, "all")
+        targets = find_targets(prefix + chunk, "all", lang=ENGLISH)
         p = dict(zip((targets.starts[f] for f in targets.first), scorer.score([targets])[0]))
         assert [w["p"] for w in scored] == [p[len(prefix) + w["start"]] for w in scored]
 
@@ -178,7 +179,7 @@ def test_a_causal_judge_that_never_flags_leaves_generates_tokens(generator, caus
 
     tokenizer, model = generator
     sampling = Sampling(max_new_tokens=20, top_k=20, temperature=0.9)
-    judge = open_judge(str(causal), 1.5, "all")  # p(H) is at most 1: nothing reaches the threshold
+    judge = open_judge(str(causal), 1.5, "all", lang=ENGLISH)  # p(H) is at most 1: nothing reaches the threshold
     got = guarded_generate(model, tokenizer, PROMPTS, sampling, judge, GuardSettings(1.5, 3), seed)
     end = model.generation_config.eos_token_id
     expected = _generate_ids(model, tokenizer, PROMPTS, seed, max_new_tokens=20, top_k=20, temperature=0.9)
@@ -194,7 +195,9 @@ def test_generations_kept_from_a_detector_retrained_in_the_same_folder_are_stale
     from hades_ray.guard.runner import job_digest
     from hades_ray.guard.stages import GenerateJob
 
-    job = GenerateJob(generator="local:gpt2", sampling=Sampling(max_new_tokens=4), detector=str(encoder))
+    job = GenerateJob(
+        generator="local:gpt2", sampling=Sampling(max_new_tokens=4), language=ENGLISH, detector=str(encoder)
+    )
     before = job_digest(job, 8)
     assert job_digest(job, 8) == before
     weights = next(p for p in encoder.iterdir() if p.suffix == ".safetensors")

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from hades_ray.guard.words import chunk_items, word_start
+from hades_ray.text.languages import language
 from hades_ray.text.stopwords import english_stop_words
 
 OLD_WORDS, OLD_CHAR = re.compile(r"\w+|[^\w\s]"), re.compile(r"\w")
@@ -44,20 +45,20 @@ def _old_chunk_items(prefix: str, chunk: str, words: str) -> list[dict]:
     ],
 )
 def test_english_chunk_items_are_the_old_ones(prefix, chunk, words):
-    assert chunk_items(prefix, chunk, words) == _old_chunk_items(prefix, chunk, words)
+    assert chunk_items(prefix, chunk, words, lang=language("en")) == _old_chunk_items(prefix, chunk, words)
 
 
 def test_a_hindi_vowel_sign_continues_its_word_and_stop_words_are_hindi():
     prefix, chunk = "भारत की राजधान", "ी नई"
-    items = chunk_items(prefix, chunk, "content", "hi")
+    items = chunk_items(prefix, chunk, "content", lang=language("hi"))
     text = prefix + chunk
     judged = [items[0]["words"][i["start"]] for i in items]
     assert judged == ["राजधानी", "नई"] and items[0]["span"] == (0, 1)
     assert all(text[len(prefix) + i["span"][0] : len(prefix) + i["span"][1]] in w for i, w in zip(items, judged))
-    assert not chunk_items("भारत", " की", "content", "hi")  # की: a Hindi stop word
-    assert word_start(text, len(prefix), "hi") == prefix.index("राजधान")
+    assert not chunk_items("भारत", " की", "content", lang=language("hi"))  # की: a Hindi stop word
+    assert word_start(text, len(prefix), language("hi")) == prefix.index("राजधान")
 
 
 def test_german_content_words_skip_german_stop_words():
-    items = chunk_items("Sie wohnt in", " der Stadt", "content", "de")
+    items = chunk_items("Sie wohnt in", " der Stadt", "content", lang=language("de"))
     assert [i["words"][i["start"]] for i in items] == ["Stadt"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hades_ray.perturb.artifacts import ARTIFACT_KINDS, artifact_summary, count_artifacts, span_artifacts
+from hades_ray.text.languages import language
 from hades_ray.workdir import SPAN_TYPE
 
 
@@ -17,9 +18,11 @@ def _replace(text: str, original: str, replacement: str, occurrence_start: int |
     return {"perturbed": perturbed, "spans": [span]}
 
 
-def _kinds(row: dict, language: str) -> list[str]:
+def _kinds(row: dict, name: str) -> list[str]:
     span = row["spans"][0]
-    return span_artifacts(span["original"], span["replacement"], row["perturbed"], span["start"], span["end"], language)
+    return span_artifacts(
+        span["original"], span["replacement"], row["perturbed"], span["start"], span["end"], language(name)
+    )
 
 
 def test_a_german_replacement_glued_to_its_neighbour_is_an_artifact():
@@ -33,7 +36,7 @@ def test_a_german_replacement_glued_to_its_neighbour_is_an_artifact():
 def test_a_chinese_replacement_touching_its_neighbours_is_clean():
     row = _replace("我昨天在北京大学看见了他。", "北京", "上海")
     assert _kinds(row, "zh-cn") == []
-    counts = count_artifacts([row], "zh-cn")
+    counts = count_artifacts([row], language("zh-cn"))
     assert counts["with_artifacts"] == 0 and "glued" not in counts
 
 
@@ -66,17 +69,18 @@ def test_a_repeated_hindi_word_with_vowel_signs_is_found():
 
 
 def test_summary_names_the_kinds_its_language_checks():
-    german = artifact_summary(count_artifacts([_replace("Ein Hausboot.", "boot", "schiff", 7)], "de"), "de")
+    de, zh = language("de"), language("zh-cn")
+    german = artifact_summary(count_artifacts([_replace("Ein Hausboot.", "boot", "schiff", 7)], de), de)
     assert german["by_kind"] == {**dict.fromkeys(ARTIFACT_KINDS, 0), "glued": 1}
     assert german["with_artifacts"] == 1 and german["rate"] == 1.0
-    chinese = artifact_summary(count_artifacts([_replace("我在北京。", "北京", "上海")], "zh-cn"), "zh-cn")
+    chinese = artifact_summary(count_artifacts([_replace("我在北京。", "北京", "上海")], zh), zh)
     assert list(chinese["by_kind"]) == list(ARTIFACT_KINDS) and chinese["rate"] == 0.0
 
 
 def test_english_checks_no_glue_and_keeps_its_summary_keys():
     row = _replace("The houseboat sank.", "boat", "ship", 9)
     assert _kinds(row, "en") == []
-    summary = artifact_summary(count_artifacts([row]))
+    summary = artifact_summary(count_artifacts([row], language("en")), language("en"))
     assert list(summary) == ["replacements", "with_artifacts", "rate", "by_kind", "unchanged"]
     assert list(summary["by_kind"]) == list(ARTIFACT_KINDS)
 

@@ -16,6 +16,7 @@ from hades_ray.perturb.mask_units import mask_units
 from hades_ray.perturb.replace import MaskedSequence, fill_masks, vocabulary_bans
 from hades_ray.perturb.spans import decode_replacement
 from hades_ray.perturb.steps import candidate_text
+from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH
 from hades_ray.text.pipeline import load_pipeline
 from hades_ray.text.stopwords import english_stop_words, stop_words
 
@@ -44,11 +45,12 @@ def _leads(shared_data, count: int) -> list[dict]:
 )
 def test_span_artifacts_name_the_debris_the_issue_found(original, replacement, before, after, kinds):
     perturbed = before + replacement + after
-    assert span_artifacts(original, replacement, perturbed, len(before), len(before) + len(replacement)) == kinds
+    end = len(before) + len(replacement)
+    assert span_artifacts(original, replacement, perturbed, len(before), end, ENGLISH) == kinds
 
 
 def test_artifact_summary_is_a_rate_with_counts_by_kind():
-    summary = artifact_summary({"replacements": 200, "with_artifacts": 3, "punctuation": 2, "token_count": 1})
+    summary = artifact_summary({"replacements": 200, "with_artifacts": 3, "punctuation": 2, "token_count": 1}, ENGLISH)
     assert summary == {
         "replacements": 200,
         "with_artifacts": 3,
@@ -56,7 +58,7 @@ def test_artifact_summary_is_a_rate_with_counts_by_kind():
         "by_kind": {"punctuation": 2, "repeated_word": 0, "token_count": 1},
     }
     assert set(summary["by_kind"]) == set(ARTIFACT_KINDS)
-    assert artifact_summary({"replacements": 0, "with_artifacts": 0})["rate"] is None
+    assert artifact_summary({"replacements": 0, "with_artifacts": 0}, ENGLISH)["rate"] is None
 
 
 def test_demo_table_shows_the_artifact_rate_when_the_summary_has_it():
@@ -66,7 +68,7 @@ def test_demo_table_shows_the_artifact_rate_when_the_summary_has_it():
     summary |= {"quarantined_by_reason": {}, "instances": 9, "timings": {"wall_seconds": 1.0}}
     summary |= {"shards": {"processed_now": 1, "skipped_finished": 0}}
     assert "artifact" not in summary_table(summary)
-    summary["artifacts"] = artifact_summary({"replacements": 9, "with_artifacts": 1, "punctuation": 1})
+    summary["artifacts"] = artifact_summary({"replacements": 9, "with_artifacts": 1, "punctuation": 1}, ENGLISH)
     assert "replacement artifact rate   11.11% (1 of 9: punctuation 1)" in summary_table(summary)
 
 
@@ -153,7 +155,7 @@ def test_whole_word_fill_leaves_no_debris_on_real_leads(shared_data, micro_mlm):
     for whole_words in (False, True):
         bans = vocabulary_bans(tokenizer, model.config.vocab_size, stop_words(), whole_words=whole_words)
         fills = fill_masks(model, [seq for _, _, seq in made], load_config("local").perturb.replace, bans, 0)
-        counts[whole_words] = count_artifacts(_perturb(made, fills, tokenizer))
+        counts[whole_words] = count_artifacts(_perturb(made, fills, tokenizer), ENGLISH)
     assert counts[True]["replacements"] > 100
     assert counts[False]["with_artifacts"] > 0  # without the word rules the same draws leave debris
     assert counts[True]["with_artifacts"] == 0 and counts[True]["unchanged"] == 0
@@ -199,7 +201,7 @@ def test_a_real_run_has_no_artifacts(shared_data, micro_home, tmp_path):
     out = tmp_path / "out"
     argv = ["perturb", "--input", str(leads), "--output", str(out), "--executor", "local", "--examples", "0"]
     assert main(argv + ["--set", "perturb.rank.num_candidates=3"]) == 0
-    counts = count_artifacts(pool_rows(out))
+    counts = count_artifacts(pool_rows(out), ENGLISH)
     assert counts["replacements"] >= 12 and counts["with_artifacts"] == 0 and counts["unchanged"] == 0
 
 

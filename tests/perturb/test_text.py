@@ -11,6 +11,7 @@ from hades_ray.perturb.mask import align_units, choose_spans, spans_to_mask
 from hades_ray.perturb.reject import reject_reason
 from hades_ray.perturb.spans import apply_replacements, hades_instances, words_with_span_indices
 from hades_ray.text.segment import first_paragraph
+from hades_ray.text.languages import DEFAULT_LANGUAGE
 
 TEXT = (
     "Marie Curie was a physicist. She was born in Warsaw in 1867. "
@@ -41,7 +42,7 @@ def test_first_paragraph_of_wiki40b_text():
     ],
 )
 def test_reject_reasons(text, reason):
-    assert reject_reason(text, ReadConfig()) == reason
+    assert reject_reason(text, ReadConfig(), DEFAULT_LANGUAGE) == reason
 
 
 def test_reader_marks_every_bad_row_with_a_reason(tmp_path):
@@ -107,9 +108,9 @@ def test_replacements_and_hades_instances_agree():
     assert perturbed == "She moved to New York and studied law at the Sorbonne."
     assert [perturbed[s["start"] : s["end"]] for s in placed] == ["New York", "law"]
     assert [s["original"] for s in placed] == ["Paris", "physics"]
-    words, ranges = words_with_span_indices(perturbed, placed)
+    words, ranges = words_with_span_indices(perturbed, placed, DEFAULT_LANGUAGE)
     assert ranges == [(3, 4), (7, 7)]
-    records = hades_instances("doc", perturbed, placed)
+    records = hades_instances("doc", perturbed, placed, language=DEFAULT_LANGUAGE)
     for record, (first, last) in zip(records, ranges):
         instance = parse_instance(json.loads(json.dumps(record)))
         assert (instance.start, instance.end) == (first, last)

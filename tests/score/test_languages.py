@@ -14,6 +14,7 @@ import pytest
 
 from hades_ray.cli import main
 from hades_ray.score.words import find_targets
+from hades_ray.text.languages import language
 from hades_ray.text.pipeline import load_pipeline
 from tests.score.test_score import TEXTS
 from tests.detectors import detector_folder
@@ -38,29 +39,29 @@ def causal(micro_home, tmp_path_factory):
 @pytest.mark.parametrize("lang", sorted(SAMPLES))
 def test_every_unit_and_target_is_its_own_characters_of_the_text(lang, words):
     text = SAMPLES[lang]
-    t = find_targets(text, words, load_pipeline(lang, "blank"), lang=lang)
+    t = find_targets(text, words, load_pipeline(lang, "blank"), lang=language(lang))
     assert [text[s:e] for s, e in zip(t.starts, t.ends)] == t.words
     assert "".join(t.words) == re.sub(r"\s", "", text)  # nothing lost, nothing doubled
     assert t.first and all(f <= la for f, la in zip(t.first, t.last))
 
 
 def test_hindi_vowel_signs_stay_inside_their_words_and_chinese_words_are_segmented():
-    hindi = find_targets(SAMPLES["hi"], "all", lang="hi").words
+    hindi = find_targets(SAMPLES["hi"], "all", lang=language("hi")).words
     assert {"हिन्दी", "राजधानी", "दिल्ली", "भाषा"} <= set(hindi)
     assert not any(w in hindi for w in ("ि", "ी", "ा"))  # Python's \w alone cuts these out
-    chinese = find_targets(SAMPLES["zh-cn"], "all", lang="zh-cn").words
+    chinese = find_targets(SAMPLES["zh-cn"], "all", lang=language("zh-cn")).words
     assert "北京" in chinese and "首都" in chinese and max(map(len, chinese)) > 1
 
 
 def test_content_words_skip_the_languages_own_stop_words():
-    t = find_targets(SAMPLES["de"], "content", load_pipeline("de", "blank"), lang="de")
+    t = find_targets(SAMPLES["de"], "content", load_pipeline("de", "blank"), lang=language("de"))
     spans = {" ".join(t.words[f : la + 1]) for f, la in zip(t.first, t.last)}
     assert {"Universität", "Köln", "gegründet"} <= spans and not {"Die", "zu", "wurde", ","} & spans
 
 
 def test_english_units_are_the_old_regex_units():
     text = " ".join(TEXTS) + " naïve café_2 — it's 3.5kg"
-    t = find_targets(text, "all")
+    t = find_targets(text, "all", lang=language("en"))
     assert t.words == re.findall(r"\w+|[^\w\s]", text)
     assert [t.words[f] for f in t.first] == [w for w in t.words if re.search(r"\w", w)]
 

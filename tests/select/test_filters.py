@@ -6,6 +6,7 @@ import pandas as pd
 from hades_ray.select import filters
 from hades_ray.select.features import window_text
 from hades_ray.select.tune_selection import selection_score
+from hades_ray.text.languages import DEFAULT_LANGUAGE
 
 
 def find_thresholds(p_h: np.ndarray, target: int) -> tuple[float, float]:
@@ -76,7 +77,7 @@ def test_batch_is_the_smallest_keys_whatever_the_split():
 
 
 def test_window():
-    text, start, end = window_text(["a", "b", "cc", "d", "e"], 2, 2, 1)
+    text, start, end = window_text(["a", "b", "cc", "d", "e"], 2, 2, 1, DEFAULT_LANGUAGE)
     assert text == "b cc d" and text[start:end] == "cc"
 
 

@@ -11,6 +11,7 @@ import pytest
 from hades_ray.select.batch import display_original, hades_record
 from hades_ray.select.features import LinguisticsStage, span_windows, window_text
 from hades_ray.pipeline.stage import Resources
+from hades_ray.text.languages import language
 from hades_ray.text.words import words
 from hades_ray.workdir import original_words
 
@@ -34,8 +35,8 @@ def _row(language: str, text: str, original: str, replacement: str) -> dict:
 
 def test_chinese_windows_join_words_without_spaces():
     row = _row("zh-cn", ORIGINAL, "北京大学", "上海")
-    assert original_words(row, "zh-cn") == words(ORIGINAL, "zh-cn")
-    (orig_text, o_start, o_end), (repl_text, r_start, r_end) = span_windows(row, 50, "zh-cn")
+    assert original_words(row, language("zh-cn")) == words(ORIGINAL, "zh-cn")
+    (orig_text, o_start, o_end), (repl_text, r_start, r_end) = span_windows(row, 50, language("zh-cn"))
     assert orig_text == ORIGINAL and orig_text[o_start:o_end] == "北京大学"
     assert repl_text == "我昨天在上海看见了他。" and repl_text[r_start:r_end] == "上海"
 
@@ -43,36 +44,36 @@ def test_chinese_windows_join_words_without_spaces():
 def test_a_narrow_window_cuts_whole_words():
     cut = words("東京大学は日本で最も古い国立大学です。", "ja")
     span = cut.index("日本")
-    text, start, end = window_text(cut, span, span, 1, "ja")
+    text, start, end = window_text(cut, span, span, 1, language("ja"))
     assert text == "".join(cut[span - 1 : span + 2]) and text[start:end] == "日本"
 
 
 def test_english_windows_keep_their_spaces():
-    text, start, end = window_text(["a", "b", "cc", "d", "e"], 2, 2, 1)
+    text, start, end = window_text(["a", "b", "cc", "d", "e"], 2, 2, 1, language("en"))
     assert text == "b cc d" and text[start:end] == "cc"
 
 
 def test_judges_see_the_running_text_when_the_pool_has_no_document():
     row = _row("zh-cn", ORIGINAL, "北京大学", "上海")
-    text, start, end = display_original(row, {}, "zh-cn")
+    text, start, end = display_original(row, {}, language("zh-cn"))
     assert text == ORIGINAL and text[start:end] == "北京大学"
-    text, start, end = display_original(_row("th", "ฉันชอบกินข้าวผัดมาก", "ข้าวผัด", "ส้มตำ"), {}, "th")
+    text, start, end = display_original(_row("th", "ฉันชอบกินข้าวผัดมาก", "ข้าวผัด", "ส้มตำ"), {}, language("th"))
     assert text == "ฉันชอบกินข้าวผัดมาก" and text[start:end] == "ข้าวผัด"
 
 
 def test_batch_records_name_their_language_and_english_ones_do_not():
     row = _row("zh-cn", ORIGINAL, "北京大学", "上海")
-    record = hades_record(row, language="zh-cn")
+    record = hades_record(row, -1, language("zh-cn"))
     assert record["language"] == "zh-cn" and "===上海===" in record["replaced"]
-    assert "language" not in hades_record(_row("en", "the cat sat", "cat", "dog"))
+    assert "language" not in hades_record(_row("en", "the cat sat", "cat", "dog"), -1, language("en"))
     json.dumps(record, ensure_ascii=False)
 
 
 def test_linguistics_reads_a_chinese_window_with_the_languages_pipeline():
-    stage = LinguisticsStage(Resources(), "blank", "zh-cn")
+    stage = LinguisticsStage(Resources(), "blank", language("zh-cn"))
     stage.setup()
     (orig, o_start, o_end), (repl, r_start, r_end) = span_windows(
-        _row("zh-cn", ORIGINAL, "北京大学", "上海"), 5, "zh-cn"
+        _row("zh-cn", ORIGINAL, "北京大学", "上海"), 5, language("zh-cn")
     )
     batch = pa.table(
         {
@@ -93,10 +94,11 @@ def test_linguistics_reads_a_chinese_window_with_the_languages_pipeline():
 def test_judged_records_keep_their_language_for_the_detector():
     from hades_ray.select.crossval import hades_fields
 
-    record = {**hades_record(_row("zh-cn", ORIGINAL, "北京大学", "上海"), 1, "zh-cn"), "judge": "a", "round": 1}
+    row = _row("zh-cn", ORIGINAL, "北京大学", "上海")
+    record = {**hades_record(row, 1, language("zh-cn")), "judge": "a", "round": 1}
     fields = hades_fields(record)
     assert fields["language"] == "zh-cn" and "judge" not in fields
-    assert "language" not in hades_fields(hades_record(_row("en", "the cat sat", "cat", "dog")))
+    assert "language" not in hades_fields(hades_record(_row("en", "the cat sat", "cat", "dog"), -1, language("en")))
 
 
 def test_a_round_refuses_a_pool_of_another_language(micro_home, tmp_path):

@@ -90,10 +90,10 @@ def test_english_words_are_the_old_pattern_except_that_marks_stay_in_their_word(
     for record in read_demo_records():
         text = record["text"]
         if any(unicodedata.category(c)[0] == "M" for c in text):
-            assert len(words(text)) <= len(old.findall(text))
-            whole |= {"اَلْفُصْحَىٰ", "ପାଳୁଅ"} & set(words(text))
+            assert len(words(text, "en")) <= len(old.findall(text))
+            whole |= {"اَلْفُصْحَىٰ", "ପାଳୁଅ"} & set(words(text, "en"))
         else:
-            assert words(text) == old.findall(text)
+            assert words(text, "en") == old.findall(text)
     assert whole == {"اَلْفُصْحَىٰ", "ପାଳୁଅ"}
 
 
@@ -148,11 +148,12 @@ def test_a_missing_or_wrong_pipeline_is_refused_never_english_instead():
 def test_the_reject_check_is_in_the_runs_language():
     read = load_config().perturb.read
     german = "Die Stadt liegt am Rhein und ist eine der größten Städte Deutschlands."
-    assert reject_reason(german, read, "de") == ""
-    assert reject_reason(german, read, "en") == "non_english"
-    assert reject_reason("The city lies on the river and is one of the largest in the country.", read, "de") == "not_de"
+    assert reject_reason(german, read, language("de")) == ""
+    assert reject_reason(german, read, language("en")) == "non_english"
+    english = "The city lies on the river and is one of the largest in the country."
+    assert reject_reason(english, read, language("de")) == "not_de"
     hindi = "दिल्ली भारत की राजधानी है और यह एक बड़ा शहर है।"
-    assert reject_reason(hindi, read, "hi") == ""  # vowel signs count as letters, not as non-prose
+    assert reject_reason(hindi, read, language("hi")) == ""  # vowel signs count as letters, not as non-prose
 
 
 def test_a_folder_of_language_folders_is_one_run_per_language(tmp_path):

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hades_ray.train.learnability import pool_instances, split_by_doc
+from hades_ray.text.languages import DEFAULT_LANGUAGE
 
 
 def _span(text, orig_text, word, replacement):
@@ -38,7 +39,7 @@ def _pool(tmp_path):
 
 
 def test_labels_from_pool(tmp_path):
-    instances = pool_instances(_pool(tmp_path), seed=0)
+    instances = pool_instances(_pool(tmp_path), seed=0, language=DEFAULT_LANGUAGE)
     positives = [i for i in instances if i.label == 1]
     negatives = [i for i in instances if i.label == 0]
     assert len(positives) == 6 and all(i.words[i.start : i.end + 1] == ["Lisbon"] for i in positives)

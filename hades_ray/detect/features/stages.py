@@ -13,6 +13,7 @@ from hades_ray.detect.features.lexical import LexicalStats
 from hades_ray.detect.scoring import SCORE_OUTPUTS, SPAN_INPUTS, instances_table, items_from_table
 from hades_ray.io.hades_format import Instance
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
+from hades_ray.text.languages import Language, language_of
 
 FEATURE_NAMES = ("mlm_prob", "mlm_entropy", "tfidf", "ppmi") + TAG_NAMES
 VECTOR = pa.list_(pa.float32())
@@ -25,7 +26,7 @@ class SpanTagStage(Stage):
     inputs = SPAN_INPUTS
     outputs = {"tags": VECTOR}
 
-    def __init__(self, resources: Resources, spacy_model: str, language: str = "en"):
+    def __init__(self, resources: Resources, spacy_model: str, language: Language):
         super().__init__(resources)
         self.spacy_model, self.language = spacy_model, language
 
@@ -106,7 +107,7 @@ def model_feature_stages(settings: dict, d) -> list[Stage]:
         num_cpus=d.actor_cpus, max_actors=d.actors, batch_size=d.feature_batch_size, torch_threads=d.torch_threads
     )
     return [
-        SpanTagStage(tag, settings["spacy_model"], settings.get("language", "en")),
+        SpanTagStage(tag, settings["spacy_model"], language_of(settings)),
         MlmFeatureStage(mlm, resolve_model(settings["mlm"]), settings["feature_window"]),
     ]
 
