@@ -198,13 +198,14 @@ def matched_threshold(arms: dict, small: str, reference: str, threshold: float) 
 
 def generated_words(prompt: str, generation: str) -> tuple[list[str], list[int]]:
     """Detector words of prompt + generation, and the indices of the generated content words."""
-    from hades_ray.guard.words import DETECTOR_WORDS, is_judged
+    from hades_ray.guard.words import is_judged
+    from hades_ray.text.words import word_spans
 
     text = prompt + generation
-    found = list(DETECTOR_WORDS.finditer(text))
-    judged = [is_judged(m.group(), "content", lang=ENGLISH) for m in found]
-    picked = [k for k, m in enumerate(found) if m.start() >= len(prompt) and judged[k]]
-    return [m.group() for m in found], picked
+    found = word_spans(text, ENGLISH)  # the words score and the guard judge (DETECTOR_WORDS went with languages)
+    judged = [is_judged(text[a:b], "content", lang=ENGLISH) for a, b in found]
+    picked = [k for k, (a, _) in enumerate(found) if a >= len(prompt) and judged[k]]
+    return [text[a:b] for a, b in found], picked
 
 
 def generated_items(texts: list[tuple[str, str]]) -> tuple[list[tuple[list[str], int, int]], np.ndarray]:
