@@ -4,7 +4,7 @@
    of ../shared/data/enwiki2015_first_paragraphs.jsonl (replaced spans label 1, untouched content
    words label 0, as jobs/bench_detect.py does), then two ONLINE span classifiers, the guard's judges:
    one on MiniLM (an encoder: one forward per judged word) and one on the offline kit's GPT-2 (causal:
-   scored incrementally with its key/value cache, hades_ray/guard/causal_judge.py), and an LR detector
+   scored incrementally with its key/value cache, hades_ray/detect/incremental.py), and an LR detector
    on features (the independent second opinion), all on the same instances.
 2. Held-out prompts: the first two sentences of ``--prompts`` leads from further down the file that
    no detector trained on (and that the offline kit's held-out split kept out of the generator).
@@ -198,7 +198,7 @@ def matched_threshold(arms: dict, small: str, reference: str, threshold: float) 
 
 def generated_words(prompt: str, generation: str) -> tuple[list[str], list[int]]:
     """Detector words of prompt + generation, and the indices of the generated content words."""
-    from hades_ray.guard.words import is_judged
+    from hades_ray.detect.judged_words import is_judged
     from hades_ray.text.words import word_spans
 
     text = prompt + generation
@@ -770,7 +770,7 @@ def lr_agreement(judge, lr_dir: str, config, texts: list[tuple[str, str]], p_onl
 
 def measure(args, config, prompts: list[dict], detectors: dict, generator) -> dict:
     from hades_ray.detect.detector import Detector
-    from hades_ray.guard.causal_judge import CausalJudge
+    from hades_ray.detect.incremental import CausalJudge
     from hades_ray.guard.judge import EncoderJudge, score_differences
     from hades_ray.guard.sampling import Sampling, prepare_tokenizer
     from hades_ray.guard.text import TokenText

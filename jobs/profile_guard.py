@@ -38,7 +38,7 @@ def main(argv=None) -> int:
 
     from hades_ray.config import load_config
     from hades_ray.detect.detector import Detector
-    from hades_ray.guard.causal_judge import CausalJudge
+    from hades_ray.detect.incremental import CausalJudge
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import Sampling, plain_generate, prepare_tokenizer
     from hades_ray.guard.stages import context_limit

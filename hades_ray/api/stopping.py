@@ -15,7 +15,7 @@ import torch
 from transformers import StoppingCriteria
 
 from hades_ray.guard.text import TokenText
-from hades_ray.guard.words import word_start
+from hades_ray.detect.judged_words import word_start
 
 
 class _Row:

@@ -9,7 +9,9 @@
 
 ``score`` gives each text's per-target p(H) (what ``hades-ray score``, the service and the guard's
 checks compute); ``score_spans`` gives each span's p(H) from its own view (``predict``, ``evaluate``
-and the guard's encoder judge). Each text's scores are the same bits alone or inside any batch
+and the guard's encoder judge); ``incremental`` scores a growing text a new token at a time on each
+row's key/value cache, the ``windows`` route's figures (``hades_ray/detect/incremental.py``: the guard's
+causal judge). Each text's scores are the same bits alone or inside any batch
 (``hades_ray/detect/stable.py``).
 """
 
@@ -42,6 +44,15 @@ class Scorer:
     def one_forward(self) -> bool:
         """Whether texts are scored a window at a time."""
         return self.route == "windows"
+
+    def incremental(self, threshold: float | None, words: str, *, lang):
+        """The ``windows`` route for text that grows as it is generated: each row keeps the key/value cache
+        of the window it is scored in (``CausalJudge``), so a new word costs its new tokens' forward."""
+        from hades_ray.detect.incremental import CausalJudge
+
+        if not self.one_forward:
+            raise ValueError(f"incremental scoring is the windows route (a causal backbone online), not {self.route}")
+        return CausalJudge(self, threshold, words, lang=lang)
 
     def score_spans(self, items: list[dict]) -> np.ndarray:
         """p(H) of ``{"words", "start", "end"}`` items, each in its own view (each distinct view run once)."""

@@ -37,7 +37,7 @@ def token_words(tokenizer, words: list[str]) -> np.ndarray:
 
 def token_words_of(tokenizer, texts: list[list[str]]) -> list[np.ndarray]:
     """``token_words`` of many word lists, tokenized in one call (a call's fixed cost counts per step
-    in the guard, hades_ray/guard/causal_judge.py)."""
+    in the guard, hades_ray/detect/incremental.py)."""
     if not texts:
         return []
     joined = [" ".join(words) for words in texts]

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
 
 from hades_ray.errors import UserError
-from hades_ray.guard.words import word_start
+from hades_ray.detect.judged_words import word_start
 from hades_ray.text.languages import language_of
 
 TOKEN_ENV = "HADES_SERVE_TOKEN"

@@ -6,7 +6,7 @@ called once per generation step with every waiting row's ``(row, prefix, chunk)`
 - ``EncoderJudge``: a span classifier on an encoder (MiniLM, RoBERTa). Each word needs its own forward
   over its left-context view; all rows' pending words of a step go through ``Scorer.score_spans``
   together (forwards grouped by token length, so a word's p(H) is the same bits alone or in any batch).
-- ``CausalJudge`` (hades_ray/guard/causal_judge.py): a causal backbone, scored incrementally with each
+- ``CausalJudge`` (hades_ray/detect/incremental.py): a causal backbone, scored incrementally with each
   row's key/value cache: about one forward per generated token.
 - ``HttpJudge`` (hades_ray/guard/http_judge.py): a detector served by ``hades-ray serve``.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hades_ray.guard.words import chunk_items
+from hades_ray.detect.judged_words import chunk_items
 from hades_ray.text.languages import Language
 
 
@@ -40,9 +40,7 @@ def scorer_judge(scorer, threshold: float | None, words: str = "content", *, lan
     """The judge over an online ``Scorer`` already loaded: the cached causal judge where it scores a
     window per forward, else each word's own view."""
     if scorer.one_forward:
-        from hades_ray.guard.causal_judge import CausalJudge
-
-        return CausalJudge(scorer, threshold, words, lang=lang)
+        return scorer.incremental(threshold, words, lang=lang)
     return EncoderJudge(scorer, threshold, words, lang=lang)
 
 

@@ -1,5 +1,5 @@
 """Guarded sampling: every prompt of a batch advances one token per step, as in ``model.generate``;
-when a row's word (hades_ray/guard/words.py) ends, the online judge scores it, and a word at or above
+when a row's word (hades_ray/detect/judged_words.py) ends, the online judge scores it, and a word at or above
 the threshold is taken back and drawn again from the same distribution without the first tokens
 already rejected there, up to ``max_retries`` times per position (hades_ray/guard/rows.py).
 
@@ -14,7 +14,7 @@ the rejected tokens still in ``input_ids``.
 
 The judge (hades_ray/guard/judge.py) is asked once per step about every row whose word ended. A cached
 judge keeps state per row; a word drawn again comes back to it with the same prefix, and it cuts its
-cache back to there (hades_ray/guard/causal_judge.py), so both caches roll back to the word's start.
+cache back to there (hades_ray/detect/incremental.py), so both caches roll back to the word's start.
 
 Rejections make rows finish at different steps, and a batch runs until its slowest row is done. With
 ``slots`` fewer than the prompts, a slot whose row is done takes the next prompt at once (continuous
@@ -36,7 +36,7 @@ import torch
 
 from hades_ray.errors import UserError
 from hades_ray.guard.growing_cache import growing_cache
-from hades_ray.guard.judge_cache import cache_of
+from hades_ray.detect.row_caches import cache_of
 from hades_ray.guard.rows import Row
 from hades_ray.guard.sampling import Sampling, encode_prompts, end_token_ids, generation_config, logits_processors
 from hades_ray.guard.text import TokenText

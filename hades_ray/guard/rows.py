@@ -13,7 +13,7 @@ import torch
 
 from hades_ray.guard.judge import chunk_p
 from hades_ray.guard.text import TokenText
-from hades_ray.guard.words import starts_with_space
+from hades_ray.detect.judged_words import starts_with_space
 
 
 @dataclass

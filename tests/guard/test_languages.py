@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from hades_ray.guard.words import chunk_items, word_start
+from hades_ray.detect.judged_words import chunk_items, word_start
 from hades_ray.text.languages import language
 from hades_ray.text.stopwords import english_stop_words
 

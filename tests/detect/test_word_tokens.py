@@ -1,4 +1,4 @@
-"""The causal judge's token-to-word map of a growing text (hades_ray/guard/word_tokens.py): tokenizing only
+"""The causal judge's token-to-word map of a growing text (hades_ray/detect/word_tokens.py): tokenizing only
 the words a row's text did not have before gives, after any mix of growth, rollback and replacement, the
 map ``token_words_of`` gives the whole text, on a byte-level BPE built as the offline kit's GPT-2 one is."""
 
@@ -9,7 +9,7 @@ import random
 import numpy as np
 
 from hades_ray.detect.spans import token_words_of
-from hades_ray.guard.word_tokens import TextTokens
+from hades_ray.detect.word_tokens import TextTokens
 
 RARE = ["∑", "€5", "ж", "🙂"]  # not in the tokenizer's training text: a lone space token comes before them
 WORDS = "the city of 1990 band released , . ; don't it's \"quoted\" café naïve 東京 — ( ) 3.5 100,000 U.S. 's x".split()

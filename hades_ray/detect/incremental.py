@@ -12,7 +12,7 @@ Rollback needs no call: each request names its row, and the row's cache keeps on
 its cached token ids share with the window's encoding now, never reaching into the words being judged.
 A resampled word therefore finds the cache cut back to the word's start; a window taken by a rejected
 word is re-encoded. The hidden states are those of a forward over the whole window, as ``score`` runs it;
-the forwards differ in shape only (``hades_ray/guard/judge_cache.py``), so p(H) agrees to float rounding.
+the forwards differ in shape only (``hades_ray/detect/row_caches.py``), so p(H) agrees to float rounding.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from hades_ray.guard.judge_cache import RowCaches
-from hades_ray.guard.word_tokens import TextTokens
-from hades_ray.guard.words import chunk_items
+from hades_ray.detect.row_caches import RowCaches
+from hades_ray.detect.word_tokens import TextTokens
+from hades_ray.detect.judged_words import chunk_items
 from hades_ray.text.languages import Language
 
 
@@ -85,7 +85,7 @@ class CausalJudge:
     def _plan(self, requests, items) -> tuple[list[_Job], list[tuple[int, int]]]:
         """Each request's window jobs (in window order), and the targets no window holds whole. Only each
         request's new words are tokenized (one call for all), and a window's tokens come from its text's
-        (hades_ray/guard/word_tokens.py)."""
+        (hades_ray/detect/word_tokens.py)."""
         from hades_ray.detect.causal import assign_targets, text_windows
 
         asked = [k for k, its in enumerate(items) if its]
