@@ -46,10 +46,11 @@ device-check: install
 	$(PY) jobs/device_check.py --output out/device_check.json
 
 # The analyses report (out/report/report.html) from `make demo` and `make demo-loop` outputs, plus the
-# context-length and decoding sweeps of jobs/analyses.py (reused from out/analyses/ when already run).
+# decoding and context-length studies of `hades-ray reproduce` (read back from out/analyses/ when already run).
 # The round detectors are compared on round 2's judged items, which neither of them trained on.
 report: demo demo-loop
-	$(PY) jobs/analyses.py --dataset out/demo-loop/dataset --output out/analyses
+	$(VENV)/bin/hades-ray reproduce decoding --output out/analyses
+	$(VENV)/bin/hades-ray reproduce context --dataset out/demo-loop/dataset --output out/analyses
 	$(VENV)/bin/hades-ray report --pool $(DEMO_OUT) --workdir out/demo-loop --dataset out/demo-loop/dataset \
 		$$(for k in 1 2; do m=out/demo-loop/round-00$$k/detector/model; test -d $$m && echo --detector round$$k=$$m; done) \
 		--split all --min-round 2 --analyses out/analyses/analyses.json --output out/report
@@ -104,7 +105,7 @@ ray-head: install
 submit-perturb: install $(if $(filter local,$(or $(PRESET),local)),models)
 	RAY_AUTH_MODE=token RAY_ADDRESS=$(RAY_ADDRESS) $(VENV)/bin/ray job submit --working-dir . \
 		--runtime-env-json '{"excludes": [".venv", "out", ".git"]}' -- \
-		$(JOB_PYTHON) jobs/perturb.py --input $(or $(INPUT),demo) --output $(or $(OUTPUT),$(CURDIR)/out/submit-perturb) \
+		$(JOB_PYTHON) -m hades_ray perturb --input $(or $(INPUT),demo) --output $(or $(OUTPUT),$(CURDIR)/out/submit-perturb) \
 		--preset $(or $(PRESET),local) $(if $(LIMIT),--limit $(LIMIT))
 
 clean:

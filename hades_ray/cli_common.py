@@ -57,12 +57,13 @@ def add_key_flag(parser: argparse.ArgumentParser, key: str, flag: str = "", read
     hint, declared = key_field(key)
     meta = declared.metadata
     flag = flag or "--" + key.rsplit(".", 1)[-1].replace("_", "-")
-    kind = next((t for t in (bool, int, float) if hint is t or t in typing.get_args(hint)), str)
+    listed = typing.get_origin(hint) is list  # given as YAML text, such as [5,80]; its items are checked later
+    kind = str if listed else next((t for t in (bool, int, float) if hint is t or t in typing.get_args(hint)), str)
     if not meta.get("help"):
         raise ValueError(f"config key {key} declares no help line for its flag (config_keys.key)")
     help = meta["help"] + (f" (default: {meta['null']})" if meta["null"] else "")
-    scalar = meta.get("choices") and not meta["interval"] and typing.get_origin(hint) is not list
-    options = {"choices": meta["choices"]} if scalar else {}  # a list is given as YAML: its items are checked later
+    scalar = meta.get("choices") and not meta["interval"] and not listed
+    options = {"choices": meta["choices"]} if scalar else {}
     if read:
         options |= {"action": "store_true"} if kind is bool else {"type": kind, "default": None}
         help += "" if kind is bool else f" (default: the config's {key})"
@@ -92,15 +93,21 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config", dest="config_file", default=None, metavar="FILE.yaml", help="YAML file overriding the preset"
     )
+    add_set_arg(parser)
+    add_key_flag(parser, "seed", read=True)
+
+
+def add_set_arg(parser: argparse.ArgumentParser, help: str = "override one config value") -> None:
+    """``--set KEY=VALUE`` (repeatable), on its own for a command whose base config is an output's
+    ``config.resolved.yaml`` rather than a preset."""
     parser.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override one config value, e.g. --set perturb.mask.ratio=0.2 (repeatable)",
+        help=f"{help}, e.g. --set perturb.mask.ratio=0.2 (repeatable)",
     )
-    add_key_flag(parser, "seed", read=True)
 
 
 def add_detector_arg(parser: argparse.ArgumentParser) -> None:

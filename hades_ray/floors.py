@@ -40,7 +40,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # The Python API (``from hades_ray import Detector, guarded_generate``): objects over the jobs' own code.
     ("api",),
     # Command wiring: the entry point, shared flags, every package's ``cli.py``.
-    ("cli", "cli_common", "__main__", "*.cli"),
+    ("cli", "cli_common", "__main__", "*.cli", "reproduce.study_cli"),
 )
 
 

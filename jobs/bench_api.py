@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.report.markdown import pipe_table
+from hades_ray.pipeline.laps import Laps
 from jobs.bench_common import (
     ROOT,
     command_line,
@@ -46,14 +47,14 @@ from jobs.bench_common import (
 
 def run_cli(detector: str, data: Path, out: Path) -> dict:
     command = [sys.executable, "-m", "hades_ray.cli", "score", "--model", detector, "--input", str(data)]
-    began = time.perf_counter()
+    laps = Laps()
     subprocess.run(
         [*command, "--output", str(out), "--executor", "local"],
         check=True,
         stdout=subprocess.DEVNULL,
         env=offline_env(PYTHONPATH=str(ROOT)),
     )
-    wall = time.perf_counter() - began
+    wall = laps.lap()
     summary = json.loads((out / "summary.json").read_text())
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     job = (summary.get("timings") or {}).get("wall_seconds") or summary.get("wall_seconds")
@@ -63,13 +64,12 @@ def run_cli(detector: str, data: Path, out: Path) -> dict:
 def run_api(detector: str, texts: list[str], expected: list[dict]) -> tuple[dict, object]:
     from hades_ray import Detector
 
-    began = time.perf_counter()
+    laps = Laps()
     det = Detector.open(detector)
     first = det.score(texts)
-    cold = time.perf_counter() - began
-    began = time.perf_counter()
+    cold = laps.lap()
     again = det.score(texts)
-    warm = time.perf_counter() - began
+    warm = laps.lap()
     strip = lambda r: {k: v for k, v in r.items() if k not in ("id", "source")}  # noqa: E731
     same = [strip(r) for r in first] == [strip(r) for r in expected] and again == first
     words = sum(r["n_words"] for r in first)

@@ -147,25 +147,6 @@ class ForwardClock:
         return sum(start.elapsed_time(end) for start, end in spans) / 1000, len(spans)
 
 
-class Laps:
-    """Wall seconds between marks: ``lap(name)`` keeps the seconds since the last mark under ``name``
-    (to 0.1 s) and returns them unrounded; ``total()``: the seconds since the start."""
-
-    def __init__(self):
-        self.began = self.last = time.perf_counter()
-        self.laps: dict[str, float] = {}
-
-    def lap(self, name: str | None = None) -> float:
-        now = time.perf_counter()
-        seconds, self.last = now - self.last, now
-        if name:
-            self.laps[name] = round(seconds, 1)
-        return seconds
-
-    def total(self) -> float:
-        return time.perf_counter() - self.began
-
-
 def print_result(result: dict) -> None:
     """A child's figures, as the one line ``child_result`` reads."""
     print("RESULT " + json.dumps(result), flush=True)
@@ -261,6 +242,7 @@ def learnability_files(config, work: Path, docs: int, shares: dict[str, float], 
     from hades_ray.io.hades_format import write_instances
     from hades_ray.perturb.runner import run_perturb
     from hades_ray.pipeline.executor import Executor
+    from hades_ray.pipeline.laps import Laps
 
     out: dict = {}
     if pool is None:

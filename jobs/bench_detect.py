@@ -16,13 +16,13 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.report.markdown import pipe_table
-from jobs.bench_common import RESULTS, Laps, kit_or_micro, learnability_files, machine_words, write_results
+from hades_ray.pipeline.laps import Laps
+from jobs.bench_common import RESULTS, kit_or_micro, learnability_files, machine_words, write_results
 
 
 def plain_loop(config, rows: list[dict], threads: int) -> float:
@@ -43,7 +43,7 @@ def plain_loop(config, rows: list[dict], threads: int) -> float:
     loss_fn = torch.nn.CrossEntropyLoss()
     bs = config.detect.batch_size
     model.train()
-    began = time.perf_counter()
+    laps = Laps()
     for lo in range(0, len(rows), bs):
         batch = rows[lo : lo + bs]
         enc = encode_spans(tokenizer, batch, "offline", settings["window"])
@@ -51,7 +51,7 @@ def plain_loop(config, rows: list[dict], threads: int) -> float:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return len(rows) / (time.perf_counter() - began)
+    return len(rows) / laps.lap()
 
 
 def throughput(config, n: int) -> dict:
@@ -68,11 +68,11 @@ def throughput(config, n: int) -> dict:
         "plain_2_threads": plain_loop(config, rows, 2),
     }
     for workers in (1, 2):
-        began = time.perf_counter()
+        laps = Laps()
         with tempfile.TemporaryDirectory() as tmp:
             _, _, last = fit_transformer(config, train, valid, Path(tmp), "offline", workers)
         out[f"ray_{workers}_worker"] = last["examples_per_s"]
-        out[f"ray_{workers}_worker_wall_s"] = time.perf_counter() - began
+        out[f"ray_{workers}_worker_wall_s"] = laps.lap()
     out["ray_overhead_1_worker"] = 1 - out["ray_1_worker"] / out["plain_1_thread"]
     out["speedup_2_vs_1_worker"] = out["ray_2_worker"] / out["ray_1_worker"]
     out["ray_2_workers_vs_plain_2_threads"] = out["ray_2_worker"] / out["plain_2_threads"]

@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage
 from hades_ray.report.markdown import pipe_table
+from hades_ray.pipeline.laps import Laps
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prompts (ENWIKI)
 from jobs.bench_common import (
     ENWIKI,
     RESULTS,
     ForwardClock,
-    Laps,
     Sampler,
     command_line,
     kit_or_micro,

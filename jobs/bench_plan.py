@@ -28,7 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.report.markdown import pipe_table
-from jobs.bench_common import ENWIKI, ROOT, Laps, offline_env, write_results
+from hades_ray.pipeline.laps import Laps
+from jobs.bench_common import ENWIKI, ROOT, offline_env, write_results
 
 PAPER_POOL = 1_000_000  # segments the paper perturbs
 WIKI40B_EN_TRAIN = 2_900_000  # Wiki-40B-en training articles, about 2.9M (issue 11)

@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.loopback, jobs.bench_common
 
 from hades_ray.report.markdown import pipe_table
+from hades_ray.pipeline.laps import Laps
 from jobs.bench_common import (
     ROOT,
     Sampler,
@@ -49,10 +50,10 @@ CLI = [sys.executable, "-m", "hades_ray.cli"]
 
 
 def run_score(detector: str, data: Path, out: Path) -> dict:
-    began = time.perf_counter()
+    laps = Laps()
     command = [*CLI, "score", "--model", detector, "--input", str(data), "--output", str(out), "--executor", "local"]
     subprocess.run(command, check=True, env=ENV, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - began
+    wall = laps.lap()
     summary = json.loads((out / "summary.json").read_text())
     n = summary["scored_texts"]
     job = summary.get("timings", {}).get("wall_seconds") or summary.get("wall_seconds")

@@ -16,7 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.ray_runtime import init_ray
-from jobs.bench_common import Laps, kit_or_micro
+from hades_ray.pipeline.laps import Laps
+from jobs.bench_common import kit_or_micro
 
 
 def main(argv=None) -> int:

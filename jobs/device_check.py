@@ -28,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import ForwardClock, Laps, Sampler
+from hades_ray.pipeline.laps import Laps
+from jobs.bench_common import ForwardClock, Sampler
 
 SEGMENTS = 1_000_000  # the paper's pool: 1M perturbed segments
 CPU_IDENTITY_CANDIDATES = 4  # per lead in the identity check on a CPU (the preset's 20 on CUDA)

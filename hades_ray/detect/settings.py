@@ -21,7 +21,7 @@ class DetectConfig:
     )
     window: int = key(160, "[1, 1000000]")  # subword tokens the backbone sees around the span (specials included)
     # tokens: as above | words: ``window`` context words besides the span (the paper's Fig. 6 gives no unit)
-    window_unit: str = key(TOKENS, choices=WINDOW_UNITS)
+    window_unit: str = key(TOKENS, choices=WINDOW_UNITS, help="what detect.window counts: subword tokens, or words")
     pooling: str = key("max", choices=("max", "mean"))  # over the span's subword states
     mlp_layers: int = key(2, "[1, 16]")  # head depth; tanh between layers
     # The head's hidden size; 0: half the backbone's (h/2). The paper swept it without naming its values.

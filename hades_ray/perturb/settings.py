@@ -64,7 +64,7 @@ class ReplaceConfig:
 
 @dataclass
 class RankConfig:
-    num_candidates: int = key(20, "[1, 1000]")
+    num_candidates: int = key(20, "[1, 1000]", help="candidates RANK orders per text (the pipeline's 20)")
     max_length: int = key(1024, "[8, 1000000]")  # capped by the model's own context (n_positions)
     dtype: str = key("float32", choices=DTYPES)
     max_batch_tokens: int = key(32_768, "[1, 1000000000]")  # as perturb.replace

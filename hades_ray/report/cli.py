@@ -32,8 +32,8 @@ def add_report_args(parser: argparse.ArgumentParser) -> None:
         "--analyses",
         default=None,
         metavar="FILE",
-        help="analyses.json from jobs/analyses.py (context length and decoding sections; "
-        "`make report` uses out/analyses/analyses.json)",
+        help="analyses.json from `hades-ray reproduce context` and `reproduce decoding` (context length and "
+        "decoding sections; `make report` uses out/analyses/analyses.json)",
     )
     parser.add_argument(
         "--tables", default=None, metavar="DIR", help="a `hades-ray reproduce tables --output` folder (Tables 2-3)"

@@ -1,6 +1,6 @@
-"""Context length (the paper's Fig. 6) and decoding strategies, from the results ``jobs/analyses.py``
-writes (``analyses.json``); the report only reads them. ``context_figure`` and ``decoding_figure`` also
-draw the PNGs the job records beside its results."""
+"""Context length (the paper's Fig. 6) and decoding strategies, from the results ``hades-ray reproduce
+context`` and ``reproduce decoding`` write (``analyses.json``); the report only reads them.
+``context_figure`` and ``decoding_figure`` also draw the PNGs those commands write beside their results."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ DECODING_MEASURES = (
 
 
 def read_analyses(path: Path) -> dict:
-    data = read_json(path, "the results of jobs/analyses.py")
+    data = read_json(path, "the results of hades-ray reproduce context / reproduce decoding")
     for key in ("context_length", "decoding"):
         if key in data and not isinstance(data[key], dict):
-            raise ReportInputError(f"{path}: '{key}' must be an object; rerun jobs/analyses.py")
+            raise ReportInputError(
+                f"{path}: '{key}' must be an object; rerun hades-ray reproduce context or reproduce decoding"
+            )
     return data
 
 

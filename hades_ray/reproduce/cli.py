@@ -33,7 +33,11 @@ def _tables(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("reproduce", help="the paper's experiments (Tables 2-3) as commands")
+    from hades_ray.reproduce.study_cli import register_studies
+
+    parser = subparsers.add_parser(
+        "reproduce", help="the paper's experiments (Tables 2-3, Fig. 6, the decoding study) as commands"
+    )
     commands = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     tables = commands.add_parser(
         "tables",
@@ -61,3 +65,4 @@ def register(subparsers) -> None:
     add_key_flags(tables, "reproduce", "labels")
     add_config_args(tables)
     tables.set_defaults(func=_tables)
+    register_studies(commands)

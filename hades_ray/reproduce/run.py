@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 from hades_ray.config import HadesConfig
 from hades_ray.errors import UserError
+from hades_ray.pipeline.laps import Laps
 from hades_ray.pipeline.storage import write, write_json_atomic
 from hades_ray.reproduce.cost import format_cost, grid_cost
 from hades_ray.reproduce.experiment import failed_cells, require_dataset, run_experiment
@@ -98,9 +98,9 @@ def reproduce_tables(
     grid, cells, dataset = prepare(config, dataset)
     output = Path(output)
     print(f"grid {grid.path} on {dataset}: {len(cells)} trials\n" + cost_text(config, grid, cells, dataset), flush=True)
-    began = time.perf_counter()
+    laps = Laps()
     trials = run_experiment(config, grid, cells, dataset, output, resume, force)
-    wall = time.perf_counter() - began
+    wall = laps.lap()
     failed = failed_cells(trials)
     markdown = write_tables(config, grid, cells, dataset, output, {"wall_seconds": wall, "failed": failed})
     return {"markdown": markdown, "failed": failed, "wall_seconds": wall, "trials": trials}

@@ -1,16 +1,18 @@
 """The ``reproduce`` config section: which grid of detectors ``hades-ray reproduce tables`` runs, and how
-its tables compare rows (every trial's own training settings are the ``detect`` section's)."""
+its tables compare rows (every trial's own training settings are the ``detect`` section's); the sizes of
+Fig. 6 (``reproduce context``) and of the decoding study (``reproduce decoding``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hades_ray.config_keys import key
+from hades_ray.config_keys import BIG, key
 from hades_ray.detect.settings import MODES
 from hades_ray.errors import ConfigError
 
 LABEL_KINDS = ("auto", "human", "simulated", "synthetic")
 EPOCH_SPLITS = ("valid", "train_slice", "auto")
+PAPER_WINDOWS = (5, 10, 20, 40, 80, 160)  # the paper's Fig. 6 windows; it gives no unit (words: our reading)
 
 
 @dataclass
@@ -38,7 +40,17 @@ class ReproduceConfig:
     labels: str = key("auto", choices=LABEL_KINDS, help="where the test labels come from")
     # 0: as many as the cluster's CPUs allow (train/tune.py concurrent_trials)
     max_concurrent_trials: int = key(0, "[0, 10000]")
+    # Fig. 6: the context windows of its grid (mode x window), counted in detect.window_unit
+    context_windows: list[int] = key(
+        list(PAPER_WINDOWS), "[1, 1000000]", help="Fig. 6's context windows, a YAML list such as [5,80]"
+    )
+    context_instances: int = key(
+        400, f"[2, {BIG}]", help="learnability instances Fig. 6 samples from a pool (--labels learnability)"
+    )
+    decoding_texts: int = key(30, "[1, 100000]", help="demo texts that every decoding setting perturbs")
 
     def validate(self) -> None:
         if not self.modes:
             raise ConfigError("reproduce.modes: a non-empty list of offline and online")
+        if not self.context_windows:
+            raise ConfigError("reproduce.context_windows: a non-empty list of windows, e.g. [5,80]")

@@ -20,7 +20,6 @@ import dataclasses
 import functools
 import json
 import logging
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 from hades_ray.config import recorded_language, save_config
 from hades_ray.errors import UserError
 from hades_ray.pipeline.executor import Executor
+from hades_ray.pipeline.laps import Laps
 from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.shards import finished_shards
 from hades_ray.pipeline.steps import Step, digest_of, run_step
@@ -170,9 +170,9 @@ class Round:
 def _select(r: Round) -> dict:
     """The passes in order: features, the detector, scores and the band, candidates, the batch."""
     summary: dict = {"round": r.index, "batch_size_target": r.size, "counts": {}, "messages": []}
-    clock = Clock()
+    clock = Laps(digits=2)  # round.json keeps the phases to 0.01 s
     summary["features"] = feature_counts(r.features, r.executor.run(r.features))
-    clock.lap("features")
+    clock.lap("features_s")
     if r.index:
         summary["counts"]["judged_before"] = r.judged
     if r.random:
@@ -181,16 +181,16 @@ def _select(r: Round) -> dict:
     trained = run_step(r.detector, r.executor.force) if r.detector else None
     if trained:
         record_detector(summary, trained)
-    clock.lap("detector")
+    clock.lap("detector_s")
     rule, scores = r.rule, ""
     if trained:
         rule = _with_ratio(rule, summary)
         job = _scores(r, Path(trained["model_dir"]), rule)
         rule, scores = _band(r, rule, r.executor.run(job)["survivor_histogram"], summary), job.digest
-    clock.lap("scores")
+    clock.lap("scores_s")
     decided = r.executor.run(candidates_job(r.workdir, r.index, r.shards, rule, r.size, r.features.digest, scores))
     chosen = batch_keys(candidates_dir(r.workdir, r.index), r.size)
-    clock.lap("selection_pass")
+    clock.lap("selection_pass_s")
     counts = {**summary["counts"], **Counter(decided["counts"]), "assigned_before": r.taken, "batch": len(chosen)}
     summary["counts"] = {k: int(counts[k]) for k in COUNT_ORDER if k in counts}
     summary["batch_sample_key_max"] = chosen[-1][0] if chosen else None
@@ -198,7 +198,7 @@ def _select(r: Round) -> dict:
         summary["messages"].append(short_batch_message(summary["counts"], r.size, rule))
     out = round_dir(r.workdir, r.index)
     write_batch(r.workdir, chosen_rows(r.workdir, chosen), out / "batch.jsonl", r.language)
-    clock.lap("batch")
+    clock.lap("batch_s")
     summary["timings"] = clock.laps
     r.save_config(out)
     write_json_atomic(out / "round.json", summary)
@@ -244,18 +244,6 @@ def _band(r: Round, rule: Rule, histogram: dict[int, int], summary: dict) -> Rul
             "add to the pool, or relax select.paraphrase_threshold / select.date_name_drop_share"
         )
     return dataclasses.replace(rule, p_low=low, p_high=high)
-
-
-class Clock:
-    """Wall seconds of a round's phases, for round.json (what grows with the pool, and what does not)."""
-
-    def __init__(self):
-        self.last, self.laps = time.perf_counter(), {}
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.laps[f"{name}_s"] = round(now - self.last, 2)
-        self.last = now
 
 
 def short_batch_message(counts: dict, size: int, rule: Rule) -> str:

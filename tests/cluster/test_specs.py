@@ -172,7 +172,7 @@ def test_submit_perturb_uses_the_venv_a_limit_and_the_token():
     command = done.stdout.replace("\\\n", " ")
     assert done.returncode == 0, done.stderr
     assert "RAY_AUTH_MODE=token" in command
-    assert re.search(r"/\.venv/bin/python jobs/perturb\.py .*--limit 50", command)
+    assert re.search(r"/\.venv/bin/python -m hades_ray perturb .*--limit 50", command)
     cluster = subprocess.run(
         ["make", "-n", "submit-perturb", "JOB_PYTHON=python", "LIMIT=", "PRESET=paper"],
         cwd=ROOT,
@@ -180,4 +180,4 @@ def test_submit_perturb_uses_the_venv_a_limit_and_the_token():
         text=True,
         timeout=60,
     ).stdout.replace("\\\n", " ")
-    assert "python jobs/perturb.py" in cluster and "--limit" not in cluster and "models build" not in cluster
+    assert "python -m hades_ray perturb" in cluster and "--limit" not in cluster and "models build" not in cluster

@@ -34,7 +34,8 @@ def test_a_child_reports_its_figures_in_one_line_and_a_failing_one_raises():
 def test_the_sampler_keeps_the_peak_and_the_forward_clock_counts_forwards():
     import torch
 
-    from jobs.bench_common import ForwardClock, Laps, Sampler
+    from hades_ray.pipeline.laps import Laps
+    from jobs.bench_common import ForwardClock, Sampler
 
     values = iter(range(1000))
     with Sampler(lambda: next(values), every=0.001) as sampled:

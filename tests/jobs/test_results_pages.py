@@ -78,8 +78,8 @@ def test_a_command_that_no_longer_parses_is_caught(monkeypatch, capsys):
     with pytest.raises(pytest.fail.Exception, match="does not parse"):
         parses("hades-ray report --pool P --output O --no-such-flag", monkeypatch)
     with pytest.raises(pytest.fail.Exception, match="does not parse"):
-        parses("python jobs/analyses.py --windows", monkeypatch)
-    assert parses("python jobs/analyses.py --skip-decoding --set ray.num_cpus=2", monkeypatch).skip_decoding
+        parses("python jobs/paper_results.py --analyses", monkeypatch)
+    assert parses("python jobs/paper_results.py --analyses out/analyses", monkeypatch).analyses == "out/analyses"
 
 
 def test_a_job_page_names_the_command_that_ran_it(tmp_path, monkeypatch):

@@ -3,10 +3,10 @@ trained with each context window as one Ray Tune grid (mode x window) on a HaDes
 labels (train.txt), scored on its test split (valid.txt where the test labels are withheld), with the
 model the paper used (its BERT-large detector): the tables grid's BERT row backbone, pinned in
 tables_paper.yaml (the kit's stand-in under ``local``), unless ``detect.backbone`` is set. The paper's
-windows are 5/10/20/40/80/160; whether they count words or subword tokens it does not say, so the unit
-is ``detect.window_unit`` (hades_ray/detect/spans.py). ``labels="learnability"`` instead trains on a
-pool's learnability labels (replaced span H, untouched word N): another experiment, kept as a named
-option. ``write_outputs`` draws Fig. 6 (context_length.md/.png).
+windows are 5/10/20/40/80/160 (``reproduce.context_windows``); whether they count words or subword tokens
+it does not say, so the unit is ``detect.window_unit`` (hades_ray/detect/spans.py). ``labels="learnability"``
+instead trains on a pool's learnability labels (replaced span H, untouched word N): another experiment,
+kept as a named option. ``write_outputs`` draws Fig. 6 (context_length.md/.png).
 
 Each trial is the detector's Tune trial (``hades_ray.train.tune.detector_trial``: the detect
 package's ``TorchTrainer`` reporting every epoch through ``TuneReportCallback``). The epochs are fixed
@@ -15,24 +15,23 @@ and nothing is chosen on the held-out part, so a trial's last report is its test
 
 from __future__ import annotations
 
-import json
+import logging
 import random
-import shutil
 from collections import Counter
 from pathlib import Path
 
-from hades_ray.train.learnability import pool_instances, split_by_doc
-from hades_ray.io.hades_format import write_instances
+from hades_ray.errors import UserError
+from hades_ray.io.hades_format import read_instances, write_instances
 from hades_ray.pipeline import storage
 from hades_ray.config import recorded_language
 from hades_ray.report.labelled import LEARNABILITY
+from hades_ray.train.learnability import pool_instances, split_by_doc
 
+log = logging.getLogger(__name__)
 EXPERIMENT = "context_length"
-PAPER_WINDOWS = (5, 10, 20, 40, 80, 160)  # the paper's Fig. 6 windows; it gives no unit (words: our reading)
 METRICS = ("accuracy", "gmean", "bss", "auc", "h_f1", "n_f1", "epoch")
-
-
 LABELS = ("judged", "learnability")
+FIG6_ROW = "BERT"  # the paper ran Fig. 6 with its BERT-large detector: the tables grid's BERT row
 
 
 def learnability_data(pool: Path, folder: Path, seed: int, max_instances: int) -> tuple[Path, Path, str]:
@@ -48,8 +47,6 @@ def learnability_data(pool: Path, folder: Path, seed: int, max_instances: int) -
 
 def label_counts(path: Path) -> Counter:
     """How many instances of a HaDes file carry each label (-1: withheld); empty where it is missing."""
-    from hades_ray.io.hades_format import read_instances
-
     return Counter(i.label for i in read_instances(path)) if path.is_file() else Counter()
 
 
@@ -60,8 +57,6 @@ def judged(counts: Counter) -> int:
 def judged_data(dataset: Path) -> tuple[Path, Path, str]:
     """A HaDes-format dataset's train.txt and its scored split: test.txt, or valid.txt where the test labels
     are withheld (the published Wiki-Hades test.txt); a missing file or split is a one-line error."""
-    from hades_ray.errors import UserError
-
     if not judged(label_counts(dataset / "train.txt")):
         raise UserError(f"{dataset}/train.txt: no judged instances; give a HaDes-format folder (hades-ray dataset "
                         "build, or Wiki-Hades), or --labels learnability with a pool")  # fmt: skip
@@ -71,6 +66,21 @@ def judged_data(dataset: Path) -> tuple[Path, Path, str]:
     return dataset / "train.txt", dataset / f"{scored}.txt", f"judged labels of {dataset} (scored: {scored}.txt)"
 
 
+def context_source(labels: str, dataset: str | None, pool: str, output: Path) -> Path:
+    """Fig. 6's data: ``dataset`` for judged labels, else the pool whose learnability labels it trains on
+    (the decoding study's top-k 10 pool under ``output`` stands in where ``pool`` holds none)."""
+    if labels == "judged":
+        if not dataset:
+            raise UserError("Fig. 6 trains on judged labels: give --dataset (a HaDes-format folder, e.g. "
+                            "out/demo-loop/dataset), or --labels learnability with --pool")  # fmt: skip
+        return Path(dataset)
+    if not (Path(pool) / "pool").is_dir():
+        stand_in = output / "decoding" / "top-k_10"
+        log.info("context length: no pool under %s; using %s", pool, stand_in)
+        return stand_in
+    return Path(pool)
+
+
 def sizes(train: Path, test: Path) -> dict[str, int]:
     """Judged instances of the two files (test: per label, for the AUC's interval)."""
     tested = label_counts(test)
@@ -78,22 +88,20 @@ def sizes(train: Path, test: Path) -> dict[str, int]:
 
 
 def progress_callback():
-    """One line per trial epoch (Tune's own table is off: it is a screenful per update on a terminal)."""
+    """One log line per trial epoch (Tune's own table is off: it is a screenful per update on a terminal)."""
     from ray.tune import Callback
 
     class EpochLines(Callback):
         def on_trial_result(self, iteration, trials, trial, result, **info):
             mode, window = trial.config["detect.mode"], trial.config["detect.window"]
             gmean, auc = result.get("gmean") or float("nan"), result.get("auc") or float("nan")
-            print(f"  {mode} window {window}: epoch {result.get('epoch')} G-Mean {gmean:.3f} AUC {auc:.3f}", flush=True)
+            log.info("context length: %s window %s: epoch %s G-Mean %.3f AUC %.3f", mode, window,
+                     result.get("epoch"), gmean, auc)  # fmt: skip
 
         def on_trial_error(self, iteration, trials, trial, **info):
-            print(f"  trial {trial.config} failed (its error is in analyses.json)", flush=True)
+            log.warning("context length: trial %s failed (its error is in context_length.json)", trial.config)
 
     return EpochLines()
-
-
-FIG6_ROW = "BERT"  # the paper ran Fig. 6 with its BERT-large detector: the tables grid's BERT row
 
 
 def fig6_backbone(config) -> tuple[str, str]:
@@ -112,26 +120,28 @@ def fig6_backbone(config) -> tuple[str, str]:
     return row.backbone, f"the {FIG6_ROW} row of {grid.path.name}"
 
 
-def run_context_sweep(
-    config, source: Path, folder: Path, windows: list[int], max_instances: int = 0, labels: str = "judged"
-) -> dict:
-    """Grid over ``detect.mode`` x ``detect.window`` (counted in ``config.detect.window_unit``) on ``source``:
-    a HaDes-format dataset (``labels="judged"``) or a perturbation pool (``"learnability"``, at most
-    ``max_instances``); returns the results analyses.json holds."""
+def run_context_sweep(config, source: Path, folder: Path, labels: str = "judged") -> dict:
+    """Grid over ``detect.mode`` x ``reproduce.context_windows`` (counted in ``detect.window_unit``) on
+    ``source``: a HaDes-format dataset (``labels="judged"``) or a perturbation pool (``"learnability"``,
+    at most ``reproduce.context_instances``); returns the results context_length.json holds."""
     from ray import tune
 
-    from hades_ray.train.tune import concurrent_trials, detector_trial
     from hades_ray.ray_runtime import init_ray
+    from hades_ray.train.tune import concurrent_trials, detector_trial
 
     folder = folder.resolve()
+    windows = list(config.reproduce.context_windows)
     backbone, backbone_from = fig6_backbone(config)
     config.detect.backbone = backbone
     if labels == "judged":
         train, test, described = judged_data(Path(source))
     else:
-        train, test, described = learnability_data(Path(source), folder, config.seed, max_instances)
+        limit = config.reproduce.context_instances
+        train, test, described = learnability_data(Path(source), folder, config.seed, limit)
+    log.info("context length: %d trials (offline and online x windows %s, %s) on %s", 2 * len(windows),
+             windows, config.detect.window_unit, described)  # fmt: skip
     init_ray(config.ray.address, config.ray.num_cpus)
-    shutil.rmtree(folder / EXPERIMENT, ignore_errors=True)  # a fresh grid: the data above was just rewritten
+    storage.delete(folder / EXPERIMENT)  # a fresh grid: the data above was just rewritten
     trainable = tune.with_resources(
         tune.with_parameters(
             detector_trial,
@@ -181,9 +191,9 @@ def run_context_sweep(
     }
 
 
-def print_trials(results: dict) -> None:
+def log_trials(results: dict) -> None:
     for t in results["trials"]:
-        print(f"  {t['mode']:<7} window {t['window']:>4}: G-Mean {t['gmean']}, AUC {t['auc']}", flush=True)
+        log.info("context length: %-7s window %4s: G-Mean %s, AUC %s", t["mode"], t["window"], t["gmean"], t["auc"])
 
 
 def context_markdown(results: dict) -> list[str]:
@@ -206,11 +216,7 @@ def write_outputs(results: dict, folder: Path, stem: str = EXPERIMENT) -> list[P
     from hades_ray.report.sweeps import context_figure, window_label
 
     trials = [t for t in results["trials"] if not t.get("error")]
-    save(results, folder / f"{stem}.json")
+    storage.write_json_atomic(folder / f"{stem}.json", results)
     storage.write(folder / f"{stem}.md", "\n".join(context_markdown(results)) + "\n")
     storage.write(folder / f"{stem}.png", context_figure(trials, window_label(results)))
     return [folder / f"{stem}.{ext}" for ext in ("json", "md", "png")]
-
-
-def save(results: dict, path: Path) -> None:
-    storage.write(path, json.dumps(results, indent=2) + "\n")

@@ -1,14 +1,16 @@
-"""The decoding study on the paper's grid: greedy, top-k (k = 5, 10, 50) and top-p (p = 0.95, 0.9, 0.8)
-REPLACE on the same texts (the first ``texts`` demo leads the perturbation job keeps, masks from the same
-seed), each measured by its kept candidates' perplexity, distinct replacements, the artifact rate
-(hades_ray/perturb/artifacts.py) and the incoherence proxy (jobs/incoherence.py). Only
+"""The decoding study on the paper's grid (``hades-ray reproduce decoding``): greedy, top-k (k = 5, 10,
+50) and top-p (p = 0.95, 0.9, 0.8) REPLACE on the same texts (the first ``reproduce.decoding_texts`` demo
+leads the perturbation job keeps, masks from the same seed), each ranking ``perturb.rank.num_candidates``
+per text and measured by its kept candidates' perplexity, distinct replacements, the artifact rate
+(hades_ray/perturb/artifacts.py) and the incoherence proxy (``reproduce/incoherence.py``). Only
 ``perturb.replace.{decoding,top_k,top_p}`` differ between the runs. Every replacement of every setting
-goes to one judging round for people (jobs/decoding_judging.py, through hades_ray/annotate/export.py).
+goes to one judging round for people (``reproduce/judging.py``, through hades_ray/annotate/export.py).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,9 @@ from hades_ray.config import config_from_dict, recorded_language, set_dotted
 from hades_ray.perturb.artifacts import artifact_summary, count_artifacts
 from hades_ray.pipeline import storage
 from hades_ray.report.inputs import read_pool_rows
+
+log = logging.getLogger(__name__)
+EXPERIMENT = "decoding"
 
 # (label, decoding, the override that sets its parameter): the paper's seven settings.
 PAPER_SETTINGS = (
@@ -86,26 +91,27 @@ def pool_measures(rows: list[dict], language) -> dict:
 
 
 def run_decoding_sweep(
-    config, folder: Path, texts: int, candidates: int = 0, settings=PAPER_SETTINGS, executor: str = "ray"
+    config, folder: Path, settings=PAPER_SETTINGS, executor: str = "ray", force: bool = False
 ) -> dict:
-    """Perturb the same ``texts`` leads once per setting under ``config``'s preset and models (on Ray, or
-    in-process with ``executor="local"``), each ranking ``candidates`` per text (0: the config's
-    ``perturb.rank.num_candidates``, the pipeline's 20); the measures of each and the judges' export."""
+    """Perturb the same ``reproduce.decoding_texts`` leads once per setting under ``config``'s preset and
+    models (on Ray, or in-process with ``executor="local"``; ``force`` redoes finished pools), each ranking
+    ``perturb.rank.num_candidates`` per text; the measures of each and the judges' export."""
     from hades_ray.perturb.runner import run_perturb
     from hades_ray.pipeline.executor import Executor
-    from jobs.decoding_judging import export_for_judges
-    from jobs.incoherence import IncoherenceProxy
+    from hades_ray.reproduce.incoherence import IncoherenceProxy
+    from hades_ray.reproduce.judging import export_for_judges
 
-    candidates = candidates or config.perturb.rank.num_candidates
+    texts, candidates = config.reproduce.decoding_texts, config.perturb.rank.num_candidates
     base = setting_config(config, "greedy", None, candidates)
     doc_ids = study_texts(base, texts, folder / "texts.jsonl")
     proxy = IncoherenceProxy(base.models.causal_lm)
     order = {d: k for k, d in enumerate(doc_ids)}
     rows_by_setting, strategies = {}, []
-    for label, decoding, parameter in settings:
+    for number, (label, decoding, parameter) in enumerate(settings, 1):
+        log.info("decoding study: setting %d/%d, %s, on %d texts", number, len(settings), label, texts)
         setting = setting_config(config, decoding, parameter, candidates)
         pool = folder / folder_name(label)
-        runner = Executor.of(setting.ray, executor)
+        runner = Executor.of(setting.ray, executor, force)
         summary = run_perturb(setting, folder / "texts.jsonl", pool, executor=runner)  # a finished pool is reused
         rows = [r for r in read_pool_rows(pool, POOL_COLUMNS) if r["doc_id"] in order]
         rows.sort(key=lambda r: order[r["doc_id"]])
@@ -117,9 +123,9 @@ def run_decoding_sweep(
         }
         row |= pool_measures(rows, recorded_language(pool)) | proxy.summary(spans)
         row |= {"pool_reused": summary["shards"]["processed_now"] == 0}
-        print(f"  {label}: kept ppl median {row['kept_ppl_median']:.1f}, distinct {row['distinct_replacements']}"
-              f"/{row['replacements']}, artifact rate {row['artifact_rate']}, incoherent {row['incoherent']}"
-              f" ({row['incoherence_rate']:.3f})", flush=True)  # fmt: skip
+        log.info("decoding study: %s: kept ppl median %.1f, distinct %d/%d, artifact rate %s, incoherent %d (%.3f)",
+                 label, row["kept_ppl_median"], row["distinct_replacements"], row["replacements"],
+                 row["artifact_rate"], row["incoherent"], row["incoherence_rate"])  # fmt: skip
         rows_by_setting[label] = (pool, rows, spans)
         strategies.append(row)
     judging = export_for_judges(base, folder / "judging", rows_by_setting)
@@ -134,3 +140,38 @@ def run_decoding_sweep(
         "strategies": strategies,
         "judging": judging,
     }
+
+
+def decoding_markdown(d: dict) -> list[str]:
+    """The decoding study's table (decoding.md, and the analyses page of jobs/results/)."""
+    from hades_ray.report.markdown import pipe_table
+    from hades_ray.report.model import fmt
+
+    reused = ", pools of an earlier run reused" if any(s.get("pool_reused") for s in d["strategies"]) else ""
+    columns = ["setting", "kept ppl (median)", "distinct / replacements", "artifact rate", "incoherent", "share"]
+    columns += ["share > ln 10", "share > ln 1000", "median jump (nats)", "texts with one"]
+    rows = [
+        [s["label"], f"{s['kept_ppl_median']:.1f}", f"{s['distinct_replacements']} / {s['replacements']}"]
+        + [fmt(s["artifact_rate"]), s["incoherent"], fmt(s["incoherence_rate"]), fmt(s["incoherence_rate_ln10"])]
+        + [fmt(s["incoherence_rate_ln1000"]), fmt(s["surprisal_jump_median"]), s["texts_with_incoherent"]]
+        for s in d["strategies"]
+    ]
+    seconds = f", {d['seconds']:.0f} s" if "seconds" in d else ""
+    lines = [f"## Decoding study ({d['documents']} texts, the same for every setting, {d['candidates']} candidates, "
+             f"seed {d['seed']}{seconds}{reused})", "",
+             f"Incoherent: {d['proxy']['definition']} (LM `{d['proxy']['lm']}`; hades_ray/reproduce/incoherence.py "
+             "says why).", "",
+             *pipe_table(columns, rows)]  # fmt: skip
+    j = d["judging"]
+    return lines + ["", f"For judges: {j['items']} items ({j['export']}, `{Path(j['files'][0]).name}`), "
+                    f"imported with `{j['import']}`; `key.jsonl` maps items to settings."]  # fmt: skip
+
+
+def write_outputs(results: dict, folder: Path, stem: str = EXPERIMENT) -> list[Path]:
+    """``stem``.json, .md (the table) and .png (a bar chart per measure) under ``folder``."""
+    from hades_ray.report.sweeps import decoding_figure
+
+    storage.write_json_atomic(folder / f"{stem}.json", results)
+    storage.write(folder / f"{stem}.md", "\n".join(decoding_markdown(results)) + "\n")
+    storage.write(folder / f"{stem}.png", decoding_figure(results["strategies"]))
+    return [folder / f"{stem}.{ext}" for ext in ("json", "md", "png")]

@@ -68,7 +68,7 @@ def write_round(workdir: Path, items: list[dict]) -> None:
 
 
 def export_for_judges(config, workdir: Path, rows_by_setting: dict[str, tuple]) -> dict:
-    """Write the judging round and its CSV export; returns what analyses.json records."""
+    """Write the judging round and its CSV export; returns what decoding.json records."""
     from hades_ray.annotate.export import export_items
 
     items, key = [], []

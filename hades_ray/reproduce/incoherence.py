@@ -16,7 +16,7 @@ per text) and uses the model the pipeline already ranks candidates with. Its lim
 the left context, so a replacement that breaks the sentence after it is missed; the kit's small GPT-2 is
 a weak judge of world knowledge; and the threshold is a choice (the study also reports the median jump
 and the shares above ln 10 and ln 1000). The judges' export of the same replacements
-(jobs/decoding_judging.py) lets people check it.
+(hades_ray/reproduce/judging.py) lets people check it.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class IncoherenceProxy:
 
     def description(self) -> dict:
         return {
-            "name": "surprisal jump at the replaced span (jobs/incoherence.py)",
+            "name": "surprisal jump at the replaced span (hades_ray/reproduce/incoherence.py)",
             "lm": self.reference,
             "threshold_nats": round(self.threshold, 4),
             "definition": "S(replacement | perturbed left context) - S(original | original left context) > ln 100,"
