@@ -50,14 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Every command module is part of the package and imports only the standard library and the project
+    # (heavy libraries load inside the handlers), so a module that fails to import is a bug to show,
+    # never a command to leave out in silence.
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as error:
-            if error.name and name.startswith(error.name):
-                continue  # a stage not present in this build
-            raise
-        module.register(subparsers)
+        importlib.import_module(name).register(subparsers)
     return parser
 
 
