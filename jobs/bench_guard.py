@@ -27,7 +27,6 @@ import gc
 import json
 import math
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -683,9 +682,9 @@ def main(argv=None) -> int:
     fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
     nlp = load_pipeline(config.language, config.spacy_model)
     prompts, too_long = held_out_prompts(nlp, args.train_docs, args.prompts, fits)
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(args.workdir) if args.workdir else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
+    with storage.scratch_folder("bench_guard_") as tmp:
+        work = Path(args.workdir) if args.workdir else tmp
+        storage.makedirs(work)
         detectors = trained_detectors(config, work, args.train_docs)
         detectors["small"] = small_judge(work, config.detect.window)
         report = measure(args, config, prompts, detectors, (tokenizer, model))

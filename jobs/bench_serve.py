@@ -26,7 +26,6 @@ import resource
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -41,6 +40,8 @@ from jobs.bench_common import (
     machine_words,
     make_detector,
     offline_env,
+    scratch,
+    texts_file,
     tree_rss_mib,
     write_results,
 )
@@ -123,10 +124,9 @@ def main(argv=None) -> None:
     from hades_ray.io.demo_corpus import read_demo_records
     from hades_ray.plan.machine import machine_facts
 
-    work = Path(tempfile.mkdtemp(prefix="bench_serve_"))
+    work = scratch("bench_serve_")
     texts = [r["text"] for r in read_demo_records()[: args.texts]]
-    data = work / "texts.jsonl"
-    data.write_text("".join(json.dumps({"id": f"lead-{k}", "text": t}) + "\n" for k, t in enumerate(texts)))
+    data = texts_file(texts, work / "texts.jsonl")
     detector = args.detector or _kit_detector(work / "detector")
     print("score ...", flush=True)
     score = run_score(detector, data, work / "score")

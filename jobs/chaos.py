@@ -10,13 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import command_line, offline_env, write_results  # noqa: E402
+from jobs.bench_common import command_line, offline_env, scratch, write_results  # noqa: E402
 
 ZERO = ("lost", "duplicated", "corrupted", "unaccounted", "quarantine_mismatch", "unmarked_parts", "half_written")
 
@@ -130,7 +129,7 @@ def main() -> None:
     parser.add_argument("--race-trials", type=int, default=20, help="lock races")
     args = parser.parse_args()
     kinds = [k for k in args.kinds.split(",") if k]
-    work = Path(tempfile.mkdtemp(prefix="hades_chaos_"))
+    work = scratch("hades_chaos_")
     from hades_ray.models.micro import build_micro_kit
     from tests.pipeline.s3_local import moto_server, s3_env
 
