@@ -282,22 +282,23 @@ def ratio(results: dict, field: str) -> float | None:
 
 
 def markdown(report: dict) -> str:
-    lines = ["# Stored span representations: reuse on vs off (jobs/bench_frozen.py)", "",
-             f"{report['machine']}.", "",
-             "| benchmark | figure | reuse_frozen=false (before) | reuse_frozen=true (after) | before / after |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    from hades_ray.report.markdown import pipe_table
+
+    rows = []
     for name, field in (("tune", "wall_s"), ("tune", "s_per_trial_epoch"), ("heads", "wall_s"),
                         ("heads", "backbone_forwards"), ("rounds", "rounds_2_3_select_s"),
                         ("rounds", "wall_s"), ("tables", "wall_s")):  # fmt: skip
         r = report.get(name)
         if r:
-            lines.append(f"| {name} | {field} | {r['no_reuse'].get(field)} | {r['reuse'].get(field)} | "
-                         f"{ratio(r, field)}x |")  # fmt: skip
+            rows.append([name, field, r["no_reuse"].get(field), r["reuse"].get(field), f"{ratio(r, field)}x"])
     for name in ("tune", "heads", "rounds", "tables"):
         r = report.get(name)
         if r:
-            lines.append(f"| {name} | peak memory MiB (driver + Ray workers) | {r['no_reuse']['peak_rss_mib']} | "
-                         f"{r['reuse']['peak_rss_mib']} | |")  # fmt: skip
+            memory = "peak memory MiB (driver + Ray workers)"
+            rows.append([name, memory, r["no_reuse"]["peak_rss_mib"], r["reuse"]["peak_rss_mib"], ""])
+    columns = ["benchmark", "figure", "reuse_frozen=false (before)", "reuse_frozen=true (after)", "before / after"]
+    lines = ["# Stored span representations: reuse on vs off (jobs/bench_frozen.py)", "",
+             f"{report['machine']}.", "", *pipe_table(columns, rows)]  # fmt: skip
     lines += ["", "```json", json.dumps({k: v for k, v in report.items() if k != "command"}, indent=1), "```", ""]
     return "\n".join(lines)
 
