@@ -32,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.report.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
+from hades_ray.detect.synthetic import random_detector
 from jobs.bench_common import (
     ROOT,
     command_line,
     kit_or_micro,
     machine_words,
-    make_detector,
     offline_env,
     peak_rss_mib,
     scratch,
@@ -124,7 +124,7 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)  # as the command's actor (detect.torch_threads), so both use one core
     kit = kit_or_micro()
     work = scratch("bench_api_")
-    detector = make_detector(work / "detector", resolve_model("local:gpt2"), "online")
+    detector = random_detector(work / "detector", resolve_model("local:gpt2"), "online")
     records = read_demo_records()
     texts = [r["text"] for r in records[: args.texts]]
     data = texts_file(texts, work / "texts.jsonl")

@@ -233,24 +233,6 @@ def write_results(name: str, report, markdown: str | None = None) -> None:
         print(markdown)
 
 
-def make_detector(directory: Path, backbone: str, mode: str, window: int = 160, seed: int = 0) -> str:
-    """A detector folder on ``backbone`` with a random head (``seed``'s; speed does not depend on its
-    weights), exported with the config the way ``hades-ray train`` exports one; ``window``: detect.window's
-    default. The tests' detector folders are made here too."""
-    import torch
-
-    from hades_ray.config import HadesConfig, save_config
-    from hades_ray.detect.model import build_classifier, export_detector, trainable_state
-
-    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window}
-    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
-    torch.manual_seed(seed)
-    tokenizer, model = build_classifier(backbone, settings)
-    export_detector(directory, trainable_state(model), settings, tokenizer)
-    save_config(HadesConfig(), directory)
-    return str(directory)
-
-
 def learnability_files(config, work: Path, docs: int, shares: dict[str, float], pool: Path | None = None) -> dict:
     """Labelled instances without human labels (replaced spans 1, untouched content words 0) of ``pool``,
     else of the first ``docs`` enwiki leads perturbed into work/perturb (unless done), split by document

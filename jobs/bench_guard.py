@@ -46,6 +46,7 @@ from hades_ray.guard.metrics import (
     online_p,
 )
 from hades_ray.pipeline import storage
+from hades_ray.detect.synthetic import random_detector
 from hades_ray.report.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prompts (ENWIKI)
@@ -58,7 +59,6 @@ from jobs.bench_common import (
     kit_or_micro,
     learnability_files,
     machine_words,
-    make_detector,
     write_results,
 )
 
@@ -611,7 +611,7 @@ def small_judge(work: Path, window: int) -> dict:
 
     folder = work / "small"
     if not (folder / "detector.json").is_file():
-        make_detector(folder, str(build_micro_causal_lm(work / "micro_gpt2")), "online", window)
+        random_detector(folder, str(build_micro_causal_lm(work / "micro_gpt2")), "online", window)
     return {"dir": str(folder)}
 
 

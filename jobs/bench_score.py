@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.report.markdown import pipe_table
 from hades_ray.pipeline import storage
-from jobs.bench_common import ENWIKI, make_detector, peak_rss_mib, scratch, write_results
+from hades_ray.detect.synthetic import random_detector
+from jobs.bench_common import ENWIKI, peak_rss_mib, scratch, write_results
 
 WINDOW = 160  # detect.window's default
 
@@ -132,7 +133,7 @@ def main() -> None:
     for name, backbone in backbones.items():
         modes = ["online"] if "causal" in name else ["offline", "online"]
         for mode in modes:
-            detector = make_detector(work / f"{len(rows)}", backbone, mode)
+            detector = random_detector(work / f"{len(rows)}", backbone, mode)
             print(f"{name}, {mode}: fast path ...", flush=True)
             fast = in_fresh_process(detector, texts, "fast", args.threads)
             same = in_fresh_process(detector, texts[: args.naive_texts], "fast", args.threads)

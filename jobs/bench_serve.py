@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.loopback, 
 
 from hades_ray.report.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
+from hades_ray.detect.synthetic import random_detector
 from jobs.bench_common import (
     ROOT,
     Sampler,
     command_line,
     machine_words,
-    make_detector,
     offline_env,
     scratch,
     texts_file,
@@ -145,7 +145,7 @@ def main(argv=None) -> None:
 def _kit_detector(folder: Path) -> str:
     from hades_ray.models.registry import resolve_model
 
-    return make_detector(folder, resolve_model("local:gpt2"), "online")
+    return random_detector(folder, resolve_model("local:gpt2"), "online")
 
 
 def markdown(report: dict) -> str:
