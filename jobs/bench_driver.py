@@ -172,7 +172,7 @@ def _cell(row: dict, key: str) -> str:
 
 
 def markdown(report: dict, small: int) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     rows = report["rows"]
     per = {key: _per_shard_ms(rows, key, small) for key in ("before", "after_first", "after")}

@@ -282,7 +282,7 @@ def ratio(results: dict, field: str) -> float | None:
 
 
 def markdown(report: dict) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     rows = []
     for name, field in (("tune", "wall_s"), ("tune", "s_per_trial_epoch"), ("heads", "wall_s"),

@@ -47,7 +47,7 @@ from hades_ray.guard.metrics import (
 )
 from hades_ray.pipeline import storage
 from hades_ray.detect.synthetic import random_detector
-from hades_ray.report.markdown import pipe_table
+from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prompts (ENWIKI)
 from jobs.bench_common import (

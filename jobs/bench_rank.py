@@ -151,7 +151,7 @@ def compare(scores: dict) -> dict:
 
 
 def markdown(report: dict) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     off, on = report["sides"]["off"], report["sides"]["on"]
     c = report["comparison"]

@@ -179,7 +179,7 @@ def run_perturb_part(args) -> dict:
 
 
 def perturb_table(results: dict) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     rows = []
     for label, runs in (("new", results["sizes"]), (f"old ({OLD_COMMIT})", results["old"])):

@@ -226,7 +226,7 @@ def measure(args, impl: str, size: int) -> dict:
 
 
 def markdown(results: dict) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     rows = []
     for label, runs in (("new", results["new"]), (f"old ({OLD_COMMIT})", results.get("old", {}))):

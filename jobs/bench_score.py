@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.report.markdown import pipe_table
+from hades_ray.markdown import pipe_table
 from hades_ray.pipeline import storage
 from hades_ray.detect.synthetic import random_detector
 from jobs.bench_common import ENWIKI, peak_rss_mib, scratch, write_results

@@ -82,7 +82,7 @@ COLUMNS += ["duplicated", "corrupted", "unmarked", "half", "notes"]
 
 
 def markdown(report: dict) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     r = report["race"]
     lines = [

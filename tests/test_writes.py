@@ -1,8 +1,8 @@
 """One write path and one lock: outside ``hades_ray/pipeline/`` no module of the package or of ``jobs/``
 writes, renames, copies, deletes or locks a file itself; it calls ``pipeline/storage.py`` (atomic writes,
-local or object store) or ``pipeline/lock.py``. The AST of every module is walked (function-level code too); a library that
-writes into an in-memory buffer (``io.BytesIO``) or into a handle from ``storage.open_atomic`` is not
-a file write."""
+local or object store) or ``pipeline/lock.py``. The AST of every module is walked (function-level code
+too); a library that writes into an in-memory buffer (``io.BytesIO``) or into a handle from
+``storage.open_atomic`` is not a file write."""
 
 from __future__ import annotations
 
