@@ -26,12 +26,12 @@ import json
 import os
 import random
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage  # noqa: E402
+from hades_ray.pipeline.laps import Laps  # noqa: E402
 from jobs.bench_common import ENWIKI, OFFLINE, Sampler, command_line, tree_rss_mib, write_results  # noqa: E402
 
 ARMS = (("reuse", "detect.reuse_frozen=true"), ("no_reuse", "detect.reuse_frozen=false"))
@@ -64,10 +64,10 @@ def wiki_instances(n: int, seed: int, source: Path = ENWIKI) -> list:
 
 def measured(fn) -> dict:
     """``fn()``'s wall seconds and the peak memory of this process and its children (Ray's workers)."""
-    began = time.perf_counter()
+    laps = Laps()
     with Sampler(lambda: tree_rss_mib(os.getpid()), every=0.5) as memory:
         extra = fn() or {}
-    return {"wall_s": round(time.perf_counter() - began, 1), "peak_rss_mib": round(memory.peak), **extra}
+    return {"wall_s": round(laps.lap(), 1), "peak_rss_mib": round(memory.peak), **extra}
 
 
 def bench_tune(work: Path, args) -> dict:
