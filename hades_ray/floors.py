@@ -13,8 +13,9 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 FLOORS: tuple[tuple[str, ...], ...] = (
-    # Foundations: no imports from the package; ``__init__`` is ``hades_ray/__init__.py`` and this file.
-    ("__init__", "floors", "errors", "config_keys", "text"),
+    # Foundations: no imports from the package; ``__init__`` is ``hades_ray/__init__.py`` and this file;
+    # ``markdown``: the one writer of Markdown tables (metrics, reports, jobs/results pages).
+    ("__init__", "floors", "errors", "config_keys", "text", "markdown"),
     # Every package's config section (its ``settings.py``): plain dataclasses and their checks, so that
     # building a config imports no model or data library.
     ("*.settings",),

@@ -20,6 +20,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from hades_ray.markdown import pipe_table
 from hades_ray.pipeline import storage
 
 log = logging.getLogger(__name__)
@@ -65,30 +66,14 @@ def _pct(value: float) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.2f}"
 
 
+COLUMNS = ("Model", "Acc", "G-Mean", "BSS", "AUC", "N-P", "N-R", "N-F1", "H-P", "H-R", "H-F1")
+TABLE_KEYS = ("accuracy", "gmean", "bss", "auc", "n_precision", "n_recall", "n_f1", "h_precision", "h_recall", "h_f1")
+
+
 def markdown_table(rows: dict[str, dict[str, float]]) -> str:
     """One row per model, columns as in the paper's Tables 2-3 (percentages; BSS lower is better)."""
-    lines = [
-        "| Model | Acc | G-Mean | BSS | AUC | N-P | N-R | N-F1 | H-P | H-R | H-F1 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, m in rows.items():
-        cells = [
-            m.get(k, math.nan)
-            for k in (
-                "accuracy",
-                "gmean",
-                "bss",
-                "auc",
-                "n_precision",
-                "n_recall",
-                "n_f1",
-                "h_precision",
-                "h_recall",
-                "h_f1",
-            )
-        ]
-        lines.append(f"| {name} | " + " | ".join(_pct(v) for v in cells) + " |")
-    return "\n".join(lines) + "\n"
+    cells = ([name, *(_pct(m.get(k, math.nan)) for k in TABLE_KEYS)] for name, m in rows.items())
+    return "\n".join(pipe_table(COLUMNS, cells)) + "\n"
 
 
 def write_metrics(metrics: dict, directory: str | Path, name: str = "model") -> Path:

@@ -25,22 +25,23 @@ import json
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.report.markdown import pipe_table
+from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
+from hades_ray.detect.synthetic import random_detector
 from jobs.bench_common import (
     ROOT,
     command_line,
     kit_or_micro,
     machine_words,
-    make_detector,
     offline_env,
     peak_rss_mib,
+    scratch,
+    texts_file,
     write_results,
 )
 
@@ -122,12 +123,11 @@ def main(argv=None) -> None:
 
     torch.set_num_threads(1)  # as the command's actor (detect.torch_threads), so both use one core
     kit = kit_or_micro()
-    work = Path(tempfile.mkdtemp(prefix="bench_api_"))
-    detector = make_detector(work / "detector", resolve_model("local:gpt2"), "online")
+    work = scratch("bench_api_")
+    detector = random_detector(work / "detector", resolve_model("local:gpt2"), "online")
     records = read_demo_records()
     texts = [r["text"] for r in records[: args.texts]]
-    data = work / "texts.jsonl"
-    data.write_text("".join(json.dumps({"id": f"lead-{k}", "text": t}) + "\n" for k, t in enumerate(texts)))
+    data = texts_file(texts, work / "texts.jsonl")
     cli = run_cli(detector, data, work / "cli")
     expected = [json.loads(line) for line in (work / "cli" / "scores.jsonl").read_text().splitlines()]
     api, det = run_api(detector, texts, expected)

@@ -3,20 +3,30 @@ measures, child processes that report figures, and the results files under jobs/
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import resource
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "jobs" / "results"
 ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+_SCRATCH = ExitStack()  # the run's temporary folders, removed when it exits
+atexit.register(_SCRATCH.close)
+
+
+def scratch(prefix: str) -> Path:
+    """A temporary folder for the rest of this run (``storage.scratch_folder``), removed at its exit."""
+    from hades_ray.pipeline import storage
+
+    return _SCRATCH.enter_context(storage.scratch_folder(prefix))
 
 
 def offline_env(**extra: str) -> dict:
@@ -35,11 +45,19 @@ def kit_or_micro(home: Path | None = None) -> bool:
     except ModelNotFoundError:
         from hades_ray.models.micro import build_micro_kit
 
-        home = home or Path(tempfile.mkdtemp(prefix="hades_bench_home_"))
+        home = home or scratch("hades_bench_home_")
         if not (home / "models" / "mlm" / "config.json").is_file():
             build_micro_kit(home)
         os.environ["HADES_RAY_HOME"] = str(home)
         return False
+
+
+def texts_file(texts: list[str], path: Path) -> Path:
+    """``texts`` as the JSONL input ``hades-ray score`` reads (ids ``lead-K``), written at ``path``."""
+    from hades_ray.pipeline import storage
+
+    storage.write(path, "".join(json.dumps({"id": f"lead-{k}", "text": t}) + "\n" for k, t in enumerate(texts)))
+    return path
 
 
 def peak_rss_mib() -> float:
@@ -213,24 +231,6 @@ def write_results(name: str, report, markdown: str | None = None) -> None:
         markdown = f"{title}\n\n{stamp}\n{sep}{rest}" if title.startswith("# ") else f"{stamp}\n\n{markdown}"
         storage.write(RESULTS / f"{name}.md", markdown)
         print(markdown)
-
-
-def make_detector(directory: Path, backbone: str, mode: str, window: int = 160, seed: int = 0) -> str:
-    """A detector folder on ``backbone`` with a random head (``seed``'s; speed does not depend on its
-    weights), exported with the config the way ``hades-ray train`` exports one; ``window``: detect.window's
-    default. The tests' detector folders are made here too."""
-    import torch
-
-    from hades_ray.config import HadesConfig, save_config
-    from hades_ray.detect.model import build_classifier, export_detector, trainable_state
-
-    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window}
-    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
-    torch.manual_seed(seed)
-    tokenizer, model = build_classifier(backbone, settings)
-    export_detector(directory, trainable_state(model), settings, tokenizer)
-    save_config(HadesConfig(), directory)
-    return str(directory)
 
 
 def learnability_files(config, work: Path, docs: int, shares: dict[str, float], pool: Path | None = None) -> dict:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.report.markdown import pipe_table
+from hades_ray.pipeline import storage
+from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
 from jobs.bench_common import RESULTS, kit_or_micro, learnability_files, machine_words, write_results
 
@@ -69,7 +69,7 @@ def throughput(config, n: int) -> dict:
     }
     for workers in (1, 2):
         laps = Laps()
-        with tempfile.TemporaryDirectory() as tmp:
+        with storage.scratch_folder("bench_detect_") as tmp:
             _, _, last = fit_transformer(config, train, valid, Path(tmp), "offline", workers)
         out[f"ray_{workers}_worker"] = last["examples_per_s"]
         out[f"ray_{workers}_worker_wall_s"] = laps.lap()
@@ -182,7 +182,7 @@ def main(argv=None) -> int:
         report["throughput"] = throughput(config, args.examples)
         print(json.dumps(report["throughput"], indent=2), flush=True)
     if "learnability" not in args.skip:
-        with tempfile.TemporaryDirectory() as tmp:
+        with storage.scratch_folder("bench_detect_") as tmp:
             pool = Path(args.pool) if args.pool else None
             report["learnability"] = learnability(config, pool, args.docs, Path(tmp))
     write_results("bench_detect", report, _markdown(report))

@@ -172,8 +172,16 @@ def _cell(row: dict, key: str) -> str:
 
 
 def markdown(report: dict, small: int) -> str:
+    from hades_ray.markdown import pipe_table
+
     rows = report["rows"]
     per = {key: _per_shard_ms(rows, key, small) for key in ("before", "after_first", "after")}
+    columns = ["shards", "before", "after, first rerun", "after", "ms/shard before", "after, first", "after"]
+    cells = [
+        [f"{r['shards']:,}", *(_cell(r, k) for k in ("before", "after_first", "after"))]
+        + [per[k].get(r["shards"], "") for k in ("before", "after_first", "after")]
+        for r in rows
+    ]
     lines = [
         "# The driver's time for a rerun of a finished output on S3 (moto on 127.0.0.1)",
         "",
@@ -184,14 +192,8 @@ def markdown(report: dict, small: int) -> str:
         "and writes their roll-up); 'after' is the best of the next three. Per shard: beyond the time at "
         f"{small} shards.",
         "",
-        "| shards | before | after, first rerun | after | ms/shard before | after, first | after |",
-        "|---:|---|---|---|---:|---:|---:|",
+        *pipe_table(columns, cells, align="rlllrrr"),
     ]
-    for r in rows:
-        n = r["shards"]
-        cells = [_cell(r, "before"), _cell(r, "after_first"), _cell(r, "after")]
-        ms = [per[k].get(n, "") for k in ("before", "after_first", "after")]
-        lines.append(f"| {n:,} | " + " | ".join(cells + ms) + " |")
     return "\n".join(lines) + "\n"
 
 

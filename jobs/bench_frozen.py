@@ -25,14 +25,14 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import ENWIKI, Sampler, command_line, tree_rss_mib, write_results  # noqa: E402
+from hades_ray.pipeline import storage  # noqa: E402
+from hades_ray.pipeline.laps import Laps  # noqa: E402
+from jobs.bench_common import ENWIKI, OFFLINE, Sampler, command_line, tree_rss_mib, write_results  # noqa: E402
 
 ARMS = (("reuse", "detect.reuse_frozen=true"), ("no_reuse", "detect.reuse_frozen=false"))
 SPACE = """\
@@ -64,10 +64,10 @@ def wiki_instances(n: int, seed: int, source: Path = ENWIKI) -> list:
 
 def measured(fn) -> dict:
     """``fn()``'s wall seconds and the peak memory of this process and its children (Ray's workers)."""
-    began = time.perf_counter()
+    laps = Laps()
     with Sampler(lambda: tree_rss_mib(os.getpid()), every=0.5) as memory:
         extra = fn() or {}
-    return {"wall_s": round(time.perf_counter() - began, 1), "peak_rss_mib": round(memory.peak), **extra}
+    return {"wall_s": round(laps.lap(), 1), "peak_rss_mib": round(memory.peak), **extra}
 
 
 def bench_tune(work: Path, args) -> dict:
@@ -77,18 +77,18 @@ def bench_tune(work: Path, args) -> dict:
     from hades_ray.train.tune import tune_detector
 
     data = work / "tune_data"
-    data.mkdir(parents=True, exist_ok=True)
+    storage.makedirs(data)
     train = write_instances(wiki_instances(args.train, 1, Path(args.leads)), data / "train.txt")
     valid = write_instances(wiki_instances(args.valid, 2, Path(args.leads)), data / "valid.txt")
-    (work / "space.yaml").write_text(SPACE)
+    storage.write(work / "space.yaml", SPACE)
     results = {}
     for arm, setting in ARMS:
-        shutil.rmtree(data / "_reps", ignore_errors=True)  # the store's making counts in the reuse arm
+        storage.delete(data / "_reps")  # the store's making counts in the reuse arm
         overrides = [setting, f"detect.epochs={args.epochs}", f"detect.window={args.window}", "ray.num_cpus=2"]
         config = load_config("local", None, overrides)
         space = load_space(work / "space.yaml", config.to_dict())
         out = work / f"tune_{arm}"
-        shutil.rmtree(out, ignore_errors=True)
+        storage.delete(out)
 
         def run(config=config, space=space, out=out):
             summary = tune_detector(config, train, valid, out, num_samples=1, space=space)
@@ -125,7 +125,7 @@ def bench_heads(work: Path, args) -> dict:
     from hades_ray.train.transformer import detector_settings
 
     data = work / "heads_data"
-    data.mkdir(parents=True, exist_ok=True)
+    storage.makedirs(data)
     leads = Path(args.leads)
     train_items, valid_items = wiki_instances(args.train, 1, leads), wiki_instances(args.valid, 2, leads)
     train, valid = write_instances(train_items, data / "train.txt"), write_instances(valid_items, data / "valid.txt")
@@ -170,7 +170,7 @@ def bench_heads(work: Path, args) -> dict:
         from hades_ray.detect.reps import head_scores, instance_vectors
 
         torch.set_num_threads(1)
-        shutil.rmtree(data / "_reps", ignore_errors=True)  # the store's making counts
+        storage.delete(data / "_reps")  # the store's making counts
         made = 0
         for head in HEAD_CONFIGS:
             trial = {**settings, **head}
@@ -232,15 +232,14 @@ def bench_rounds(work: Path, args) -> dict:
     # paths, so a copy elsewhere would be another pool (its features "made from other input rows").
     snapshot = work / "loop_snapshot"
     if not snapshot.is_dir():
-        shutil.copytree(prepared, snapshot, symlinks=True)
+        storage.copy_folder(prepared, snapshot)
     results = {}
     crossval = ["--set", "select.detector_training=crossval", "--set", "select.folds=5"]
     for arm, setting in ARMS:
         copy = prepared
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(snapshot, copy, symlinks=True)
+        storage.copy_folder(snapshot, copy)
         if arm == "no_reuse":
-            shutil.rmtree(copy / "reps", ignore_errors=True)
+            storage.delete(copy / "reps")
 
         def run(copy=copy, setting=setting):
             demo_loop.main(["--workdir", str(copy), "--rounds", "4", *common, *crossval, "--set", setting])
@@ -263,9 +262,9 @@ def bench_tables(work: Path, args) -> dict:
         raise SystemExit(f"{dataset}: run --what rounds first (its demo loop builds the dataset)")
     results = {}
     for arm, setting in ARMS:
-        shutil.rmtree(dataset / "_reps", ignore_errors=True)
+        storage.delete(dataset / "_reps")
         out = work / f"tables_{arm}"
-        shutil.rmtree(out, ignore_errors=True)
+        storage.delete(out)
         config = load_config("local", None, [setting, "ray.num_cpus=2", "reproduce.grid=local"])
 
         def run(config=config, out=out):
@@ -283,22 +282,23 @@ def ratio(results: dict, field: str) -> float | None:
 
 
 def markdown(report: dict) -> str:
-    lines = ["# Stored span representations: reuse on vs off (jobs/bench_frozen.py)", "",
-             f"{report['machine']}.", "",
-             "| benchmark | figure | reuse_frozen=false (before) | reuse_frozen=true (after) | before / after |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    from hades_ray.markdown import pipe_table
+
+    rows = []
     for name, field in (("tune", "wall_s"), ("tune", "s_per_trial_epoch"), ("heads", "wall_s"),
                         ("heads", "backbone_forwards"), ("rounds", "rounds_2_3_select_s"),
                         ("rounds", "wall_s"), ("tables", "wall_s")):  # fmt: skip
         r = report.get(name)
         if r:
-            lines.append(f"| {name} | {field} | {r['no_reuse'].get(field)} | {r['reuse'].get(field)} | "
-                         f"{ratio(r, field)}x |")  # fmt: skip
+            rows.append([name, field, r["no_reuse"].get(field), r["reuse"].get(field), f"{ratio(r, field)}x"])
     for name in ("tune", "heads", "rounds", "tables"):
         r = report.get(name)
         if r:
-            lines.append(f"| {name} | peak memory MiB (driver + Ray workers) | {r['no_reuse']['peak_rss_mib']} | "
-                         f"{r['reuse']['peak_rss_mib']} | |")  # fmt: skip
+            memory = "peak memory MiB (driver + Ray workers)"
+            rows.append([name, memory, r["no_reuse"]["peak_rss_mib"], r["reuse"]["peak_rss_mib"], ""])
+    columns = ["benchmark", "figure", "reuse_frozen=false (before)", "reuse_frozen=true (after)", "before / after"]
+    lines = ["# Stored span representations: reuse on vs off (jobs/bench_frozen.py)", "",
+             f"{report['machine']}.", "", *pipe_table(columns, rows)]  # fmt: skip
     lines += ["", "```json", json.dumps({k: v for k, v in report.items() if k != "command"}, indent=1), "```", ""]
     return "\n".join(lines)
 
@@ -333,9 +333,9 @@ def main(argv=None) -> int:
     parser.add_argument("--round-size", type=int, default=40, help="rounds: batch size of every round")
     parser.add_argument("--name", default="bench_frozen", help="results page name under jobs/results/")
     args = parser.parse_args(argv)
-    os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
+    os.environ.update(OFFLINE)
     work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
+    storage.makedirs(work)
     if set(args.what.split(",")) - {"heads"}:
         _start_ray()
     report = {"command": command_line("bench_frozen.py", argv), "machine": f"{os.cpu_count()} cores, CPU only"}

@@ -25,9 +25,7 @@ import argparse
 import copy
 import gc
 import json
-import math
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -35,8 +33,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hades_ray.guard.metrics import (
+    cost_floor,
+    detector_p,
+    distinct_n,
+    final_text_check,
+    flag_agreement,
+    flag_figures,
+    flag_share_change_ci,
+    generation_perplexity,
+    matched_threshold,
+    online_p,
+)
 from hades_ray.pipeline import storage
-from hades_ray.report.markdown import pipe_table
+from hades_ray.detect.synthetic import random_detector
+from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prompts (ENWIKI)
 from jobs.bench_common import (
@@ -48,7 +59,6 @@ from jobs.bench_common import (
     kit_or_micro,
     learnability_files,
     machine_words,
-    make_detector,
     write_results,
 )
 
@@ -134,7 +144,11 @@ def run_arms(model, tokenizer, judges: dict, prompts: list[str], sampling, args)
         for arm in ARMS:
             if arm == "small_guarded":
                 reference = judges["causal"].threshold
-                judges["small"].threshold = matched_threshold(arms, "small_scored", "causal_scored", reference)
+                p_of = {
+                    a: [w["p"] for r in arms[a]["results"] for w in r["scores"]]
+                    for a in ("causal_scored", "small_scored")
+                }
+                judges["small"].threshold = matched_threshold(p_of["causal_scored"], p_of["small_scored"], reference)
             run = _run_arm(arm, model, tokenizer, judges, prompts, sampling, args, clocks)
             first = arms.setdefault(arm, run | {f"{key}_each": [] for key in TIMES} | {"same_each_time": True})
             for key in TIMES:
@@ -189,77 +203,6 @@ def _run_arm(arm: str, model, tokenizer, judges: dict, prompts, sampling, args, 
     return out
 
 
-def matched_threshold(arms: dict, small: str, reference: str, threshold: float) -> float:
-    """The small judge's threshold that flags the share of words the reference judge flags in its
-    judge-only arm: the guard then rejects about as often, so their costs compare."""
-    share = np.mean([w["p"] >= threshold for r in arms[reference]["results"] for w in r["scores"]])
-    return float(np.quantile([w["p"] for r in arms[small]["results"] for w in r["scores"]], 1 - share))
-
-
-def generated_words(prompt: str, generation: str) -> tuple[list[str], list[int]]:
-    """Detector words of prompt + generation, and the indices of the generated content words."""
-    from hades_ray.detect.judged_words import is_judged
-    from hades_ray.text.words import word_spans
-
-    text = prompt + generation
-    found = word_spans(text, ENGLISH)  # the words score and the guard judge (DETECTOR_WORDS went with languages)
-    judged = [is_judged(text[a:b], "content", lang=ENGLISH) for a, b in found]
-    picked = [k for k, (a, _) in enumerate(found) if a >= len(prompt) and judged[k]]
-    return [text[a:b] for a, b in found], picked
-
-
-def generated_items(texts: list[tuple[str, str]]) -> tuple[list[tuple[list[str], int, int]], np.ndarray]:
-    """(words, word index, output) of every generated content word of the outputs, and each one's output."""
-    found = []
-    for k, (prompt, generation) in enumerate(texts):
-        words, picked = generated_words(prompt, generation)
-        found += [(words, i, k) for i in picked]
-    return found, np.array([k for *_, k in found], dtype=int)
-
-
-def online_p(judge, texts: list[tuple[str, str]]) -> list[np.ndarray]:
-    """Online p(H) of every generated content word, each from its left context only (one batched call)."""
-    found, owners = generated_items(texts)
-    items = [{"words": words, "start": i, "end": i} for words, i, _ in found]
-    p = judge.scorer.score_spans(items)
-    return [p[owners == k] for k in range(len(texts))]
-
-
-def lr_p(lr_dir: str, config, texts: list[tuple[str, str]]) -> list[np.ndarray]:
-    """The LR detector's p(H) of the same words (offline: it sees both sides, as it was trained)."""
-    from hades_ray.detect.detector import Detector
-    from hades_ray.io.hades_format import Instance
-
-    found, owners = generated_items(texts)
-    instances = [Instance(words, i, i, -1, {"id": f"{k}#{i}", "doc_id": str(k)}) for words, i, k in found]
-    p, _ = Detector.open(lr_dir).score_instances(instances, config.detect)
-    return [p[owners == k] for k in range(len(texts))]
-
-
-def perplexity(model, tokenizer, prompts: list[str], token_lists: list[list[int]]) -> float:
-    """exp(mean negative log-likelihood) of all generated tokens given their prompts (token-weighted)."""
-    import torch
-
-    nll, count = 0.0, 0
-    for prompt, tokens in zip(prompts, token_lists):
-        prompt_ids = tokenizer(prompt)["input_ids"]
-        ids = torch.tensor([prompt_ids + tokens])
-        with torch.no_grad():
-            logits = model(input_ids=ids).logits[0, :-1].float()
-        logp = torch.log_softmax(logits, dim=-1)
-        targets = ids[0, 1:]
-        picked = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)[len(prompt_ids) - 1 :]
-        nll -= float(picked.sum())
-        count += len(tokens)
-    return math.exp(nll / max(count, 1))
-
-
-def distinct_n(texts: list[str], n: int) -> float:
-    """Unique word n-grams over all n-grams of the generations (lower-cased whitespace words)."""
-    grams = [tuple(ws[i : i + n]) for t in texts for ws in [t.lower().split()] for i in range(len(ws) - n + 1)]
-    return len(set(grams)) / max(len(grams), 1)
-
-
 def arm_figures(arm: dict, texts: list[tuple[str, str]], p_online: list, threshold: float, ppl: float) -> dict:
     words = np.concatenate(p_online) if p_online else np.zeros(0)
     tokens = sum(len(r["tokens"]) for r in arm["results"])
@@ -268,9 +211,7 @@ def arm_figures(arm: dict, texts: list[tuple[str, str]], p_online: list, thresho
     kept += ("judge_forward_seconds", "rss_before_mib", "peak_rss_mib")
     return {
         "generated_content_words": int(words.size),
-        "mean_p": float(words.mean()) if words.size else None,
-        "p90_p": float(np.percentile(words, 90)) if words.size else None,
-        "share_flagged": float((words >= threshold).mean()) if words.size else None,
+        **flag_figures(words, threshold),
         "perplexity": ppl,
         "distinct_1": distinct_n([g for _, g in texts], 1),
         "distinct_2": distinct_n([g for _, g in texts], 2),
@@ -283,31 +224,6 @@ def arm_figures(arm: dict, texts: list[tuple[str, str]], p_online: list, thresho
             {(k, e["token_position"]) for k, r in enumerate(arm["results"]) for e in r["interventions"]}
         ),
         "flagged_kept_after_retries": sum(r.get("emitted_flagged", 0) for r in arm["results"]),
-    }
-
-
-def agreement(p_online: list, p_lr: list, t_online: float, t_lr: float) -> dict:
-    """Outputs whose flagged words the two detectors agree on exactly (both flag the same set, empty
-    sets included), and word-level figures behind it."""
-    from sklearn.metrics import cohen_kappa_score
-
-    same = [set(np.flatnonzero(a >= t_online)) == set(np.flatnonzero(b >= t_lr)) for a, b in zip(p_online, p_lr)]
-    empty = [s and not (a >= t_online).any() for s, a in zip(same, p_online)]
-    a, b = np.concatenate(p_online) >= t_online, np.concatenate(p_lr) >= t_lr
-    flagged_any = [bool((x >= t_online).any()) for x in p_online]
-    return {
-        "outputs": len(same),
-        "agreeing_with_no_flags": float(sum(empty) / sum(same)) if any(same) else None,
-        "share_outputs_agreeing": float(np.mean(same)) if same else None,
-        "share_agreeing_among_outputs_the_judge_flags": (
-            float(np.mean([s for s, f in zip(same, flagged_any) if f])) if any(flagged_any) else None
-        ),
-        "words": int(a.size),
-        "word_kappa": float(cohen_kappa_score(a, b)) if a.size and len(set(a) | set(b)) > 1 else None,
-        "lr_flags_where_judge_flags": float(b[a].mean()) if a.any() else None,
-        "lr_flags_where_judge_does_not": float(b[~a].mean()) if (~a).any() else None,
-        "lr_mean_p": float(np.concatenate(p_lr).mean()) if a.size else None,
-        "lr_share_flagged": float(b.mean()) if a.size else None,
     }
 
 
@@ -596,19 +512,6 @@ def _kappa_words(kappa: float | None) -> str:
     return "barely agree" if kappa < 0.2 else "agree weakly" if kappa < 0.4 else "agree moderately or better"
 
 
-def flag_share_change_ci(lr_plain: list, lr_guarded: list, threshold: float, seed: int, rounds: int = 2000) -> list:
-    """95% bootstrap interval of guarded minus plain LR flag share, resampling outputs (the same
-    prompts in both arms)."""
-    rng = np.random.default_rng(seed)
-    counts = [np.array([[(x >= threshold).sum(), len(x)] for x in arm]) for arm in (lr_plain, lr_guarded)]
-    changes = []
-    for _ in range(rounds):
-        pick = rng.integers(0, len(lr_plain), len(lr_plain))
-        shares = [c[pick, 0].sum() / max(c[pick, 1].sum(), 1) for c in counts]
-        changes.append(shares[1] - shares[0])
-    return [float(np.percentile(changes, 2.5)), float(np.percentile(changes, 97.5))]
-
-
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     flag = parser.add_argument
@@ -683,9 +586,9 @@ def main(argv=None) -> int:
     fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
     nlp = load_pipeline(config.language, config.spacy_model)
     prompts, too_long = held_out_prompts(nlp, args.train_docs, args.prompts, fits)
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(args.workdir) if args.workdir else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
+    with storage.scratch_folder("bench_guard_") as tmp:
+        work = Path(args.workdir) if args.workdir else tmp
+        storage.makedirs(work)
         detectors = trained_detectors(config, work, args.train_docs)
         detectors["small"] = small_judge(work, config.detect.window)
         report = measure(args, config, prompts, detectors, (tokenizer, model))
@@ -701,53 +604,6 @@ def main(argv=None) -> int:
     return 0
 
 
-def final_text_check(folder: str, stride: int, texts: list[str], results: list[dict], threshold: float) -> dict:
-    """The words that stayed, against what ``hades-ray score``'s scorer gives the final text with the same
-    detector and stride: max |diff| and how many flags differ. A word is found by its characters;
-    ``unaligned`` counts recorded words whose characters moved (a token that ends inside a character
-    decodes differently before the next token arrives)."""
-    from hades_ray.detect.detector import Detector
-    from hades_ray.score.words import Targets, find_targets
-
-    scorer, diffs, flips, unaligned = Detector.open(folder).scorer(stride=stride), [0.0], 0, 0
-    jobs = []
-    for text, result in zip(texts, results):
-        t = find_targets(text, "all", lang=ENGLISH)
-        shift = len(text) - len(result["generation"])
-        starts = {t.starts[f]: f for f in t.first}
-        mine = {}
-        for w in result["scores"]:
-            start = shift + w["start"]
-            if start in starts and text[start : shift + w["end"]] == w["word"]:
-                mine[start] = w["p"]
-            else:
-                unaligned += 1
-        first = [starts[s] for s in sorted(mine)]
-        jobs.append((Targets(t.words, t.starts, t.ends, first, first), [mine[s] for s in sorted(mine)]))
-    for (_, recorded), p in zip(jobs, scorer.score([t for t, _ in jobs])):
-        for value, got in zip(p, recorded):
-            diffs.append(abs(float(value) - got))
-            flips += (float(value) >= threshold) != (got >= threshold)
-    return {"words": len(diffs) - 1, "max_abs_diff": max(diffs), "flags_differing": flips, "unaligned": unaligned}
-
-
-def cost_floor(plain: dict, arm: dict) -> dict:
-    """What an arm would cost if the guard added nothing but its judge's forwards and its extra steps:
-    plain generation's time per generator forward times the arm's generator forwards, plus the time
-    its judge's forwards took, over plain generation's time. Also the judge's forwards per generator
-    forward and their mean time against a generator forward's (plain ``generate``, whole step)."""
-    step = plain["seconds"] / plain["generator_forwards"]
-    floor = (step * arm["generator_forwards"] + arm["judge_forward_seconds"]) / plain["seconds"]
-    judge_ms = 1000 * arm["judge_forward_seconds"] / max(arm["judge_forwards"], 1)
-    return {
-        "overhead_floor": floor,
-        "judge_forwards_per_step": arm["judge_forwards"] / arm["generator_forwards"],
-        "judge_forward_ms": judge_ms,
-        "generator_step_ms": 1000 * step,
-        "extra_steps": arm["generator_forwards"] / plain["generator_forwards"],
-    }
-
-
 def small_judge(work: Path, window: int) -> dict:
     """The micro kit's GPT-2 (2 layers, 32 wide) under a random online head, with the causal judge's
     window: a judge far cheaper than the generator, for its cost alone."""
@@ -755,17 +611,19 @@ def small_judge(work: Path, window: int) -> dict:
 
     folder = work / "small"
     if not (folder / "detector.json").is_file():
-        make_detector(folder, str(build_micro_causal_lm(work / "micro_gpt2")), "online", window)
+        random_detector(folder, str(build_micro_causal_lm(work / "micro_gpt2")), "online", window)
     return {"dir": str(folder)}
 
 
 def lr_agreement(judge, lr_dir: str, config, texts: list[tuple[str, str]], p_online: list, t_lr: float) -> tuple:
     """The encoder judge's p(H) scored again per word on the first outputs (its largest difference from
     what the loop recorded), the LR detector's p(H) of the same words, and the two detectors' agreement."""
-    rescored = online_p(judge, texts)  # aligned word for word with the LR detector's
+    from hades_ray.detect.detector import Detector
+
+    rescored = online_p(judge.scorer, texts, lang=ENGLISH)  # aligned word for word with the LR detector's
     diffs = (float(abs(np.sort(a) - np.sort(b)).max()) for a, b in zip(rescored, p_online) if len(a) == len(b) > 0)
-    p_lr = lr_p(lr_dir, config, texts)
-    return max(diffs, default=0.0), p_lr, agreement(rescored, p_lr, judge.threshold, t_lr)
+    p_lr = detector_p(Detector.open(lr_dir), config.detect, texts, lang=ENGLISH)
+    return max(diffs, default=0.0), p_lr, flag_agreement(rescored, p_lr, judge.threshold, t_lr)
 
 
 def measure(args, config, prompts: list[dict], detectors: dict, generator) -> dict:
@@ -803,15 +661,17 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     t_lr, k = Detector.open(detectors["lr"]["dir"]).threshold, args.agreement_outputs
     for name, arm in arms.items():
         texts = [(p, r["generation"]) for p, r in zip(texts_in, arm["results"])]
-        p_online = recorded.get(name) or (recorded["scored"] if same["scored"] else online_p(judge, texts))
+        p_online = recorded.get(name) or (
+            recorded["scored"] if same["scored"] else online_p(judge.scorer, texts, lang=ENGLISH)
+        )
         threshold = judges[JUDGED.get(name, "online")].threshold
-        ppl = perplexity(model, tokenizer, texts_in, [r["tokens"] for r in arm["results"]])
+        ppl = generation_perplexity(model, tokenizer, texts_in, [r["tokens"] for r in arm["results"]])
         figures[name] = arm_figures(arm, texts, p_online, threshold, ppl)
         if name in JUDGED:
             full = [TokenText(tokenizer, tokenizer(p)["input_ids"]).prompt + g for p, g in texts]
             folder = detectors[FOLDER[JUDGED[name]]]["dir"]
-            finals[name] = final_text_check(folder, stride, full, arm["results"], threshold)
-            same_scorer = Detector.open(folder).scorer(stride=stride)
+            same_scorer = Detector.open(folder).scorer(stride=stride)  # hades-ray score's
+            finals[name] = final_text_check(same_scorer, full, arm["results"], threshold, lang=ENGLISH)
             checks[name] = score_differences(same_scorer, arm["calls"], threshold, config.lang)
         if name in ("plain", "guarded"):
             lr_dir = detectors["lr"]["dir"]

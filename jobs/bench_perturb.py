@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.report.markdown import pipe_table
+from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
 from jobs.bench_common import ENWIKI, machine_words, write_results
 

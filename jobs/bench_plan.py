@@ -22,12 +22,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.report.markdown import pipe_table
+from hades_ray.pipeline import storage
+from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
 from jobs.bench_common import ENWIKI, ROOT, offline_env, write_results
 
@@ -164,7 +164,7 @@ def main(argv=None) -> int:
         print(f"bench_plan: {ENWIKI} is absent; this benchmark needs the shared enwiki sample", file=sys.stderr)
         return 2
     laps = Laps()
-    with tempfile.TemporaryDirectory(prefix="bench_plan_") as tmp:
+    with storage.scratch_folder("bench_plan_") as tmp:
         results = run_all(args, Path(tmp))
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["wall_s"] = round(laps.lap(), 1)

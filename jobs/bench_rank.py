@@ -44,11 +44,12 @@ def candidates(docs: int, work: Path) -> list[dict]:
 
     from hades_ray.config import load_config
     from hades_ray.io.readers import plan_shards, read_shard
+    from hades_ray.pipeline import storage
     from hades_ray.perturb.stages import perturb_stages
 
     config = load_config("local")
     stages = {stage.name: stage for stage in perturb_stages(config)}
-    work.mkdir(parents=True, exist_ok=True)
+    storage.makedirs(work)
     if replaced.is_file():
         table = pa.Table.from_pylist(json.loads(replaced.read_text()))
     else:
@@ -58,14 +59,14 @@ def candidates(docs: int, work: Path) -> list[dict]:
             print(f"{name} on {table.num_rows} rows ...", flush=True)
             stages[name].setup()
             table = stages[name](table)
-        replaced.write_text(json.dumps(table.to_pylist()))
+        storage.write(replaced, json.dumps(table.to_pylist()))
     stages["assemble"].setup()
     rows = [
         {"doc_id": r["doc_id"], "rank_ids": r["rank_ids"]}
         for r in stages["assemble"](table).to_pylist()
         if r["status"] == "ok"
     ]
-    cached.write_text(json.dumps(rows))
+    storage.write(cached, json.dumps(rows))
     return rows
 
 
@@ -150,7 +151,7 @@ def compare(scores: dict) -> dict:
 
 
 def markdown(report: dict) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     off, on = report["sides"]["off"], report["sides"]["on"]
     c = report["comparison"]

@@ -23,14 +23,22 @@ import platform
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 # Appended, and no hades_ray import at the top: a child runs the hades_ray of the tree it is given.
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import ENWIKI, ROOT, child_result, offline_env, peak_rss_mib, print_result, write_results
+from jobs.bench_common import (
+    ENWIKI,
+    ROOT,
+    child_result,
+    offline_env,
+    peak_rss_mib,
+    print_result,
+    scratch,
+    write_results,
+)
 
 OLD_COMMIT = "52952ae"
 # Cheap model work so that thousands of documents fit these 2 cores: the data path is what is measured.
@@ -62,9 +70,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def make_corpus(docs: int, folder: Path) -> Path:
     """``docs`` leads: the shared file repeated, every copy with new ids."""
+    from hades_ray.pipeline import storage
+
     lines = ENWIKI.read_text(encoding="utf-8").splitlines()
     path = folder / f"leads_{docs}.jsonl"
-    with path.open("w", encoding="utf-8") as out:
+    with storage.open_atomic(path, "w") as out:
         for i in range(docs):
             record = json.loads(lines[i % len(lines)])
             record["id"] = f"r{i // len(lines)}-{record['id']}"
@@ -114,6 +124,8 @@ def measured(input_path: Path, output: Path, code_root: Path, home: str) -> dict
 
 def kill_and_resume(input_path: Path, output: Path, home: str, share: float = 0.6) -> dict:
     """Kill the driver (and its local Ray) once ``share`` of the shards have markers, then rerun."""
+    from hades_ray.pipeline import storage
+
     lines = sum(1 for _ in input_path.open())
     total = -(-lines // 250)
     command, keywords = _child(input_path, output, ROOT, home)
@@ -123,7 +135,7 @@ def kill_and_resume(input_path: Path, output: Path, home: str, share: float = 0.
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     finished_at_kill = len(list(output.glob("_markers/*.json")))
-    (output / "_lock.json").unlink(missing_ok=True)  # the killed run's lock: its pid is gone on this host anyway
+    storage.delete(output / "_lock.json")  # the killed run's lock: its pid is gone on this host anyway
     rerun = measured(input_path, output, ROOT, home)
     return {
         "shards": total,
@@ -136,7 +148,7 @@ def kill_and_resume(input_path: Path, output: Path, home: str, share: float = 0.
 
 
 def old_worktree() -> Path:
-    path = Path(tempfile.gettempdir()) / f"hades_ray_old_{OLD_COMMIT}"
+    path = Path(os.environ.get("TMPDIR") or "/tmp") / f"hades_ray_old_{OLD_COMMIT}"
     if not path.is_dir():
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), OLD_COMMIT], check=True)
     return path
@@ -146,7 +158,7 @@ def run_perturb_part(args) -> dict:
     """Every perturbation figure of the scale benchmark."""
     from hades_ray.models.micro import build_micro_kit
 
-    work = Path(tempfile.mkdtemp(prefix="bench_scale_perturb_"))
+    work = scratch("bench_scale_perturb_")
     home = str(work / "home")
     build_micro_kit(Path(home))
     results: dict = {"overrides": OVERRIDES, "sizes": {}, "old": {}}
@@ -167,7 +179,7 @@ def run_perturb_part(args) -> dict:
 
 
 def perturb_table(results: dict) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     rows = []
     for label, runs in (("new", results["sizes"]), (f"old ({OLD_COMMIT})", results["old"])):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 import zlib
@@ -112,16 +111,23 @@ def setup_new(size: int, workdir: Path) -> None:
         write_marker(features_dir(workdir), shard.index, marker)
 
 
-def setup_old(size: int, workdir: Path) -> None:
+def old_meta(size: int) -> dict:
+    """The old code's own marker contents of its features file (run by the old tree's child)."""
+    from hades_ray.config import load_config
+    from hades_ray.select.features import _meta
+
+    return _meta(load_config(overrides=OVERRIDES), size)
+
+
+def setup_old(size: int, workdir: Path, meta: dict) -> None:
+    """The old layout of the same pool, written by this checkout's storage (the old tree has none):
+    merged ``instances.jsonl`` and ``features/features.parquet`` with ``meta`` (``old_meta``) beside it."""
     import pandas as pd
 
-    from hades_ray.config import load_config
-    from hades_ray.select.features import _meta  # the old code's own marker contents
+    from hades_ray.pipeline import storage
 
-    (workdir / "pool").mkdir(parents=True, exist_ok=True)
-    (workdir / "features").mkdir(parents=True, exist_ok=True)
     frames = []
-    with open(workdir / "pool" / "instances.jsonl", "w", encoding="utf-8") as handle:
+    with storage.open_atomic(workdir / "pool" / "instances.jsonl", "w") as handle:
         for index in range((size + SHARD_ROWS - 1) // SHARD_ROWS):
             instances, features = shard_rows(index, min(SHARD_ROWS, size - index * SHARD_ROWS))
             for r in instances:
@@ -132,9 +138,9 @@ def setup_old(size: int, workdir: Path) -> None:
                           "replacement": r["replacement"]}  # fmt: skip
                 handle.write(json.dumps(record) + "\n")
             frames.append(pd.DataFrame(features).drop(columns=["repl_pos"]))
-    pd.concat(frames).to_parquet(workdir / "features" / "features.parquet", index=False)
-    meta = _meta(load_config(overrides=OVERRIDES), size)
-    (workdir / "features" / "features.json").write_text(json.dumps(meta))
+    with storage.open_atomic(workdir / "features" / "features.parquet", "wb") as handle:
+        pd.concat(frames).to_parquet(handle, index=False)
+    storage.write(workdir / "features" / "features.json", json.dumps(meta))
 
 
 # ---- measured steps (children) -----------------------------------------------------------------------
@@ -179,9 +185,11 @@ def child_judge(workdir: Path) -> dict:
 
 def run_child(args) -> int:
     workdir = Path(args.work) / f"{args.impl}-{args.size}"
-    if args.child == "setup":
-        (setup_new if args.impl == "new" else setup_old)(args.size, workdir)
+    if args.child == "setup" and args.impl == "new":
+        setup_new(args.size, workdir)
         result = {"setup": str(workdir)}
+    elif args.child == "setup":  # the parent writes the old layout with this meta
+        result = {"setup": str(workdir), "meta": old_meta(args.size)}
     elif args.child == "judge":
         result = child_judge(workdir)
     else:
@@ -202,8 +210,13 @@ def _spawn(args, impl: str, size: int, child: str, round_index: int = 0) -> dict
 
 
 def measure(args, impl: str, size: int) -> dict:
-    shutil.rmtree(Path(args.work) / f"{impl}-{size}", ignore_errors=True)
-    _spawn(args, impl, size, "setup")
+    from hades_ray.pipeline import storage
+
+    workdir = Path(args.work) / f"{impl}-{size}"
+    storage.delete(workdir)
+    setup = _spawn(args, impl, size, "setup")
+    if impl == "old":
+        setup_old(size, workdir, setup["meta"])
     rounds = {"round_0": _spawn(args, impl, size, "round", 0)}
     _spawn(args, impl, size, "judge")
     rounds["round_1"] = _spawn(args, impl, size, "round", 1)
@@ -213,7 +226,7 @@ def measure(args, impl: str, size: int) -> dict:
 
 
 def markdown(results: dict) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     rows = []
     for label, runs in (("new", results["new"]), (f"old ({OLD_COMMIT})", results.get("old", {}))):
@@ -276,9 +289,11 @@ def notes(results: dict) -> list[str]:
 
 def run(args) -> dict:
     """The selection benchmark; ``args`` needs ``pool_sizes`` (and may carry ``work``, ``old_tree``)."""
+    from hades_ray.pipeline import storage
+
     args.work = getattr(args, "work", None) or "/tmp/bench_scale_select"
     args.old_tree = getattr(args, "old_tree", "/tmp/old-main")
-    Path(args.work).mkdir(parents=True, exist_ok=True)
+    storage.makedirs(args.work)
     home = Path(args.work) / "home"
     if not (home / "models" / "mlm" / "config.json").is_file():
         from hades_ray.models.micro import build_micro_kit

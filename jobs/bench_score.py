@@ -23,15 +23,16 @@ import json
 import multiprocessing
 import os
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.report.markdown import pipe_table
-from jobs.bench_common import ENWIKI, make_detector, peak_rss_mib, write_results
+from hades_ray.markdown import pipe_table
+from hades_ray.pipeline import storage
+from hades_ray.detect.synthetic import random_detector
+from jobs.bench_common import ENWIKI, peak_rss_mib, scratch, write_results
 
 WINDOW = 160  # detect.window's default
 
@@ -52,8 +53,8 @@ def gpt2_sized(directory: Path) -> str:
     from hades_ray.models.registry import resolve_model
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("local:gpt2"))
-    GPT2Model(GPT2Config(vocab_size=50257)).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
+    storage.save_pretrained(GPT2Model(GPT2Config(vocab_size=50257)), directory)
+    storage.save_pretrained(tokenizer, directory)
     return str(directory)
 
 
@@ -124,7 +125,7 @@ def main() -> None:
     from hades_ray.models.registry import minilm_path, resolve_model
 
     texts, source = load_texts(args.texts)
-    work = Path(tempfile.mkdtemp(prefix="bench_score_"))
+    work = scratch("bench_score_")
     backbones = {"kit GPT-2 (causal)": resolve_model("local:gpt2"), "MiniLM (encoder)": str(minilm_path())}
     if not args.skip_gpt2_sized:
         backbones["GPT-2-sized, random weights (causal)"] = gpt2_sized(work / "gpt2-sized")
@@ -132,7 +133,7 @@ def main() -> None:
     for name, backbone in backbones.items():
         modes = ["online"] if "causal" in name else ["offline", "online"]
         for mode in modes:
-            detector = make_detector(work / f"{len(rows)}", backbone, mode)
+            detector = random_detector(work / f"{len(rows)}", backbone, mode)
             print(f"{name}, {mode}: fast path ...", flush=True)
             fast = in_fresh_process(detector, texts, "fast", args.threads)
             same = in_fresh_process(detector, texts[: args.naive_texts], "fast", args.threads)

@@ -26,21 +26,22 @@ import resource
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.loopback, jobs.bench_common
 
-from hades_ray.report.markdown import pipe_table
+from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
+from hades_ray.detect.synthetic import random_detector
 from jobs.bench_common import (
     ROOT,
     Sampler,
     command_line,
     machine_words,
-    make_detector,
     offline_env,
+    scratch,
+    texts_file,
     tree_rss_mib,
     write_results,
 )
@@ -123,10 +124,9 @@ def main(argv=None) -> None:
     from hades_ray.io.demo_corpus import read_demo_records
     from hades_ray.plan.machine import machine_facts
 
-    work = Path(tempfile.mkdtemp(prefix="bench_serve_"))
+    work = scratch("bench_serve_")
     texts = [r["text"] for r in read_demo_records()[: args.texts]]
-    data = work / "texts.jsonl"
-    data.write_text("".join(json.dumps({"id": f"lead-{k}", "text": t}) + "\n" for k, t in enumerate(texts)))
+    data = texts_file(texts, work / "texts.jsonl")
     detector = args.detector or _kit_detector(work / "detector")
     print("score ...", flush=True)
     score = run_score(detector, data, work / "score")
@@ -145,7 +145,7 @@ def main(argv=None) -> None:
 def _kit_detector(folder: Path) -> str:
     from hades_ray.models.registry import resolve_model
 
-    return make_detector(folder, resolve_model("local:gpt2"), "online")
+    return random_detector(folder, resolve_model("local:gpt2"), "online")
 
 
 def markdown(report: dict) -> str:

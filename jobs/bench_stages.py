@@ -127,7 +127,7 @@ def _commit(code_root: str) -> str:
 
 def markdown(results: dict) -> str:
     """A before -> after table of the two versions' figures."""
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     b, a = results["before"], results["after"]
     rows = []

@@ -10,13 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import command_line, offline_env, write_results  # noqa: E402
+from jobs.bench_common import command_line, offline_env, scratch, write_results  # noqa: E402
 
 ZERO = ("lost", "duplicated", "corrupted", "unaccounted", "quarantine_mismatch", "unmarked_parts", "half_written")
 
@@ -78,7 +77,13 @@ def campaign(kinds: list[str], runs_per_kind: int, seed: int, work: Path, s3_por
     return results
 
 
+COLUMNS = ["fault kind", "runs", "faults injected", "reruns", "stops (one line each)", "store retries", "lost"]
+COLUMNS += ["duplicated", "corrupted", "unmarked", "half", "notes"]
+
+
 def markdown(report: dict) -> str:
+    from hades_ray.markdown import pipe_table
+
     r = report["race"]
     lines = [
         "# Fault campaign: the perturbation job under faults, audited",
@@ -88,26 +93,24 @@ def markdown(report: dict) -> str:
         "a fault-free run of the same input (tests/pipeline/chaos.py). Lost, duplicated and corrupted count rows;",
         "'unmarked' counts parts without a marker, 'half' half-written files; 'stops' the one-line errors.",
         "",
-        "| fault kind | runs | faults injected | reruns | stops (one line each) | store retries | lost | duplicated "
-        "| corrupted | unmarked | half | notes |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
+    table = []
     for kind in report["kinds"]:
-        rows = [x for x in report["results"] if x["kind"] == kind]
-        audited = [x for x in rows if x.get("audit")]
+        runs = [x for x in report["results"] if x["kind"] == kind]
+        audited = [x for x in runs if x.get("audit")]
         faults = Counter()
-        for x in rows:
+        for x in runs:
             faults.update(x.get("faults", {}))
         total = {key: sum(x["audit"].get(key, 0) for x in audited) for key in ZERO}
-        notes = "; ".join(sorted({x["note"] for x in rows if x.get("note")}))[:300]
-        stops = sum(len(x.get("errors", [])) for x in rows)
+        notes = "; ".join(sorted({x["note"] for x in runs if x.get("note")}))[:300]
+        stops = sum(len(x.get("errors", [])) for x in runs)
         injected = ", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "0"
-        lines.append(
-            f"| {kind} | {len(audited)} of {len(rows)} | {injected}"
-            f" | {sum(x.get('reruns', 0) for x in rows)} | {stops} | {sum(x.get('store_retries', 0) for x in rows)}"
-            f" | {total['lost']} | {total['duplicated']} | {total['corrupted']} | {total['unmarked_parts']}"
-            f" | {total['half_written']} | {notes} |"
+        table.append(
+            [kind, f"{len(audited)} of {len(runs)}", injected, sum(x.get("reruns", 0) for x in runs), stops]
+            + [sum(x.get("store_retries", 0) for x in runs), total["lost"], total["duplicated"], total["corrupted"]]
+            + [total["unmarked_parts"], total["half_written"], notes]
         )
+    lines += pipe_table(COLUMNS, table, align="lrlrrrrrrrrl")
     errors = sorted({e for x in report["results"] for e in x.get("errors", [])})
     lines += ["", "The lines the stopped runs ended with:", "", *(f"- `{e}`" for e in errors)]
     lines += [
@@ -130,7 +133,7 @@ def main() -> None:
     parser.add_argument("--race-trials", type=int, default=20, help="lock races")
     args = parser.parse_args()
     kinds = [k for k in args.kinds.split(",") if k]
-    work = Path(tempfile.mkdtemp(prefix="hades_chaos_"))
+    work = scratch("hades_chaos_")
     from hades_ray.models.micro import build_micro_kit
     from tests.pipeline.s3_local import moto_server, s3_env
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hades_ray.pipeline import storage
 from hades_ray.ray_runtime import init_ray
 from hades_ray.pipeline.laps import Laps
 from jobs.bench_common import kit_or_micro
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
     )
     print(f"demo loop finished in {laps.total():.0f} s (judgments SIMULATED)")
     print("seconds per pass: " + ", ".join(f"{name} {seconds:.0f}" for name, seconds in laps.laps.items()))
-    (workdir / "timings.json").write_text(json.dumps(laps.laps, indent=2) + "\n", encoding="utf-8")
+    storage.write(workdir / "timings.json", json.dumps(laps.laps, indent=2) + "\n")
     return 0
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hades_ray.pipeline import storage
 from hades_ray.pipeline.laps import Laps
 from jobs.bench_common import ForwardClock, Sampler
 
@@ -59,8 +59,8 @@ def build_models(folder: Path, device: str) -> tuple[str, str]:
         import torch
 
         mlm, lm = paper_sized_models("cpu", torch.float32)
-        mlm.save_pretrained(models / "mlm")
-        lm.save_pretrained(models / "gpt2")
+        storage.save_pretrained(mlm, models / "mlm")
+        storage.save_pretrained(lm, models / "gpt2")
     return str(models / "mlm"), str(models / "gpt2")
 
 
@@ -104,7 +104,6 @@ def identity(config, workdir: Path, docs: int, alone: int) -> dict:
     the same bytes both times (the whole job, in-process, on the device the config names). A pool
     row's ``shard`` and ``row`` say where the lead sat in its input, so they are left out."""
     from hades_ray.io.demo_corpus import read_demo_records
-    from hades_ray.pipeline import storage
 
     inside = _pool_rows(config, "demo", workdir / "inside", docs)
     chosen = sorted(inside.values(), key=lambda r: r["row"])[:alone]
@@ -183,7 +182,7 @@ def main(argv=None) -> int:
 
     machine = machine_facts()  # before the run: the load it starts under
     laps = Laps()  # where the check's own time goes
-    with tempfile.TemporaryDirectory(prefix="hades_device_check_") as tmp:
+    with storage.scratch_folder("hades_device_check_") as tmp:
         models = build_models(Path(tmp), device)
         config = check_config(*models, device)
         laps.lap("models")
@@ -204,7 +203,7 @@ def main(argv=None) -> int:
     result["seconds"], result["step_seconds"] = round(laps.total(), 1), laps.laps
     report(result)
     if args.output:
-        Path(args.output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        storage.write(args.output, json.dumps(result, indent=2) + "\n")
     return 0 if same["byte_identical"] else 1
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hades_ray.cli import main
-from hades_ray.report.markdown import pipe_table
+from hades_ray.markdown import pipe_table
 from hades_ray.text import cli as languages_cli
 from hades_ray.text.languages import LANGUAGES, MULTILINGUAL_NER
 

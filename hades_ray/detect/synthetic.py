@@ -25,3 +25,22 @@ def toy_instances(n: int, seed: int = 0) -> list[Instance]:
         words += ["and", "it", "remained", "there", "for", "many", "years", "."]
         out.append(Instance(words=words, start=start, end=start, label=label, extra={"id": f"toy-{i}"}))
     return out
+
+
+def random_detector(directory, backbone: str, mode: str, window: int | None = None, seed: int = 0) -> str:
+    """A detector folder on ``backbone`` with a random head (``seed``'s: speed and plumbing do not depend on
+    its weights), exported with the config the way ``hades-ray train`` exports one; ``window``: the tokens
+    it sees (``detect.window``'s default when None). The tests' and the benchmarks' detector folders."""
+    import torch
+
+    from hades_ray.config import HadesConfig, save_config
+    from hades_ray.detect.model import build_classifier, export_detector, trainable_state
+
+    config = HadesConfig()
+    settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window or config.detect.window}
+    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
+    torch.manual_seed(seed)
+    tokenizer, model = build_classifier(backbone, settings)
+    export_detector(directory, trainable_state(model), settings, tokenizer)
+    save_config(config, directory)
+    return str(directory)

@@ -150,6 +150,13 @@ def staged_folder(target: str | Path) -> Iterator[Path]:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def copy_folder(source: str | Path, target: str | Path) -> None:
+    """A copy of the local folder ``source`` (symbolic links copied as links) in place of ``target``, put
+    there whole through ``staged_folder``: a killed copy leaves ``target`` as it was."""
+    with staged_folder(target) as stage:
+        shutil.copytree(source, stage, symlinks=True, dirs_exist_ok=True)
+
+
 @contextmanager
 def scratch_folder(prefix: str) -> Iterator[Path]:
     """A temporary local folder, removed with what it holds at the end of the ``with`` block."""

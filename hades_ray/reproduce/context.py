@@ -198,7 +198,7 @@ def log_trials(results: dict) -> None:
 
 def context_markdown(results: dict) -> list[str]:
     """The Fig. 6 table: one row per window, offline and online side by side."""
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
     from hades_ray.report.model import fmt
     from hades_ray.report.sweeps import window_label
 

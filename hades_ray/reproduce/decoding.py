@@ -144,7 +144,7 @@ def run_decoding_sweep(
 
 def decoding_markdown(d: dict) -> list[str]:
     """The decoding study's table (decoding.md, and the analyses page of jobs/results/)."""
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
     from hades_ray.report.model import fmt
 
     reused = ", pools of an earlier run reused" if any(s.get("pool_reused") for s in d["strategies"]) else ""

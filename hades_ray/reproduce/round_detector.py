@@ -81,7 +81,7 @@ def compare(config, workdir: Path, test_round: int, output: Path, training: str,
 
 
 def markdown(rows: list[dict], command: str) -> str:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     columns = ["training", "trained on", "rates on", "test items", "test G-Mean", "test AUC"]
     columns += ["est. alpha/beta/gamma", "actual alpha/beta/gamma", "mean abs error", "R est.", "R actual", "train s"]

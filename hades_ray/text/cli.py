@@ -82,7 +82,7 @@ def plain_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[s
 
 
 def run(args: argparse.Namespace) -> int:
-    from hades_ray.report.markdown import pipe_table
+    from hades_ray.markdown import pipe_table
 
     rows = language_rows()
     lines = pipe_table(COLUMNS, rows) if args.markdown else plain_table(COLUMNS, rows)

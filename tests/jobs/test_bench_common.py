@@ -1,5 +1,5 @@
 """What the benchmarks share (jobs/bench_common.py) and the one table writer of their results
-(hades_ray/report/markdown.py), without models."""
+(hades_ray/markdown.py), without models."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hades_ray.report.markdown import pipe_table
+from hades_ray.markdown import pipe_table
 
 
 def test_a_pipe_table_shows_blank_cells_blank_and_right_aligns_the_columns_it_is_told():

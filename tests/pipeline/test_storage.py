@@ -74,3 +74,15 @@ def test_a_staged_folder_replaces_its_target_whole_or_not_at_all(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["model"] and [p.name for p in target.iterdir()] == ["new.txt"]
     storage.delete(target)
     assert not target.exists()
+
+
+def test_a_copied_folder_replaces_its_target_with_links_kept_as_links(tmp_path):
+    source, target = tmp_path / "source", tmp_path / "target"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub" / "a.txt").write_text("a")
+    (source / "link").symlink_to("sub")
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    storage.copy_folder(source, target)
+    assert (target / "sub" / "a.txt").read_text() == "a" and (target / "link").is_symlink()
+    assert not (target / "old.txt").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["source", "target"]

@@ -1,4 +1,5 @@
-"""Markdown pipe tables, the one writer of the tables in jobs/results/."""
+"""Markdown pipe tables: the one writer of the tables of metrics.md, the reports and jobs/results/ (it imports
+nothing from the package)."""
 
 from __future__ import annotations
 
