@@ -51,9 +51,10 @@ def span_tags(span) -> SpanTags:
     )
 
 
-def tag_text_spans(nlp, texts: list[str], spans: list[tuple[int, int]]) -> list[SpanTags]:
-    """Each text's span (character offsets into it, widened to whole tokens) tagged on spaCy's cut of the text."""
-    docs = nlp.pipe(texts, batch_size=len(texts) or 1)
+def tag_text_spans(nlp, texts: list[str], spans: list[tuple[int, int]], batch_size: int = 0) -> list[SpanTags]:
+    """Each text's span (character offsets into it, widened to whole tokens) tagged on spaCy's cut of the
+    text, ``batch_size`` texts at a time (0: all at once)."""
+    docs = nlp.pipe(texts, batch_size=batch_size or len(texts) or 1)
     return [span_tags(doc.char_span(start, end, alignment_mode="expand")) for doc, (start, end) in zip(docs, spans)]
 
 
