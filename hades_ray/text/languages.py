@@ -21,7 +21,7 @@ what to install when it is missing.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -76,7 +76,7 @@ def entity_name(label: str) -> str:
     return ENTITY_ALIASES.get(label, label)
 
 
-def entity_label_forms(names) -> tuple[str, ...]:
+def entity_label_forms(names: Iterable[str]) -> tuple[str, ...]:
     """Every label that means one of ``names``: the names and their aliases (features stored before the
     aliases were resolved, with ``PER``, still match ``PERSON``)."""
     wanted = {entity_name(n) for n in names}
