@@ -39,6 +39,7 @@ def read_tags(dataset: Path | None) -> dict[str, dict[str, str]] | None:
 def spacy_tags(instances: list[Instance], language: Language) -> list[tuple[str, str]]:
     """(POS of the span's root, its first entity type or "") of each span as it stands in its text."""
     from hades_ray.text.pipeline import load_pipeline
+    from hades_ray.text.tagging import tag_text_spans
 
     nlp = load_pipeline(language)
     texts, offsets = [], []
@@ -47,15 +48,7 @@ def spacy_tags(instances: list[Instance], language: Language) -> list[tuple[str,
         start = len(before) + (len(language.joiner) if before else 0)
         texts.append(language.join(i.words))
         offsets.append((start, start + len(language.join(i.words[i.start : i.end + 1]))))
-    tags = []
-    for doc, (start, end) in zip(nlp.pipe(texts, batch_size=32), offsets):
-        span = doc.char_span(start, end, alignment_mode="expand")
-        if span is None or not len(span):
-            tags.append(("", ""))
-            continue
-        ents = [t.ent_type_ for t in span if t.ent_type_]
-        tags.append((span.root.pos_, ents[0] if ents else ""))
-    return tags
+    return [(tags.root_pos, tags.entity) for tags in tag_text_spans(nlp, texts, offsets, batch_size=32)]
 
 
 def instance_tags(instances: list[Instance], tags: dict | None, language: Language) -> tuple[list, str]:

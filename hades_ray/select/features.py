@@ -3,7 +3,8 @@
 * ``similarity``: cosine similarity of the encoder's representation (no fine-tuning; pooling a config
   value) of the replacement and of the original span (an actor pool that loads the encoder once);
 * ``orig_ent``/``repl_ent``, ``orig_pos``/``repl_pos``, ``orig_lemma``/``repl_lemma``: spaCy on a word
-  window around the span, once in the original and once in the perturbed text (an actor pool).
+  window around the span, once in the original and once in the perturbed text (an actor pool; the one
+  span tagger, ``hades_ray/text/tagging.py``, so an entity type goes by its name here: PER is PERSON).
 
 ``hades_ray/select/feature_job.py`` runs them shard by shard and stores the result beside the pool.
 """
@@ -14,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
+from hades_ray.text.tagging import tag_text_spans
 from hades_ray.text.words import join_words
 from hades_ray.workdir import original_span_words, original_words
 from hades_ray.text.languages import Language
@@ -69,17 +71,6 @@ def encode(tokenizer, model, texts: list[str], pooling: str) -> np.ndarray:
 def cosine_similarities(tokenizer, model, a: list[str], b: list[str], pooling: str) -> np.ndarray:
     """Row-wise cosine similarity of ``a[i]`` and ``b[i]`` under the encoder."""
     return (encode(tokenizer, model, a, pooling) * encode(tokenizer, model, b, pooling)).sum(-1)
-
-
-def _span_info(doc, char_start: int, char_end: int) -> dict:
-    span = doc.char_span(char_start, char_end, alignment_mode="expand")
-    if span is None or len(span) == 0:
-        return {"ent": "", "pos": "", "lemma": ""}
-    ents = [t.ent_type_ for t in span if t.ent_type_]
-    # A pipeline without a lemmatizer (blank, multilingual, Chinese) leaves lemmas empty: the word stands for
-    # itself, or every replacement would keep "the original's lemmas" (annotate/simulate.py).
-    lemma = " ".join((t.lemma_ or t.text).lower() for t in span)
-    return {"ent": ents[0] if ents else "", "pos": span.root.pos_, "lemma": lemma}
 
 
 class SpanWindowsStage(Stage):
@@ -157,10 +148,10 @@ class LinguisticsStage(Stage):
         for side in ("orig", "repl"):
             texts = batch.column(f"ner_{side}_text").to_pylist()
             starts, ends = batch.column(f"ner_{side}_start").to_pylist(), batch.column(f"ner_{side}_end").to_pylist()
-            for doc, start, end in zip(self.nlp.pipe(texts, batch_size=len(texts) or 1), starts, ends):
-                info = _span_info(doc, start, end)
-                for key in ("ent", "pos", "lemma"):
-                    out[f"{side}_{key}"].append(info[key])
+            for tags in tag_text_spans(self.nlp, texts, list(zip(starts, ends))):
+                out[f"{side}_ent"].append(tags.entity)
+                out[f"{side}_pos"].append(tags.root_pos)
+                out[f"{side}_lemma"].append(tags.lemma)
         return out
 
 

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from hades_ray.text.languages import entity_label_forms, entity_name
+
 BINS = 10_000  # p(H) histogram resolution: thresholds found from it are exact to 1/BINS
 _SCALE = float(2**64)
 
@@ -41,10 +43,32 @@ def paraphrase_keep(similarity: np.ndarray, threshold: float) -> np.ndarray:
 def obvious_swaps(features: pd.DataFrame, entity_types: list[str]) -> np.ndarray:
     """True where a Date or Name was replaced by a Date or Name: both the original's and the
     replacement's entity type are among ``entity_types`` (the paper: "recognized as a Date or Name, and
-    replaced by a different Date or Name", so DATE->PERSON counts as well as DATE->DATE)."""
+    replaced by a different Date or Name", so DATE->PERSON counts as well as DATE->DATE). A type matches
+    by the name it goes by and by its aliases (``text/languages.py``: WikiNER's PER is a PERSON), in
+    ``entity_types`` as in features stored before the tagger resolved them."""
     orig, repl = features["orig_ent"].astype(str).values, features["repl_ent"].astype(str).values
-    kinds = list(entity_types)
+    kinds = list(entity_label_forms(entity_types))
     return np.isin(orig, kinds) & np.isin(repl, kinds)
+
+
+SWAP_PARTS = {"DATE": "Date", "PERSON": "Name"}  # the paper's words for the default swap types
+
+
+def unlabeled_swap_message(language: str, pipeline: str, labels, entity_types: list[str]) -> str:
+    """What a round says when the run's spaCy pipeline (``labels``: the entity types it labels, by their
+    names here; None: not known) labels none of some of ``entity_types``: that part of the Date/Name drop
+    cannot apply (the multilingual pipeline labels no dates). "" when it labels them all or is not known."""
+    if labels is None:
+        return ""
+    missing = [name for name in dict.fromkeys(entity_name(t) for t in entity_types) if name not in labels]
+    if not missing:
+        return ""
+    parts = " and ".join(SWAP_PARTS.get(name, name) for name in missing)
+    what = f"no {', '.join(missing)} entities (only {', '.join(labels)})" if labels else "no entities"
+    return (
+        f"language {language}: spaCy pipeline {pipeline} labels {what}, so the {parts} part"
+        f"{'s' if len(missing) > 1 else ''} of the Date/Name drop (select.swap_entity_types) cannot apply"
+    )
 
 
 def swap_keep(ids, obvious: np.ndarray, drop_share: float, seed: int, round_index: int) -> np.ndarray:

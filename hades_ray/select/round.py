@@ -42,6 +42,7 @@ from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.schedule import round_size
 from hades_ray.select.scores import detector_scores_job, histogram_total
 from hades_ray.text.languages import Language
+from hades_ray.text.pipeline import entity_labels, resolve_pipeline_name
 from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ def round_step(config, workdir: Path, round_index: int, executor: Executor) -> S
         shards=shards,
         executor=executor,
         language=config.lang,
+        unlabeled=_unlabeled_swaps(config),
     )
     band = (sel.candidate_target, sel.p_low, sel.p_high, sel.score_num_gpus)
     settings = digest_of([features.digest, passes.rule.digest(), passes.size, band, random])
@@ -165,12 +167,23 @@ class Round:
     shards: list
     executor: Executor
     language: Language  # the pool's: how the batch's words are joined for judges, and its records' field
+    unlabeled: str = ""  # what the Date/Name drop cannot do with this language's pipeline, said once a round
+
+
+def _unlabeled_swaps(config) -> str:
+    """The round's one line on the swap types its spaCy pipeline never labels ("" when it labels them all)."""
+    pipeline = resolve_pipeline_name(config.lang, config.spacy_model)
+    labels = entity_labels(config.lang, config.spacy_model)
+    return filters.unlabeled_swap_message(config.lang.name, pipeline, labels, config.select.swap_entity_types)
 
 
 def _select(r: Round) -> dict:
     """The passes in order: features, the detector, scores and the band, candidates, the batch."""
     summary: dict = {"round": r.index, "batch_size_target": r.size, "counts": {}, "messages": []}
     clock = Laps(digits=2)  # round.json keeps the phases to 0.01 s
+    if r.unlabeled:
+        log.warning(r.unlabeled)
+        summary["messages"].append(r.unlabeled)
     summary["features"] = feature_counts(r.features, r.executor.run(r.features))
     clock.lap("features_s")
     if r.index:

@@ -67,7 +67,9 @@ class SelectConfig:
     date_name_drop_share: float = key(0.8, "[0, 1]")
     # spaCy entity labels that count as a Date or a Name: a span of one of them replaced by a span of
     # any of them (DATE->DATE, DATE->PERSON, PERSON->PERSON...) is a Date/Name swap. The Names are
-    # PERSON by default; add ORG, GPE... to count those as Names too.
+    # PERSON by default; add ORG, GPE... to count those as Names too. Labels go by spaCy's English names in
+    # every language (a pipeline's PER is a PERSON: hades_ray/text/languages.py); where the run's pipeline
+    # labels none of one of them (the multilingual one labels no dates), the round says so.
     swap_entity_types: list[str] = field(default_factory=lambda: ["DATE", "PERSON"])
     ner_context_words: int = key(15, "[0, 10000]")  # window around the span that spaCy sees for NER, POS and lemmas
     # How the round detector trains (select/detector.py). crossval (our reading of the paper's "using the

@@ -6,7 +6,10 @@ A run's language is one ``Language`` value, made once from its config (``config.
 ``config.resolve_language``) or from what an output recorded (``language_of``), and passed to
 everything that cuts, joins, filters or writes its text; code asks it (``lang.joiner``,
 ``lang.record_fields()``), or hands it to the functions that cut its words and list its stop words
-(``text/words.py``, ``text/stopwords.py``), instead of comparing names. ``DEFAULT_LANGUAGE`` (English) is the only place
+(``text/words.py``, ``text/stopwords.py``), instead of comparing names. Entity labels are named one way
+everywhere: spaCy's English names (``ENTITY_NAMES``); another scheme's label (WikiNER's ``PER``) is an
+alias of one (``lang.entity_name("PER") == "PERSON"``), and ``lang.entity_labels`` lists what its own
+pipeline labels, where this table knows it. ``DEFAULT_LANGUAGE`` (English) is the only place
 the default is named: HaDes' language, and the only one before languages came, so its outputs leave the
 ``language`` field out and keep their bytes.
 
@@ -18,7 +21,7 @@ what to install when it is missing.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -32,6 +35,52 @@ AUTO, BLANK = "auto", "blank"
 # The lists ``perturb.mask.stopwords`` may name: NLTK's is kept here for English only (text/stopwords.py).
 STOP_WORD_SOURCES = ("auto", "spacy")
 DEFAULT_STOP_WORD_SOURCES = ("auto", "nltk", "spacy")
+
+# The names entity types go by here (the LR/SVM features' columns, select.swap_entity_types, the pool's
+# orig_ent/repl_ent): OntoNotes', as spaCy's English and Chinese pipelines label them.
+ENTITY_NAMES = tuple(
+    "CARDINAL DATE EVENT FAC GPE LANGUAGE LAW LOC MONEY NORP ORDINAL ORG PERCENT PERSON PRODUCT QUANTITY TIME"
+    " WORK_OF_ART".split()
+)
+# Other schemes' labels for those types: WikiNER's PER (xx_ent_wiki_sm and the German, French, Spanish,
+# Italian, Portuguese, Catalan, Russian... pipelines), the Ukrainian PERS, SUC's PRS and TME (Swedish: time
+# expressions, dates among them), NKJP's persName and date (Polish), KLUE's PS and DT (Korean), RONEC's
+# DATETIME (Romanian). A label that is none of these keeps its own name (WikiNER's MISC).
+ENTITY_ALIASES = {
+    "PER": "PERSON",
+    "PERS": "PERSON",
+    "PRS": "PERSON",
+    "persName": "PERSON",
+    "PS": "PERSON",
+    "DATETIME": "DATE",
+    "TME": "DATE",
+    "date": "DATE",
+    "DT": "DATE",
+}
+_WIKINER = ("LOC", "MISC", "ORG", "PER")
+# The entity labels of the trained pipelines the table below names, as their model cards list them (a
+# pipeline missing here: ``text/pipeline.py`` reads what an installed one labels from its meta.json).
+PIPELINE_ENTITY_LABELS: dict[str, tuple[str, ...]] = {
+    "en_core_web_sm": ENTITY_NAMES,
+    ENGLISH_OFFLINE: ENTITY_NAMES,
+    "zh_core_web_sm": ENTITY_NAMES,
+    MULTILINGUAL_NER: _WIKINER,
+    **{f"{code}_core_news_sm": _WIKINER for code in ("de", "fr", "es", "it", "pt", "ca")},
+    "ru_core_news_sm": ("LOC", "ORG", "PER"),
+}
+
+
+def entity_name(label: str) -> str:
+    """A spaCy entity label by the name it goes by here (``ENTITY_NAMES``): ``PER`` -> ``PERSON``; a label
+    with no alias (``MISC``, ``""``) as it is."""
+    return ENTITY_ALIASES.get(label, label)
+
+
+def entity_label_forms(names: Iterable[str]) -> tuple[str, ...]:
+    """Every label that means one of ``names``: the names and their aliases (features stored before the
+    aliases were resolved, with ``PER``, still match ``PERSON``)."""
+    wanted = {entity_name(n) for n in names}
+    return tuple(sorted(wanted | {label for label, name in ENTITY_ALIASES.items() if name in wanted}))
 
 
 @dataclass(frozen=True)
@@ -97,6 +146,17 @@ class Language:
         """The quarantine reason of a text that reads as another language: ``not_LANG``, ``non_english`` in
         English (its name from before languages came)."""
         return "non_english" if self.is_default else f"not_{self.name}"
+
+    @property
+    def entity_labels(self) -> tuple[str, ...] | None:
+        """The entity types its own pipeline (``ner``) labels, by the names they go by here (``PERSON``, not
+        ``PER``); None where this table does not know them."""
+        labels = PIPELINE_ENTITY_LABELS.get(self.ner)
+        return None if labels is None else tuple(sorted({entity_name(label) for label in labels}))
+
+    def entity_name(self, label: str) -> str:
+        """Its pipeline's entity label by the name it goes by here: ``PER`` -> ``PERSON`` (``entity_name``)."""
+        return entity_name(label)
 
     def join(self, items: list[str]) -> str:
         """Words back into running text (``text.words.words``' inverse on a HaDes ``replaced`` field's words)."""

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from hades_ray.errors import UserError
-from hades_ray.text.languages import AUTO, BLANK, Language, language
+from hades_ray.text.languages import AUTO, BLANK, PIPELINE_ENTITY_LABELS, Language, entity_name, language
 
 # spaCy's sentencizer ends sentences at its own list (., !, ?, 。, ！, ？, ।, ॥, ؟, ۔ and more); these
 # full-width and Devanagari marks are named again so the list in use is written down here.
@@ -180,6 +180,41 @@ def entity_source(lang: Language | str, spacy_model: str = AUTO) -> str:
     """Where a language's entities come from, for summaries: a pipeline name, or ``none`` for blank."""
     pipeline = resolve_pipeline_name(lang, spacy_model)
     return "none" if pipeline == BLANK else pipeline
+
+
+# The components whose labels are entity labels, by spaCy's default names (a pipeline's meta.json lists
+# every component's labels: the tagger's and the parser's too).
+ENTITY_COMPONENTS = ("ner", "entity_ruler")
+
+
+def entity_labels(lang: Language | str, spacy_model: str = AUTO) -> tuple[str, ...] | None:
+    """The entity types the pipeline ``spacy_model`` means for ``lang`` labels, by the names they go by
+    (``PERSON``, not ``PER``; ``languages.entity_name``): none for ``blank``; an installed pipeline's from its
+    meta.json, without loading it; else the table's (``languages.PIPELINE_ENTITY_LABELS``); None where
+    neither says."""
+    pipeline = resolve_pipeline_name(lang, spacy_model)
+    if pipeline == BLANK:
+        return ()
+    labels = _meta_entity_labels(pipeline) if _installed(pipeline) else None
+    if labels is None:
+        labels = PIPELINE_ENTITY_LABELS.get(pipeline)
+    return None if labels is None else tuple(sorted({entity_name(label) for label in labels}))
+
+
+def _meta_entity_labels(pipeline: str) -> tuple[str, ...] | None:
+    import json
+
+    import spacy.util
+
+    folder = Path(pipeline).expanduser()
+    meta = (folder if folder.is_dir() else spacy.util.get_package_path(pipeline)) / "meta.json"
+    try:
+        labels = json.loads(meta.read_text(encoding="utf-8")).get("labels")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(labels, dict):
+        return None
+    return tuple(label for component in ENTITY_COMPONENTS for label in labels.get(component, ()))
 
 
 def text_settings(config) -> dict:

@@ -2,7 +2,8 @@
 
 * ``mlm_span_features``: the span masked (all its subwords at once), context on both sides; the
   average probability the MLM gives the original subwords and the average entropy at those positions.
-* ``tag_spans``: the share of the span's words with each spaCy POS tag and entity type.
+* ``tag_spans``: the share of the span's words with each spaCy POS tag and entity type (the one span
+  tagger, ``hades_ray/text/tagging.py``).
 """
 
 from __future__ import annotations
@@ -11,18 +12,15 @@ import numpy as np
 import torch
 
 from hades_ray.detect.spans import encode_spans
+from hades_ray.text.languages import ENTITY_NAMES
+from hades_ray.text.tagging import tag_word_spans
 
-# spaCy's coarse part-of-speech tags (Universal Dependencies) and its English entity types.
+# spaCy's coarse part-of-speech tags (Universal Dependencies) and the entity types by the names they go by
+# (spaCy's English ones; another pipeline's PER is a PERSON, text/languages.py). A type without a column
+# here (WikiNER's MISC) counts as O.
 UPOS = tuple("ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split())
-ENTITY_TYPES = tuple(
-    "O CARDINAL DATE EVENT FAC GPE LANGUAGE LAW LOC MONEY NORP ORDINAL ORG PERCENT PERSON PRODUCT QUANTITY TIME"
-    " WORK_OF_ART".split()
-)
+ENTITY_TYPES = ("O", *ENTITY_NAMES)
 TAG_NAMES = tuple(f"pos_{t}" for t in UPOS) + tuple(f"ner_{t}" for t in ENTITY_TYPES)
-# Other pipelines' names for those types (the multilingual xx_ent_wiki_sm's and the German, Russian... ones'
-# PER); a type without a column here (MISC) counts as O.
-ENTITY_ALIASES = {"PER": "PERSON"}
-SKIPPED_STEPS = ("lemmatizer",)  # its lemmas are no feature; the pipeline is shared, so skipped per call
 
 
 @torch.no_grad()
@@ -47,19 +45,12 @@ def mlm_span_features(model, tokenizer, items: list[dict], window: int) -> np.nd
 
 def tag_spans(nlp, items: list[dict]) -> np.ndarray:
     """``[n, len(TAG_NAMES)]``: per span, the share of its words with each POS tag and entity type."""
-    from spacy.tokens import Doc
-
     out = np.zeros((len(items), len(TAG_NAMES)), dtype=np.float32)
     pos_index = {t: i for i, t in enumerate(UPOS)}
     ent_index = {t: len(UPOS) + i for i, t in enumerate(ENTITY_TYPES)}
-    # Tagging the given words (not a re-tokenized string) keeps spaCy's tokens aligned with HaDes words.
-    skipped = [step for step in SKIPPED_STEPS if step in nlp.pipe_names]
-    docs = nlp.pipe((Doc(nlp.vocab, words=it["words"]) for it in items), disable=skipped)
-    for row, (item, doc) in enumerate(zip(items, docs)):
-        span = doc[item["start"] : item["end"] + 1]
-        for token in span:
-            entity = ENTITY_ALIASES.get(token.ent_type_, token.ent_type_) or "O"
-            out[row, pos_index.get(token.pos_, pos_index["X"])] += 1
-            out[row, ent_index.get(entity, ent_index["O"])] += 1
-        out[row] /= max(len(span), 1)
+    for row, tags in enumerate(tag_word_spans(nlp, items)):
+        for pos, entity in zip(tags.pos, tags.entities):
+            out[row, pos_index.get(pos, pos_index["X"])] += 1
+            out[row, ent_index.get(entity or "O", ent_index["O"])] += 1
+        out[row] /= max(len(tags.pos), 1)
     return out
