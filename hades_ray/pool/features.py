@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 from hades_ray.text.words import join_words
-from hades_ray.workdir import original_span_words, original_words
+from hades_ray.pool.records import original_span_words, original_words
 from hades_ray.text.languages import Language
 
 FEATURE_SCHEMA = pa.schema(

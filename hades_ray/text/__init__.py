@@ -1,6 +1,6 @@
 """Language: the 41 Wiki-40B languages, their sentence ends, word units, stop words and spaCy
 pipelines, word segmentation and stable seeding: what every stage asks of a text.
 
-Must not import: annotate, api, detect, guard, io, models, perturb, pipeline, plan, report, reproduce, score,
-select, serve, train, nor any cli.py (the floors above its own, hades_ray/floors.py).
+Must not import: annotate, api, detect, guard, io, models, perturb, pipeline, plan, pool, report, reproduce,
+score, select, serve, train, nor any cli.py (the floors above its own, hades_ray/floors.py).
 """
