@@ -5,7 +5,7 @@
 * ``orig_ent``/``repl_ent``, ``orig_pos``/``repl_pos``, ``orig_lemma``/``repl_lemma``: spaCy on a word
   window around the span, once in the original and once in the perturbed text (an actor pool).
 
-``hades_ray/select/feature_job.py`` runs them shard by shard and stores the result beside the pool.
+``hades_ray/pool/feature_job.py`` runs them shard by shard and stores the result beside the pool.
 """
 
 from __future__ import annotations
