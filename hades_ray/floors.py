@@ -1,6 +1,6 @@
 """The floors of the package, lowest first: a module imports only from its own floor or below.
 
-Each entry names a package or a module of ``hades_ray`` (``"io"``, ``"workdir"``), or a pattern
+Each entry names a package or a module of ``hades_ray`` (``"io"``, ``"config"``), or a pattern
 (``"*.cli"``: every package's command wiring). A module belongs to the entry that names it most
 closely (``select.cli`` matches ``*.cli`` before ``select``). Entries on one floor may import each
 other, one way only: tests/test_layering.py walks every import of ``hades_ray`` (function-level ones
@@ -21,19 +21,20 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("*.settings",),
     # Generic machinery: paths and storage, shards, stages, the executor; joining Ray; metrics.
     ("pipeline", "ray_runtime", "metrics"),
-    # Formats on disk: inputs, HaDes files, CSV; the work directory's layout (pool, rounds).
-    ("io", "workdir"),
+    # Formats on disk: inputs, HaDes files, CSV.
+    ("io",),
     # The model registry and the offline kit.
     ("models",),
     # The one config over those sections: load, merge, coerce, presets, the resolved YAML.
     ("config",),
+    # The work folder: its layout, the pool's schemas and readers, the pool's features and the consensus labels
+    # (what the perturbation job writes, detectors read, and rounds and the judges' commands share).
+    ("pool",),
     # The two engines over text: perturbation, and detectors (which reuse perturb's span bookkeeping).
     ("perturb", "detect"),
     # Jobs built on detectors: training and sweeps, scoring, guarded generation, judges' files, selection
     # rounds, the service.
     ("train", "score", "guard", "annotate", "select", "serve"),
-    # Annotation commands over selected rounds: the simulated panel and the dataset build read the pool's features.
-    ("annotate.simulate", "annotate.dataset"),
     # Reading results: cost plans and the analyses page.
     ("plan", "report"),
     # The paper's experiments over all of them (they read the report's statistics; the report reads their files).

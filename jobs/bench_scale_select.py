@@ -90,8 +90,10 @@ def setup_new(size: int, workdir: Path) -> None:
     from hades_ray.config import load_config
     from hades_ray.pipeline.shards import part_name, write_marker
     from hades_ray.pipeline.storage import write_table
-    from hades_ray.select.feature_job import FEATURE_SCHEMA, features_digest, features_dir
-    from hades_ray.workdir import INSTANCE_SCHEMA, part_path, pool_shards
+    from hades_ray.pool.feature_job import FEATURE_SCHEMA, features_digest, features_dir
+    from hades_ray.pool.layout import part_path
+    from hades_ray.pool.readers import pool_shards
+    from hades_ray.pool.schemas import INSTANCE_SCHEMA
 
     digest = features_digest(load_config(overrides=OVERRIDES))
     pool = workdir / "pool"
@@ -162,8 +164,14 @@ def child_judge(workdir: Path) -> dict:
     """Simulated judges on round 0's batch (not measured): H where the replacement's number is odd."""
     import pandas as pd
 
-    from hades_ray.annotate.consensus import item_table
-    from hades_ray.annotate.judgments import batch_items, import_judgments, load_judgments, next_import_number
+    from hades_ray.annotate.judgments import import_judgments, next_import_number
+
+    try:
+        from hades_ray.pool.consensus import item_table
+        from hades_ray.pool.rounds import batch_items, load_judgments
+    except ImportError:  # the old tree (OLD_COMMIT) has them in annotate/
+        from hades_ray.annotate.consensus import item_table
+        from hades_ray.annotate.judgments import batch_items, load_judgments
     from hades_ray.annotate.simulate import simulate_rows
     from hades_ray.config import load_config
 

@@ -42,14 +42,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from hades_ray.annotate.export import export_items
-    from hades_ray.annotate.labels import round_labels
+    from hades_ray.pool.labels import round_labels
     from hades_ray.config import load_config
     from hades_ray.perturb.runner import run_perturb
     from hades_ray.select.cli import print_round
     from hades_ray.annotate.dataset import build_dataset
     from hades_ray.select.round import run_round
     from hades_ray.annotate.simulate import simulate_judgments
-    from hades_ray.workdir import existing_rounds
+    from hades_ray.pool.layout import existing_rounds
 
     laps = Laps()
     workdir = Path(args.workdir)
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     run_perturb(config, "demo", workdir / "pool", limit=args.docs)  # finished shards are skipped
     laps.lap("pool")
     print(f"pool ready after {laps.total():.0f} s")
-    from hades_ray.select.feature_job import compute_features
+    from hades_ray.pool.feature_job import compute_features
 
     similarity = compute_features(config, workdir, columns=["similarity"])["similarity"].astype(float)
     laps.lap("features")

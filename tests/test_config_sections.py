@@ -14,7 +14,7 @@ import yaml
 
 from hades_ray.config import ConfigError, HadesConfig, config_from_dict, default_config, load_config
 from hades_ray.perturb.runner import config_digest
-from hades_ray.select.feature_job import features_digest
+from hades_ray.pool.feature_job import features_digest
 
 # Computed on main before the sections moved (and before score/guard had sections).
 DIGESTS = {

@@ -169,3 +169,12 @@ def test_every_package_says_what_it_holds_and_what_it_must_not_import(package):
     assert "Must not import:" in doc and named == above, (
         f"hades_ray/{package}/__init__.py: 'Must not import:' should name {sorted(above)}, names {sorted(named)}"
     )
+
+
+def test_select_and_annotate_do_not_import_each_other():
+    """Rounds and the judges' commands share the work folder through pool/ (its layout, the pool's features,
+    the consensus labels); neither owns what the other reads, so neither imports the other, even in a function."""
+    from tests.rooms import imports_between
+
+    crossing = imports_between("select", "annotate")
+    assert not crossing, "select/ and annotate/ import each other (share it through pool/):\n" + "\n".join(crossing)

@@ -9,7 +9,7 @@ from hades_ray.cli_common import WORKDIR_HELP, add_config_args, add_key_flag, ad
 
 
 def _agreement_line(config, workdir, round_index: int) -> str:
-    from hades_ray.annotate.labels import round_labels
+    from hades_ray.pool.labels import round_labels
 
     report = round_labels(config, workdir, round_index)[1]
     return "agreement: " + json.dumps(report)

@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hades_ray.annotate.judgments import simulated_rounds
-from hades_ray.annotate.labels import consensus_items
 from hades_ray.config import save_config
 from hades_ray.io.hades_format import LANGUAGE_FIELD, RECORD_FIELDS, write_instances
 from hades_ray.pipeline.storage import write, write_json_atomic
+from hades_ray.pool.feature_job import compute_features
+from hades_ray.pool.labels import consensus_items
+from hades_ray.pool.rounds import simulated_rounds
 
 SPLITS = ("train", "valid", "test")
 HADES_KEYS = (*RECORD_FIELDS, "round", LANGUAGE_FIELD)  # language: non-English records only
@@ -86,8 +87,6 @@ def stats_markdown(stats: dict) -> str:
 
 def build_dataset(config, workdir: str | Path, output: str | Path) -> dict:
     """Write train/valid/test.txt, stats.json and stats.md of every consensus item in the work directory."""
-    from hades_ray.select.feature_job import compute_features
-
     output = Path(output)
     records = consensus_items(config, workdir)
     if not records:

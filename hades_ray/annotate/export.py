@@ -13,13 +13,14 @@ import html
 import json
 from pathlib import Path
 
-from hades_ray.annotate.judgments import JudgmentError, batch_items, next_import_number
-from hades_ray.annotate.labels import round_table
+from hades_ray.annotate.judgments import JudgmentError, next_import_number
 from hades_ray.io.hades_format import parse_instance
 from hades_ray.io.safe_csv import unsafe_id_reason, write_guarded_csv
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.lock import OutputLock
-from hades_ray.workdir import round_dir
+from hades_ray.pool.labels import round_table
+from hades_ray.pool.layout import round_dir
+from hades_ray.pool.rounds import batch_items
 
 LABEL_CONFIG = """<View>
   <Header value="Original text"/>

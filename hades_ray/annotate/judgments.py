@@ -9,7 +9,6 @@ rather than escaped. Imports hold the round's lock.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -18,36 +17,13 @@ from hades_ray.annotate.parsers import JudgmentError, parse_csv, parse_label_stu
 from hades_ray.io.safe_csv import unsafe_id_reason, write_guarded_csv
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.lock import OutputLock
-from hades_ray.workdir import round_dir
+from hades_ray.pool.layout import round_dir
+from hades_ray.pool.rounds import JUDGMENT_COLUMNS, batch_items, load_judgments
 
-COLUMNS = ["item_id", "judge_id", "label", "where", "simulated"]
 BAD_COLUMNS = ["where", "item_id", "judge_id", "label", "reason"]
 H_LABELS = ("h", "1", "hallucination", "yes")
 N_LABELS = ("n", "0", "not", "no", "not hallucination", "not_hallucination")
 LABEL_ALIASES = dict.fromkeys(H_LABELS, "H") | dict.fromkeys(N_LABELS, "N")
-
-
-def batch_items(workdir: str | Path, round_index: int) -> list[dict]:
-    path = round_dir(workdir, round_index) / "batch.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"round {round_index} has no batch yet ({path}); run `hades-ray round` first")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def load_judgments(workdir: str | Path, round_index: int) -> pd.DataFrame:
-    """Every accepted judgment of a round, over all its imports, in import order."""
-    files = sorted((round_dir(workdir, round_index) / "judgments").glob("import-[0-9][0-9][0-9].*csv"))
-    files = [f for f in files if not f.name.endswith(".source.csv")]
-    frames = [pd.read_csv(f, dtype=str, keep_default_na=False).assign(file=f.name) for f in files]
-    if not frames:
-        return pd.DataFrame(columns=COLUMNS + ["file"])
-    return pd.concat(frames, ignore_index=True)
-
-
-def simulated_rounds(workdir: str | Path) -> list[int]:
-    """The rounds with at least one import of SIMULATED judgments (``import-NNN.simulated.csv``)."""
-    found = Path(workdir).glob("round-[0-9][0-9][0-9]/judgments/import-[0-9][0-9][0-9].simulated.csv")
-    return sorted({int(path.parent.parent.name.split("-")[1]) for path in found})
 
 
 def normalize_label(raw) -> str | None:
@@ -136,7 +112,7 @@ def import_locked(workdir, round_index: int, source, skip_bad=False, simulated=F
     directory = round_dir(workdir, round_index) / "judgments"
     name = f"import-{next_import_number(directory):03d}" + (".simulated" if simulated else "")
     rows_out = [{**g, "simulated": str(simulated).lower()} for g in good]
-    write_guarded_csv(rows_out, directory / f"{name}.csv", COLUMNS)
+    write_guarded_csv(rows_out, directory / f"{name}.csv", JUDGMENT_COLUMNS)
     if source.is_file():
         storage.write(directory / f"{name}.source{source.suffix or '.txt'}", source.read_bytes(), replace=False)
     report = {

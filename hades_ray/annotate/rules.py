@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from hades_ray.annotate.consensus import agreement_report, item_status, item_table, judges_needed
+from hades_ray.pool.consensus import agreement_report, item_status, item_table, judges_needed
 
 BANDS = ("full agreement", ">= 80% agreement", "consensus under 80%", "no consensus")
 

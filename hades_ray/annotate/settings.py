@@ -12,7 +12,7 @@ class AnnotateConfig:
     # Paper: 4 judges per item; an item without consensus gets 2 more; still none: left out.
     judges: int = key(4, "[1, 100]", help="first panel size")
     max_judges: int = key(6, "[1, 100]")
-    # Consensus (see annotate/consensus.py; the paper gives no vote counts, every rule is our reading).
+    # Consensus (see pool/consensus.py; the paper gives no vote counts, every rule is our reading).
     # panel: with a first panel (judges <= n < max_judges) the minority may hold at most
     # ``judges - min_agree_first`` votes (3 of 4), else the missing judges up to max_judges are asked at once;
     # stepwise: one judge more at a time until the majority holds ``min_agree_first`` votes (4-0, then 4-1).

@@ -11,10 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hades_ray.annotate.consensus import item_table
-from hades_ray.annotate.judgments import batch_items, import_locked, load_judgments, next_import_number
+from hades_ray.annotate.judgments import import_locked, next_import_number
 from hades_ray.pipeline.lock import OutputLock
-from hades_ray.workdir import round_dir
+from hades_ray.pool.consensus import item_table
+from hades_ray.pool.feature_job import compute_features
+from hades_ray.pool.layout import round_dir
+from hades_ray.pool.rounds import batch_items, load_judgments
 
 
 def simulated_truth(features: pd.DataFrame, similarity_cut: float) -> pd.Series:
@@ -65,10 +67,8 @@ def simulate_judgments(
     config, workdir, round_index: int, judges: int | None = None, noise: float | None = None
 ) -> dict:
     """Ask the simulated panel for every judgment the next export would request; store it as an import."""
-    from hades_ray.select.feature_job import compute_features
-
     cfg = config.annotate
-    if judges:  # the first panel's size; the consensus rule scales with it (see consensus.py)
+    if judges:  # the first panel's size; the consensus rule scales with it (see pool/consensus.py)
         cfg.judges, cfg.max_judges = judges, max(cfg.max_judges, judges)
         cfg.validate()
     noise = cfg.simulate_noise if noise is None else noise

@@ -278,8 +278,8 @@ def _plan_file(source: str, rows: list[int], content: str, mapper) -> list:
 
 
 def pool_store(workdir, shards: list, view, detect, executor, num_gpus: float = 0.0) -> Store:
-    """The store of a selection pool (its shards, ``workdir.pool_shards``), its part k beside pool shard k."""
-    from hades_ray.workdir import read_pool_part
+    """The store of a selection pool (its shards, ``pool.readers.pool_shards``), its part k beside pool shard k."""
+    from hades_ray.pool.readers import read_pool_part
 
     # Each part by its place in the work folder, not its absolute path (a copied or moved work folder keeps
     # its store), and by its marker's digest (a redone part is a new one).

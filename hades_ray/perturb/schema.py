@@ -1,4 +1,4 @@
-"""The perturbation job's Arrow types between its stages (what its shards hold: hades_ray/workdir.py)."""
+"""The perturbation job's Arrow types between its stages (what its shards hold: hades_ray/pool/schemas.py)."""
 
 import pyarrow as pa
 

@@ -9,7 +9,7 @@ from hades_ray.config import HadesConfig, config_from_dict
 from hades_ray.perturb import steps
 from hades_ray.perturb.schema import IDS, UNIT_TYPE
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
-from hades_ray.workdir import SPAN_TYPE
+from hades_ray.pool.schemas import SPAN_TYPE
 
 
 class PerturbStage(Stage):

@@ -17,7 +17,7 @@ from hades_ray.perturb.spans import hades_record, instance_rows
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import part_name
 from hades_ray.text.languages import Language
-from hades_ray.workdir import INSTANCE_SCHEMA, POOL_SCHEMA
+from hades_ray.pool.schemas import INSTANCE_SCHEMA, POOL_SCHEMA
 
 QUARANTINE_KEEPS = ("too_short", "no_maskable_words")  # normal filtering: counted, not quarantined
 

@@ -85,9 +85,9 @@ def annotation_numbers(workdir: Path) -> dict:
     """Our counterparts of the paper's annotation figures, over every judged round of ``workdir``: the
     items annotated (a first panel or more) beside its 12,719, those that reached consensus beside its
     10,954, the judgments beside its HITs, and the shares as it defines them."""
-    from hades_ray.annotate.consensus import agreement_report
-    from hades_ray.annotate.judgments import simulated_rounds
-    from hades_ray.annotate.labels import items_over_rounds
+    from hades_ray.pool.consensus import agreement_report
+    from hades_ray.pool.rounds import simulated_rounds
+    from hades_ray.pool.labels import items_over_rounds
 
     folders = round_folders(workdir)
     rounds = [int(f.name.split("-")[1]) for f in folders]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from hades_ray.annotate.judgments import simulated_rounds
+from hades_ray.pool.rounds import simulated_rounds
 from hades_ray.report import paper_text, plots
 from hades_ray.report.inputs import ReportInputError, read_json, read_yaml_config, round_folders
 from hades_ray.report.model import Figure, Section, Table, fmt
@@ -36,8 +36,8 @@ def flow(counts: dict) -> dict[str, int]:
 
 
 def agreement(round_dir: Path) -> dict | None:
-    """The round's agreement report (hades_ray/annotate/consensus.py); None before any judgments."""
-    from hades_ray.annotate.labels import round_labels
+    """The round's agreement report (hades_ray/pool/consensus.py); None before any judgments."""
+    from hades_ray.pool.labels import round_labels
 
     if not (round_dir / "judgments").is_dir() or not any((round_dir / "judgments").glob("import-*.csv")):
         return None

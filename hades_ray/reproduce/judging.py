@@ -22,7 +22,8 @@ from pathlib import Path
 
 from hades_ray.pipeline import storage
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # an English experiment
-from hades_ray.workdir import pool_shards, read_pool_part, round_dir
+from hades_ray.pool.layout import round_dir
+from hades_ray.pool.readers import pool_shards, read_pool_part
 
 QUESTION = (
     "Does the highlighted replacement make the perturbed text incoherent: ungrammatical, nonsensical, or "

@@ -36,7 +36,7 @@ def _ratio(rates: dict) -> float | None:
 
 def compare(config, workdir: Path, test_round: int, output: Path, training: str, force: bool = False) -> dict:
     """One training's detector on the rounds before ``test_round``, scored on that round's judged items."""
-    from hades_ray.annotate.labels import consensus_items
+    from hades_ray.pool.labels import consensus_items
     from hades_ray.detect.detector import Detector
     from hades_ray.metrics import binary_metrics
     from hades_ray.select.crossval import crossval_detector, hades_fields
@@ -98,7 +98,7 @@ def markdown(rows: list[dict], command: str) -> str:
 def round_config(workdir: Path, test_round: int, overrides: list[str]):
     """The config the test round ran with (its ``config.resolved.yaml``), with ``overrides`` on top."""
     from hades_ray.config import load_saved_config, set_dotted, validate
-    from hades_ray.workdir import round_dir
+    from hades_ray.pool.layout import round_dir
 
     config = load_saved_config(round_dir(workdir, test_round) / "config.resolved.yaml")
     for assignment in overrides:

@@ -16,9 +16,11 @@ import pyarrow.compute as pc
 
 from hades_ray.io.hades_format import mark_span
 from hades_ray.pipeline import storage
-from hades_ray.select.features import window_text
+from hades_ray.pool.features import window_text
+from hades_ray.pool.layout import pool_dir
+from hades_ray.pool.readers import pool_documents, pool_shards, read_pool_part
+from hades_ray.pool.records import original_span_words, original_words
 from hades_ray.text.languages import Language
-from hades_ray.workdir import original_span_words, original_words, pool_dir, pool_documents, pool_shards, read_pool_part
 
 
 def hades_record(row, label: int, language: Language) -> dict:

@@ -21,11 +21,12 @@ from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.shards import Shard, iter_markers
 from hades_ray.pipeline.stage import Resources
 from hades_ray.pipeline.storage import read_parquet
+from hades_ray.pool.features import FEATURE_SCHEMA
+from hades_ray.pool.layout import part_path, round_dir, write_part
+from hades_ray.pool.schemas import INSTANCE_SCHEMA
 from hades_ray.select import filters
 from hades_ray.select.decide import DECISIONS, DecideStage, Rule, shard_counts
-from hades_ray.select.features import FEATURE_SCHEMA
 from hades_ray.select.scores import SCORE_SCHEMA, read_with_features, scores_dir
-from hades_ray.workdir import INSTANCE_SCHEMA, part_path, round_dir, write_part
 
 POOL_PART = ("id", "doc_id", "start", "end", "replacement", "original_span")
 FEATURE_COLUMNS = [f.name for f in FEATURE_SCHEMA if f.name not in ("id", "doc_id")]

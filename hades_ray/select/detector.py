@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from hades_ray.pipeline.steps import Step, digest_of
+from hades_ray.pool.layout import pool_dir, round_dir
+from hades_ray.pool.readers import pool_shards
 from hades_ray.select.crossval import backbone_of, crossval_detector, scored, write_records
 from hades_ray.select.ratio import detector_rates
-from hades_ray.workdir import round_dir
 
 log = logging.getLogger(__name__)
 PARTS = ("train", "heldout", "calibration")
@@ -102,7 +103,6 @@ def pool_reps(config, workdir, executor=None, shards=None) -> tuple[str, ...]:
     from hades_ray.detect.reps import pool_store, store_executor, store_view_of
     from hades_ray.train.fit import linear_settings
     from hades_ray.train.transformer import detector_settings
-    from hades_ray.workdir import pool_dir, pool_shards
 
     kind = config.select.detector
     settings = {**detector_settings(config, "offline"), "type": kind} if kind == "transformer" else \
@@ -166,8 +166,8 @@ def split_detector(
     """Train on the training part, pick the epoch on the held-out part, rate on the calibration part."""
     from hades_ray.detect.data import LoadReport
     from hades_ray.detect.detector import Detector
-    from hades_ray.train.fit import train_detector
     from hades_ray.metrics import binary_metrics
+    from hades_ray.train.fit import train_detector
 
     sel = config.select
     parts = split_judged(labels, sel.heldout_share, sel.calibration_share, config.seed + round_index)

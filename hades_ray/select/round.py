@@ -32,18 +32,20 @@ from hades_ray.pipeline.lock import OutputLock
 from hades_ray.pipeline.shards import finished_shards
 from hades_ray.pipeline.steps import Step, digest_of, run_step
 from hades_ray.pipeline.storage import write_json_atomic
+from hades_ray.pool.feature_job import feature_counts, features_job
+from hades_ray.pool.labels import consensus_items
+from hades_ray.pool.layout import existing_rounds, pool_dir, round_dir, set_pool
+from hades_ray.pool.readers import pool_shards
 from hades_ray.select import filters
 from hades_ray.select.batch import chosen_rows, write_batch
 from hades_ray.select.candidates import batch_keys, candidates_dir, candidates_job
 from hades_ray.select.decide import Rule, rule_for
 from hades_ray.select.detector import detector_step, record_detector, too_few
-from hades_ray.select.feature_job import feature_counts, features_job
 from hades_ray.select.ratio import explain_ratio
 from hades_ray.select.schedule import round_size
 from hades_ray.select.scores import detector_scores_job, histogram_total
 from hades_ray.text.languages import Language
 from hades_ray.text.pipeline import entity_labels, resolve_pipeline_name
-from hades_ray.workdir import existing_rounds, pool_dir, pool_shards, round_dir, set_pool
 
 log = logging.getLogger(__name__)
 COUNT_ORDER = (
@@ -95,8 +97,6 @@ def run_round(
 
 def round_step(config, workdir: Path, round_index: int, executor: Executor) -> Step:
     """The round declared: what it reads (the pool, earlier batches and judgments), its settings, and its passes."""
-    from hades_ray.annotate.labels import consensus_items
-
     out = round_dir(workdir, round_index)
     older = (out / "round.json").is_file() and not finished_shards(out)  # selected before rounds were steps
     if older or executor.force and any((out / "judgments").glob("import-*")):

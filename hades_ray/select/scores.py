@@ -19,10 +19,11 @@ from hades_ray.pipeline import storage
 from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.shards import Shard
 from hades_ray.pipeline.stage import Stage
+from hades_ray.pool.feature_job import read_features
+from hades_ray.pool.layout import part_path, round_dir, write_part
+from hades_ray.pool.readers import read_pool_part
 from hades_ray.select import filters
 from hades_ray.select.decide import Rule, decide
-from hades_ray.select.feature_job import read_features
-from hades_ray.workdir import read_pool_part, round_dir, write_part
 
 SCORE_SCHEMA = pa.schema([("id", pa.string()), ("p_hallucination", pa.float64()), ("pred", pa.int8())])
 RULE_COLUMNS = ["similarity", "orig_ent", "repl_ent"]
@@ -104,7 +105,6 @@ def detector_scores_job(workdir, round_index: int, shards: list[Shard], model_di
 def read_with_stored(store: str, columns: dict[str, str], read: Callable[[Shard], pa.Table], shard: Shard) -> pa.Table:
     """``read``'s rows of a pool shard with ``columns`` from the pool's store: its part k is pool shard k's."""
     from hades_ray.detect.reps import PARTS, take_columns
-    from hades_ray.workdir import part_path
 
     table = read(shard)
     part = storage.read_parquet(part_path(storage.join(store, PARTS), shard.index), ["id", *columns])

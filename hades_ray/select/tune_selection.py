@@ -16,9 +16,9 @@ import pandas as pd
 
 from hades_ray.pipeline.steps import Step, digest_of, run_step
 from hades_ray.pipeline.storage import delete, write_json_atomic
+from hades_ray.pool.layout import round_dir
 from hades_ray.select import filters
 from hades_ray.select.ratio import explain_ratio
-from hades_ray.workdir import round_dir
 
 
 def selection_score(

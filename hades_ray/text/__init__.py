@@ -2,6 +2,6 @@
 spaCy pipelines, the one spaCy span tagger, word segmentation and stable seeding: what every stage asks
 of a text.
 
-Must not import: annotate, api, detect, guard, io, models, perturb, pipeline, plan, report, reproduce, score,
-select, serve, train, nor any cli.py (the floors above its own, hades_ray/floors.py).
+Must not import: annotate, api, detect, guard, io, models, perturb, pipeline, plan, pool, report, reproduce,
+score, select, serve, train, nor any cli.py (the floors above its own, hades_ray/floors.py).
 """

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hades_ray.annotate.judgments import import_judgments, load_judgments
+from hades_ray.annotate.judgments import import_judgments
+from hades_ray.pool.rounds import load_judgments
 from hades_ray.cli import main
 from hades_ray.config import load_config
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hades_ray.annotate.consensus import (
+from hades_ray.pool.consensus import (
     agreement_report,
     item_status,
     item_table,

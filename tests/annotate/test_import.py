@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from hades_ray.annotate.export import export_items
-from hades_ray.annotate.judgments import JudgmentError, import_judgments, load_judgments
+from hades_ray.annotate.judgments import JudgmentError, import_judgments
+from hades_ray.pool.rounds import load_judgments
 from hades_ray.config import load_config
 
 TEXT = 'Ann & "Bob" <b>met</b> in ===Rome=== .'

@@ -7,7 +7,7 @@ import pytest
 
 from hades_ray.perturb.artifacts import ARTIFACT_KINDS, artifact_summary, count_artifacts, span_artifacts
 from hades_ray.text.languages import language
-from hades_ray.workdir import SPAN_TYPE
+from hades_ray.pool.schemas import SPAN_TYPE
 
 
 def _replace(text: str, original: str, replacement: str, occurrence_start: int | None = None) -> dict:

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hades_ray.cli import main as cli_main
-from hades_ray.workdir import POOL_SCHEMA
+from hades_ray.pool.schemas import POOL_SCHEMA
 from tests.report.test_report import EVIL, _document, make_pool
 
 ARABIC = "القاهرة هي عاصمة مصر، وأكبر مدنها."

@@ -20,7 +20,7 @@ import pytest
 
 from hades_ray.cli import main as cli_main
 from hades_ray.report.inputs import ReportInputError
-from hades_ray.workdir import POOL_SCHEMA
+from hades_ray.pool.schemas import POOL_SCHEMA
 
 EVIL = "<script>alert('pwned')</script>"
 WORDS = "river castle summer garden people music winter forest village history".split()

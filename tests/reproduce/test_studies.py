@@ -64,7 +64,7 @@ def test_fig6_grid_trains_on_judged_labels_in_every_mode_and_word_window_and_dra
 
 
 def test_decoding_study_perturbs_the_same_texts_and_exports_every_replacement(micro_home, tmp_path, capsys):
-    from hades_ray.annotate.judgments import batch_items
+    from hades_ray.pool.rounds import batch_items
     from hades_ray.report.sweeps import decoding_section, read_analyses
     from hades_ray.reproduce.decoding import PAPER_SETTINGS, folder_name
     from hades_ray.reproduce.incoherence import THRESHOLD

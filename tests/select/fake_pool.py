@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from hades_ray.pipeline.shards import part_name, write_marker
 from hades_ray.pipeline.storage import write_table
-from hades_ray.workdir import INSTANCE_SCHEMA
+from hades_ray.pool.schemas import INSTANCE_SCHEMA
 
 SWAPS = [  # (original, replacement): dates, names, paraphrases, unrelated words, same lemma
     ("1932", "1954"),

@@ -31,7 +31,7 @@ def check_out_of_fold_round(config, workdir) -> None:
     and 1 are judged: on every accumulated judgment, alpha/beta/gamma from out-of-fold predictions of round 1's
     judgments. Called at the end of tests/select/test_round.py's two rounds (one pool and two judged
     rounds serve both tests; CI time is short)."""
-    from hades_ray.annotate.labels import consensus_items
+    from hades_ray.pool.labels import consensus_items
     from hades_ray.pipeline.steps import run_step
     from hades_ray.select.detector import detector_step
     from hades_ray.select.ratio import detector_rates

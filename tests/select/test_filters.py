@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 from hades_ray.select import filters
-from hades_ray.select.features import window_text
+from hades_ray.pool.features import window_text
 from hades_ray.select.tune_selection import selection_score
 from hades_ray.text.languages import DEFAULT_LANGUAGE
 
@@ -95,7 +95,7 @@ def test_cosine_similarity_pure(tmp_path):
     from transformers import BertConfig, BertModel
 
     from hades_ray.models.micro import _tokenizer
-    from hades_ray.select.features import cosine_similarities
+    from hades_ray.pool.features import cosine_similarities
 
     torch.manual_seed(0)
     model = BertModel(

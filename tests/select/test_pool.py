@@ -72,7 +72,7 @@ def test_same_seed_same_batch_whatever_the_shard_layout(micro_home, tmp_path):
 
 
 def test_features_resume_per_shard_and_stop_on_other_settings(micro_home, tmp_path):
-    from hades_ray.select.feature_job import compute_features, ensure_features
+    from hades_ray.pool.feature_job import compute_features, ensure_features
 
     workdir = tmp_path / "wd"
     build_pool(workdir / "pool", n_docs=10, docs_per_shard=4, unfinished=False)

@@ -24,7 +24,7 @@ def batch_ids_of(workdir, k: int) -> set[str]:
 @pytest.mark.ray
 def test_two_rounds_end_to_end(ray_local, tmp_path):
     from hades_ray.annotate.dataset import build_dataset
-    from hades_ray.annotate.labels import round_labels
+    from hades_ray.pool.labels import round_labels
     from hades_ray.annotate.simulate import simulate_judgments
     from hades_ray.select.round import run_round
 

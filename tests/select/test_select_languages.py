@@ -9,11 +9,11 @@ import pyarrow as pa
 import pytest
 
 from hades_ray.select.batch import display_original, hades_record
-from hades_ray.select.features import LinguisticsStage, span_windows, window_text
+from hades_ray.pool.features import LinguisticsStage, span_windows, window_text
 from hades_ray.pipeline.stage import Resources
 from hades_ray.text.languages import language
 from hades_ray.text.words import words
-from hades_ray.workdir import original_words
+from hades_ray.pool.records import original_words
 
 ORIGINAL = "我昨天在北京大学看见了他。"
 

@@ -16,7 +16,7 @@ import pytest
 from hades_ray.pipeline.stage import Resources
 from hades_ray.select import filters
 from hades_ray.select.decide import Rule, decide
-from hades_ray.select.features import LinguisticsStage, SpanWindowsStage
+from hades_ray.pool.features import LinguisticsStage, SpanWindowsStage
 from hades_ray.text.languages import DEFAULT_LANGUAGE, language
 from hades_ray.text.pipeline import entity_labels
 from hades_ray.text.words import words

@@ -6,7 +6,7 @@
   window around the span, once in the original and once in the perturbed text (an actor pool; the one
   span tagger, ``hades_ray/text/tagging.py``, so an entity type goes by its name here: PER is PERSON).
 
-``hades_ray/select/feature_job.py`` runs them shard by shard and stores the result beside the pool.
+``hades_ray/pool/feature_job.py`` runs them shard by shard and stores the result beside the pool.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pyarrow as pa
 from hades_ray.pipeline.stage import Resources, Stage, setup_torch
 from hades_ray.text.tagging import tag_text_spans
 from hades_ray.text.words import join_words
-from hades_ray.workdir import original_span_words, original_words
+from hades_ray.pool.records import original_span_words, original_words
 from hades_ray.text.languages import Language
 
 FEATURE_SCHEMA = pa.schema(

@@ -19,9 +19,10 @@ from hades_ray.pipeline.job import ShardJob
 from hades_ray.pipeline.shards import Shard
 from hades_ray.pipeline.steps import digest_of
 from hades_ray.pipeline.storage import read_parquet
-from hades_ray.select.features import FEATURE_SCHEMA, feature_stages
+from hades_ray.pool.features import FEATURE_SCHEMA, feature_stages
+from hades_ray.pool.layout import part_path, pool_dir, write_part
+from hades_ray.pool.readers import pool_shards, read_pool_part
 from hades_ray.text.pipeline import text_settings
-from hades_ray.workdir import part_path, pool_dir, pool_shards, read_pool_part, write_part
 
 FEATURES = "features"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from hades_ray.annotate.consensus import agreement_report, item_table
-from hades_ray.annotate.judgments import batch_items, load_judgments
-from hades_ray.workdir import existing_rounds
+from hades_ray.pool.consensus import agreement_report, item_table
+from hades_ray.pool.layout import existing_rounds
+from hades_ray.pool.rounds import batch_items, load_judgments
 
 
 def round_table(config, workdir: str | Path, round_index: int, items: list[dict] | None = None) -> pd.DataFrame:
