@@ -118,9 +118,10 @@ def _plan(step: Step, model_config, force: bool) -> str:
         step.run = functools.partial(_built_before_steps, folder)
         return "adopt"
     try:
-        return "build" if must_run(step, force) else "keep"
+        finished = not must_run(step, force)
     except StaleShardError:
         raise _changed(folder) from None
+    return "keep" if finished and is_built(folder) else "build"  # a marker beside deleted files: built again
 
 
 def build_models(
@@ -146,7 +147,7 @@ def build_models(
     for name in names:
         if plans[name] == "build":
             torch.set_num_threads(NUM_THREADS)
-            info = run_step(steps[name], force)
+            info = run_step(steps[name], force=True)  # planned above: its settings were checked there
             outcome[name] = f"built in {info['build_seconds']}s, {info['steps']} steps"
             continue
         if plans[name] == "adopt":

@@ -265,6 +265,8 @@ def test_a_changed_kit_config_is_refused_or_rebuilt_never_kept(tmp_path, micro_e
         "built"
     )
     assert kit.model_status(tmp_path)["gpt2"]["info"]["steps"] == 4
+    (folder / "config.json").unlink()  # its marker beside a model no longer whole: built again
+    assert build.build_models(("gpt2",), home=tmp_path, config=config, evaluate=False)["gpt2"].startswith("built")
     # A model built before the kit was a step (no marker): kept, and recorded, when its info's config is these
     # settings; refused otherwise.
     for marker in (folder / MARKERS).iterdir():
