@@ -15,6 +15,7 @@ from hades_ray.pipeline.errors import OutputLockedError, ResourceError, StoreErr
 COMMAND_MODULES = (
     "hades_ray.models.cli",
     "hades_ray.perturb.cli",
+    "hades_ray.train.cli",
     "hades_ray.detect.cli",
     "hades_ray.select.cli",
     "hades_ray.annotate.cli",

@@ -114,9 +114,14 @@ def add_detector_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="detector folder written by `hades-ray train`")
 
 
+def add_workdir_arg(parser: argparse.ArgumentParser) -> None:
+    """``--workdir``: a selection work directory the command reads or writes."""
+    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
+
+
 def add_round_args(parser: argparse.ArgumentParser, round_help: str = "round number (0, 1, ...)") -> None:
     """``--workdir`` and ``--round``: one round of a selection work directory."""
-    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
+    add_workdir_arg(parser)
     parser.add_argument("--round", type=int, required=True, help=round_help)
 
 
@@ -128,15 +133,21 @@ def add_job_args(
     executor runs it, and whether finished shards are redone."""
     if output_help is not None:
         parser.add_argument("--output", required=True, help=output_help)
+    add_executor_arg(parser, executors)
+    add_force_arg(parser)
+
+
+def add_executor_arg(parser: argparse.ArgumentParser, executors: tuple[str, ...] = EXECUTORS, help: str = "") -> None:
+    """``--executor``: which executor runs the command's stages (``help``: what each choice does there)."""
     parser.add_argument(
         "--executor",
         choices=executors,
         default=executors[0],
-        help="ray: Ray Data actor pools (RAY_ADDRESS, or a private local cluster on 127.0.0.1); local: "
+        help=help
+        or "ray: Ray Data actor pools (RAY_ADDRESS, or a private local cluster on 127.0.0.1); local: "
         "the same stages in this process, serially"
         + ("; auto: local for --text and stdin, ray for files" if "auto" in executors else ""),
     )
-    add_force_arg(parser)
 
 
 def add_force_arg(parser: argparse.ArgumentParser, what: str = "finished shards") -> None:

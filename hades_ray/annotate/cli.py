@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hades_ray.cli_common import WORKDIR_HELP, add_config_args, add_key_flag, add_round_args, config_from_args
+from hades_ray.cli_common import add_config_args, add_key_flag, add_round_args, add_workdir_arg, config_from_args
 
 
 def _agreement_line(config, workdir, round_index: int) -> str:
@@ -124,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dataset = subparsers.add_parser("dataset", help="build the HaDes-format dataset from consensus judgments")
     sub = dataset.add_subparsers(dest="action", metavar="ACTION", required=True)
     parser = sub.add_parser("build", help="train/valid/test.txt split by document, with stats.json and stats.md")
-    parser.add_argument("--workdir", required=True, help=WORKDIR_HELP)
+    add_workdir_arg(parser)
     parser.add_argument("--output", required=True, help="folder for train/valid/test.txt and the statistics")
     add_config_args(parser)
     parser.set_defaults(func=_build)

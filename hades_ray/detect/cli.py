@@ -1,5 +1,5 @@
-"""``hades-ray train | evaluate | predict | tune``: thin handlers over ``hades_ray.train`` (training, sweeps)
-and ``hades_ray.detect.score_job`` (a detector scoring a file)."""
+"""``hades-ray evaluate | predict``: thin handlers over ``hades_ray.detect.score_job`` (a detector scoring a
+file); ``train`` and ``tune`` are ``hades_ray/train/cli.py``'s."""
 
 from __future__ import annotations
 
@@ -11,39 +11,23 @@ from pathlib import Path
 from hades_ray.cli_common import (
     add_config_args,
     add_detector_arg,
-    add_force_arg,
     add_job_args,
     add_key_flags,
     config_from_args,
     executor_from_args,
 )
-from hades_ray.detect.settings import DETECTORS
-
-TRAIN_HELP = "HaDes JSONL to train on (published files or instances.jsonl)"
 
 
-def _config(args: argparse.Namespace):
+def detect_config(args: argparse.Namespace):
+    """The command's config, with ``--skip-bad`` (read, not an override) set in its ``detect`` section."""
     config = config_from_args(args)
     if getattr(args, "skip_bad", False):
         config.detect.skip_bad = True
     return config
 
 
-def _train(args: argparse.Namespace) -> int:
-    from hades_ray.detect.detector import Detector
-    from hades_ray.train.fit import train_detector
-
-    config = _config(args)
-    workers = args.workers or config.detect.workers
-    mode = args.mode or config.detect.mode
-    out = train_detector(config, args.train, args.valid, args.output, args.detector, mode, workers)
-    if args.test:
-        _evaluate_into(Detector.open(out), args.test, out / "test", config)
-    print((out / "metrics.md").read_text(encoding="utf-8"), end="")
-    return 0
-
-
-def _evaluate_into(detector, data: str, out: Path, config=None, executor=None, parts: Path | None = None) -> dict:
+def evaluate_into(detector, data: str, out: Path, config=None, executor=None, parts: Path | None = None) -> dict:
+    """``evaluate``'s metrics of ``detector`` on a labelled file, written to ``out`` (``train --test`` too)."""
     from hades_ray.detect.score_job import evaluate_file
     from hades_ray.metrics import write_metrics
 
@@ -58,7 +42,7 @@ def _scoring(args: argparse.Namespace):
 
     detector = Detector.open(args.model)
     if args.overrides or args.config_file or args.preset or args.skip_bad:
-        return detector, _config(args)
+        return detector, detect_config(args)
     return detector, detector.config()
 
 
@@ -66,7 +50,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     detector, config = _scoring(args)
     out = Path(args.output) if args.output else Path(args.model) / "eval" / Path(args.data).stem
     executor = executor_from_args(args, config)
-    metrics = _evaluate_into(detector, args.data, out, config, executor, out / "parts")
+    metrics = evaluate_into(detector, args.data, out, config, executor, out / "parts")
     print((out / "metrics.md").read_text(encoding="utf-8"), end="")
     print(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}))
     return 0
@@ -80,43 +64,7 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tune(args: argparse.Namespace) -> int:
-    from hades_ray.train.space import load_space
-    from hades_ray.train.tune import tune_detector
-
-    config = config_from_args(args)
-    space = load_space(args.space, config.to_dict()) if args.space else None
-    summary = tune_detector(
-        config,
-        args.train,
-        args.valid,
-        args.output,
-        num_samples=args.num_samples,
-        space=space,
-        resume=args.resume,
-        force=args.force,
-    )
-    print(f"best {summary['metric']}: {summary['best_score']} with {json.dumps(summary['best_config'])}")
-    print(f"results: {args.output}/best.json; trials under {summary['experiment']}")
-    return 0
-
-
 def register(subparsers) -> None:
-    train = subparsers.add_parser("train", help="train a hallucination detector (transformer, lr or svm)")
-    train.add_argument("--train", required=True, help=TRAIN_HELP)
-    train.add_argument("--valid", required=True, help="validation file; picks the best epoch")
-    train.add_argument("--test", default=None, help="optional test file evaluated with the best model")
-    train.add_argument("--output", required=True, help="detector folder to write")
-    train.add_argument(
-        "--detector",
-        choices=DETECTORS,
-        default="transformer",
-        help="transformer (an encoder and an MLP head, the default), or the paper's feature detectors lr and svm",
-    )
-    add_key_flags(train, "detect", "mode", "workers", "skip_bad", read=True)
-    add_config_args(train)
-    train.set_defaults(func=_train)
-
     evaluate = subparsers.add_parser("evaluate", help="the paper's metrics of a detector on a labelled file")
     add_detector_arg(evaluate)
     evaluate.add_argument("--data", required=True, help="labelled HaDes JSONL to score")
@@ -133,26 +81,3 @@ def register(subparsers) -> None:
     add_key_flags(predict, "detect", "skip_bad", read=True)
     add_config_args(predict)
     predict.set_defaults(func=_predict)
-
-    parser = subparsers.add_parser("tune", help="sweep the detector's configuration with Ray Tune (ASHA)")
-    parser.add_argument("--train", required=True, help=TRAIN_HELP)
-    parser.add_argument("--valid", required=True, help="validation file; every trial is scored on it")
-    parser.add_argument("--output", required=True, help="folder for the sweep (its trials, train_runs/, best.json)")
-    parser.add_argument(
-        "--num-samples", type=int, default=4, help="configurations sampled from the search space (default 4)"
-    )
-    parser.add_argument(
-        "--space",
-        default=None,
-        metavar="FILE.yaml",
-        help="search space: config keys to {choice|grid_search: [...]} or {uniform|loguniform|randint: [lo, hi]} "
-        "(hades_ray/train/space.py; default: the paper's space)",
-    )
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the interrupted sweep in --output (only one this tool created and recorded)",
-    )
-    add_force_arg(parser, "a finished sweep in --output")
-    add_config_args(parser)
-    parser.set_defaults(func=_tune)

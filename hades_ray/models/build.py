@@ -1,10 +1,17 @@
 """Build the offline model kit once: ``$HADES_RAY_HOME/models/{mlm,gpt2}`` as ``save_pretrained`` folders,
-each staged and put in place whole with its ``build_info.json`` (the completion marker, with its stats)
-written last, so a killed build leaves nothing that looks finished; a rerun skips finished models unless forced.
+each staged and put in place whole with its ``build_info.json`` (its stats) written last, so a killed build
+leaves nothing that looks finished.
+
+Each model's build is a step (``hades_ray/pipeline/steps.py``) of its folder, its digest made of the kit
+settings it depends on (its training config and the held-out fraction): a rerun with the same settings
+keeps a built model, one with other settings stops before any work unless ``force`` rebuilds. A model built
+before the kit was a step (a ``build_info.json`` and no step marker) is kept, and recorded as this step,
+when the config its ``build_info.json`` records is the current one; otherwise it too stops the build.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -17,6 +24,8 @@ from hades_ray.models.kit import INFO_FILE, MODEL_NAMES, KitConfig, is_built, ki
 from hades_ray.models.train_gpt2 import Gpt2TrainConfig
 from hades_ray.models.train_mlm import MlmTrainConfig
 from hades_ray.pipeline import storage
+from hades_ray.pipeline.shards import StaleShardError, read_markers
+from hades_ray.pipeline.steps import Step, digest_of, must_run, run_step
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +84,46 @@ def _build(directory: Path, train_texts: list[str], config) -> dict:
     return info
 
 
+def kit_step(folder: Path, config: KitConfig, train_texts) -> Step:
+    """Building the kit model of ``folder`` (named ``mlm`` or ``gpt2``) as a step; ``train_texts()`` gives
+    the texts it trains on (read only when it builds)."""
+    model_config = getattr(config, folder.name)
+    digest = digest_of({"config": asdict(model_config), "heldout_fraction": config.heldout_fraction})
+    return Step(f"the kit's {folder.name}", str(folder), digest, lambda: _build(folder, train_texts(), model_config))
+
+
+def _built_before_steps(folder: Path) -> dict | None:
+    """The build info of a model built before the kit was a step (its info file, no step marker), else None."""
+    if not is_built(folder) or read_markers(folder):
+        return None
+    return json.loads((folder / INFO_FILE).read_text(encoding="utf-8"))
+
+
+def _changed(folder: Path) -> StaleShardError:
+    return StaleShardError(
+        f"{folder} was built with other kit settings than these; rerun with --force to rebuild it with these, "
+        "or give another --home"
+    )
+
+
+def _plan(step: Step, model_config, force: bool) -> str:
+    """``build``, ``keep`` (built with these settings) or ``adopt`` (built before the kit was a step, with
+    the config its info records equal to these: kept, and recorded as this step); a model built with other
+    settings stops the build, unless ``force``."""
+    folder = Path(step.output)
+    info = None if force else _built_before_steps(folder)
+    if info is not None:
+        if info.get("config") != json.loads(json.dumps(asdict(model_config), default=str)):
+            raise _changed(folder)
+        step.run = functools.partial(_built_before_steps, folder)
+        return "adopt"
+    try:
+        finished = not must_run(step, force)
+    except StaleShardError:
+        raise _changed(folder) from None
+    return "keep" if finished and is_built(folder) else "build"  # a marker beside deleted files: built again
+
+
 def build_models(
     names=MODEL_NAMES,
     home: str | Path | None = None,
@@ -82,24 +131,32 @@ def build_models(
     config: KitConfig | None = None,
     evaluate: bool = True,
 ) -> dict[str, str]:
-    """Build the named models that are missing (all with ``force``); evaluate if any was built."""
+    """Build the named models not yet built with these settings (all with ``force``); evaluate if any was
+    built. Every model is checked before any builds: one built with other settings stops the build (unless
+    ``force``), never kept in silence."""
     import torch
 
     from hades_ray.models.kit import demo_split
 
     config = config or kit_config()
     root = models_root(home)
-    todo = [n for n in names if force or not is_built(root / n)]
-    outcome = {n: "skipped (already built)" for n in names if n not in todo}
-    if todo:
-        torch.set_num_threads(NUM_THREADS)
-        train_texts, _ = demo_split(config.heldout_fraction)
-        for name in todo:
-            info = _build(root / name, train_texts, getattr(config, name))
+    texts = functools.cache(lambda: demo_split(config.heldout_fraction)[0])
+    steps = {name: kit_step(root / name, config, texts) for name in names}
+    plans = {name: _plan(steps[name], getattr(config, name), force) for name in names}
+    outcome = {}
+    for name in names:
+        if plans[name] == "build":
+            torch.set_num_threads(NUM_THREADS)
+            info = run_step(steps[name], force=True)  # planned above: its settings were checked there
             outcome[name] = f"built in {info['build_seconds']}s, {info['steps']} steps"
-        if evaluate:
-            evaluate_models(home, config=config)
-    return outcome
+            continue
+        if plans[name] == "adopt":
+            run_step(steps[name])  # records the step's marker beside the model it keeps
+            log.info("%s: built before the kit recorded its settings, with these settings; kept", root / name)
+        outcome[name] = "skipped (already built)"
+    if evaluate and "build" in plans.values():
+        evaluate_models(home, config=config)
+    return dict(sorted(outcome.items(), key=lambda item: plans[item[0]] == "build"))  # the skipped first
 
 
 def ensure_models(names=MODEL_NAMES, home: str | Path | None = None) -> list[str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from hades_ray.cli_common import add_force_arg, add_key_flag
+from hades_ray.config import HadesConfig
 from hades_ray.models.build import build_models
 from hades_ray.models.quality import QUALITY_FILE, evaluate_models
 from hades_ray.models.kit import MODEL_NAMES, kit_config, model_status, models_root
@@ -17,7 +19,7 @@ def register(subparsers) -> None:
         "build", help="train the missing kit models for fixed steps (about 10 minutes on 2 quiet cores)"
     )
     _add_common(build)
-    build.add_argument("--force", action="store_true", help="rebuild models that are already built")
+    add_force_arg(build, "models that are already built")
     build.add_argument("--only", choices=MODEL_NAMES, action="append", help="build only this model (repeatable)")
     box = "time box in minutes, cutting the steps short on a slow machine (the kit is then not reproducible)"
     build.add_argument("--mlm-minutes", type=float, default=None, help=f"MLM {box}; default and 0: none")
@@ -39,11 +41,16 @@ def register(subparsers) -> None:
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", default=None, help="kit home (default: $HADES_RAY_HOME or ~/.cache/hades_ray)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    add_key_flag(parser, "seed", read=True)
+
+
+def _seed(args: argparse.Namespace) -> int:
+    """The one --seed flag reads as the config's seed, whose default applies where it is not given."""
+    return HadesConfig().seed if args.seed is None else args.seed
 
 
 def run_build(args: argparse.Namespace) -> int:
-    config = kit_config(args.seed, args.mlm_minutes, args.gpt2_minutes, args.mlm_steps, args.gpt2_steps)
+    config = kit_config(_seed(args), args.mlm_minutes, args.gpt2_minutes, args.mlm_steps, args.gpt2_steps)
     outcome = build_models(
         tuple(args.only or MODEL_NAMES), args.home, args.force, config, evaluate=not args.no_evaluate
     )
@@ -63,7 +70,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    config = kit_config(args.seed)
+    config = kit_config(_seed(args))
     config.baseline = not args.no_baseline
     evaluate_models(args.home, config=config)
     _print_quality(args.home)

@@ -187,7 +187,8 @@ def flagged_examples(rows: Iterable[dict], limit: int, language: Language) -> li
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hades_ray.perturb.artifacts", description=__doc__.split("\n")[0])
     parser.add_argument("output", help="a finished `hades-ray perturb --output` folder")
-    parser.add_argument("--examples", type=int, default=0, help="also print this many flagged replacements")
+    # Not --examples: that is `hades-ray perturb`'s flag for perturbed examples (default 3), another meaning.
+    parser.add_argument("--flagged", type=int, default=0, help="also print this many flagged replacements")
     args = parser.parse_args(argv)
     from hades_ray.config import recorded_language
 
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=2))
-    for line in flagged_examples(pool_rows(args.output), args.examples, language):
+    for line in flagged_examples(pool_rows(args.output), args.flagged, language):
         print(line)
     return 0
 

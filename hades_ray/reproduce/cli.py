@@ -19,13 +19,13 @@ def _tables(args: argparse.Namespace) -> int:
         return 0
     if not args.output:
         raise UserError("--output is required (only --cost-only runs without one)")
-    result = reproduce_tables(config, args.dataset, args.output, resume=args.resume, force=args.force)
+    result = reproduce_tables(config, args.dataset, args.output, force=args.force)
     print(result["markdown"], end="")
     print(f"grid wall time {result['wall_seconds']:.0f} s; tables: {args.output}/tables.md and tables.json")
     if result["failed"]:
         print(
             f"hades-ray reproduce tables: {len(result['failed'])} trial(s) failed ({', '.join(result['failed'])}); "
-            "their rows are empty. Rerun with --resume to run them again",
+            "their rows are empty. Rerun the same command to run them again (finished cells are kept)",
             file=sys.stderr,
         )
         return 1
@@ -51,12 +51,6 @@ def register(subparsers) -> None:
     )  # fmt: skip
     tables.add_argument(
         "--output", help="folder for the experiment, cells/ and tables.md/.json (required unless --cost-only)"
-    )
-    tables.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the grid in --output: finished cells are kept, the others run (a cell finished with "
-        "another config or dataset stops the grid)",
     )
     add_force_arg(tables, "every cell of the grid in --output")
     tables.add_argument("--cost-only", action="store_true", help="print the grid's cost and stop (no training)")

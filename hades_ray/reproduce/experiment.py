@@ -1,10 +1,10 @@
 """The grid as ONE Ray Tune experiment: a grid search over the cells, each trial a Ray Train fit (or
 LR/SVM), as many at once as the cluster's CPUs allow (``detect.tune.concurrent_trials``).
 
-Resume is explicit: an existing ``--output`` is refused unless ``--resume``. Every run is a fresh grid
-(never ``Tuner.restore``, which would unpickle the folder's files) whose trials are steps: a finished
-cell with the same config and dataset is kept, a failed or unfinished one runs again, and one finished
-with another config or dataset stops the grid before it starts (``reproduce/trial.py``).
+Every run is a fresh grid (never ``Tuner.restore``, which would unpickle the folder's files) whose trials
+are steps (``reproduce/trial.py``), so a rerun of the same command continues the grid: a finished cell
+with the same config and dataset is kept, a failed or unfinished one runs again, and one finished with
+another config or dataset stops the grid before it starts, naming ``--force`` (every cell again).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ def plan_record(config: HadesConfig, grid: Grid, cells: list[Cell], dataset: Pat
 
 
 def run_experiment(
-    config: HadesConfig, grid: Grid, cells: list[Cell], dataset: Path, output: Path, resume: bool, force: bool = False
+    config: HadesConfig, grid: Grid, cells: list[Cell], dataset: Path, output: Path, force: bool = False
 ) -> list[dict]:
-    """Run (or resume) the experiment (``force``: every cell again); returns one entry per trial: its cell
-    and error, if any."""
+    """Run the experiment, keeping its finished cells (``force``: every cell again); returns one entry per
+    trial: its cell and error, if any."""
     from ray import tune
 
     from hades_ray.train.tune import concurrent_trials
@@ -46,11 +46,6 @@ def run_experiment(
 
     output = output.resolve()
     experiment = output / EXPERIMENT
-    if experiment.exists() and not (resume or force):
-        raise FileExistsError(
-            f"{experiment} already holds a grid: pass --resume to continue it, --force to redo it, or choose a "
-            "new --output"
-        )
     for cell in cells:  # a cell finished with another config or dataset stops the grid before any work
         must_run(cell_step(config.to_dict(), grid, cell, str(dataset.resolve()), str(output)), force)
     record = plan_record(config, grid, cells, dataset)

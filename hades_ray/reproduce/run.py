@@ -92,14 +92,15 @@ def write_tables(config: HadesConfig, grid: Grid, cells: list, dataset: Path, ou
 
 
 def reproduce_tables(
-    config: HadesConfig, dataset: str | Path, output: str | Path, resume: bool = False, force: bool = False
+    config: HadesConfig, dataset: str | Path, output: str | Path, force: bool = False
 ) -> dict:
-    """Run (or resume) the grid and write the tables; returns the Markdown, the failed cells and timings."""
+    """Run the grid (keeping its finished cells; ``force``: none) and write the tables; returns the
+    Markdown, the failed cells and timings."""
     grid, cells, dataset = prepare(config, dataset)
     output = Path(output)
     print(f"grid {grid.path} on {dataset}: {len(cells)} trials\n" + cost_text(config, grid, cells, dataset), flush=True)
     laps = Laps()
-    trials = run_experiment(config, grid, cells, dataset, output, resume, force)
+    trials = run_experiment(config, grid, cells, dataset, output, force)
     wall = laps.lap()
     failed = failed_cells(trials)
     markdown = write_tables(config, grid, cells, dataset, output, {"wall_seconds": wall, "failed": failed})

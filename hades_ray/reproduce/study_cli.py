@@ -9,8 +9,8 @@ import shlex
 from pathlib import Path
 
 from hades_ray.cli_common import (
-    EXECUTORS,
     add_config_args,
+    add_executor_arg,
     add_force_arg,
     add_key_flag,
     add_key_flags,
@@ -105,7 +105,7 @@ def _context_parser(commands) -> None:
         help="perturbation output for --labels learnability (make demo; where it holds no pool, the decoding "
         "study's top-k 10 pool under --output)",
     )
-    parser.add_argument("--output", required=True, help=ANALYSES_HELP)
+    _add_analyses_output(parser)
     add_key_flag(parser, "reproduce.context_windows", flag="--windows")
     add_key_flag(parser, "detect.window_unit")
     add_key_flags(parser, "detect", "epochs")
@@ -125,14 +125,11 @@ def _decoding_parser(commands) -> None:
         "(OUTPUT/decoding/judging): `hades-ray annotations import --workdir OUTPUT/decoding/judging --round 0 "
         "FILE` brings judgments back. A rerun with the same config reads the recorded results back.",
     )
-    parser.add_argument("--output", required=True, help=ANALYSES_HELP)
+    _add_analyses_output(parser)
     add_key_flag(parser, "reproduce.decoding_texts", flag="--texts")
     add_key_flag(parser, "perturb.rank.num_candidates", flag="--candidates")
-    parser.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default=EXECUTORS[0],
-        help="ray: each setting's perturbation on Ray Data actor pools; local: in this process, serially",
+    add_executor_arg(
+        parser, help="ray: each setting's perturbation on Ray Data actor pools; local: in this process, serially"
     )
     add_force_arg(parser, "the study and every setting's pool")
     add_config_args(parser)
@@ -153,6 +150,11 @@ def _round_detector_parser(commands) -> None:
     add_force_arg(parser, "the crossval folds")
     add_set_arg(parser, "override one value of the test round's config")
     parser.set_defaults(func=_round_detector)
+
+
+def _add_analyses_output(parser: argparse.ArgumentParser) -> None:
+    """``--output`` of the studies that write a part of the analyses (Fig. 6, the decoding study)."""
+    parser.add_argument("--output", required=True, help=ANALYSES_HELP)
 
 
 def register_studies(commands) -> None:

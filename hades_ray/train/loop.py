@@ -97,19 +97,21 @@ def validation_figures(model, tokenizer, cfg: dict) -> dict:
 
 
 def _validate(model, tokenizer, cfg: dict) -> dict:
+    """The validation set scored by detect/'s own routes, as the exported detector will score it: its
+    stored span vectors through the head (``reps.head_scores``, the stored route's), or each span in its
+    own view (``views.score_spans``, what ``Scorer.score_spans`` runs)."""
+    from hades_ray.detect.reps import head_scores
     from hades_ray.detect.views import score_spans
 
     items, labels = cfg["valid_items"], [it["label"] for it in cfg["valid_items"]]
     net = getattr(model, "module", model)
     settings = cfg["settings"]
     if cfg.get("stored"):
-        from hades_ray.detect.reps import head_scores
-
-        net.eval()  # the head alone on the validation set's stored vectors, as an exported folder scores them
+        net.eval()
         p = head_scores(net.head, cfg["valid_reps"])
-        return binary_metrics(labels, (p >= 0.5).astype(int), p)
-    view = settings["mode"], settings["window"]
-    p = score_spans(net, tokenizer, items, *view, cfg["batch_size"], window_unit(settings))
+    else:
+        view = settings["mode"], settings["window"]
+        p = score_spans(net, tokenizer, items, *view, cfg["batch_size"], window_unit(settings))
     return binary_metrics(labels, (p >= 0.5).astype(int), p)
 
 

@@ -9,8 +9,9 @@ backbone with one worker and no GPU trains the head alone on the view's stored v
 process (``transformer.head_in_process``), reporting each epoch with ``tune.report``: it takes the
 worker's CPUs itself, and no Train worker group starts for a few milliseconds of head training.
 The sweep is a step (``hades_ray/pipeline/steps.py``): a finished one is returned as recorded, one
-finished with other settings or data stops the command. An unfinished one continues only with
-``resume=True``, after ``tune_record.check_resumable`` (resuming unpickles the sweep's files).
+finished with other settings or data stops the command, ``force`` starts it again. An unfinished one is
+continued by a rerun with the same settings and data, after ``tune_record.check_resumable`` (resuming
+unpickles the sweep's files, and its record names what it was made with); one made otherwise stops the command.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from hades_ray.detect.data import LoadReport, load_labelled
 from hades_ray.train.space import apply_trial, space_values
 from hades_ray.pipeline.steps import Step, digest_of, files_identity, run_step
 from hades_ray.train.tune_record import check_resumable, record_sweep
-from hades_ray.pipeline.storage import write_json_atomic
+from hades_ray.pipeline.storage import delete, write_json_atomic
 
 log = logging.getLogger(__name__)
 EXPERIMENT = "tune_detector"
@@ -114,17 +115,17 @@ def tune_detector(
     output,
     num_samples: int = 4,
     space: dict | None = None,
-    resume: bool = False,
     force: bool = False,
 ) -> dict:
-    """Sweep the detector in a new ``output`` (or, with ``resume``, continue the recorded sweep there);
-    writes best.json. The sweep is a step: a finished one is returned as recorded."""
+    """Sweep the detector in ``output`` (continuing the unfinished sweep of the same settings and data
+    there; ``force``: a new one); writes best.json. The sweep is a step: a finished one is returned as recorded."""
     output = Path(output).resolve()
     space = space or default_space()
-    sweep = functools.partial(_sweep, config, train_path, valid_path, output, num_samples, space, resume)
     settings = digest_of([config.to_dict(), num_samples, {k: _domain(v) for k, v in space.items()}])
-    step = Step("the detector sweep", str(output), settings, sweep, files_identity(train_path, valid_path))
-    return run_step(step, force)
+    inputs = files_identity(train_path, valid_path)
+    made_with = digest_of([settings, inputs])  # what an unfinished sweep's record must name to be continued
+    sweep = functools.partial(_sweep, config, train_path, valid_path, output, num_samples, space, made_with, force)
+    return run_step(Step("the detector sweep", str(output), settings, sweep, inputs), force)
 
 
 def _domain(value) -> list:
@@ -174,19 +175,21 @@ def _current(base: dict, dotted: str):
     return base[section][name]
 
 
-def _sweep(config, train_path, valid_path, output: Path, num_samples: int, space: dict, resume: bool) -> dict:
+def _sweep(
+    config, train_path, valid_path, output: Path, num_samples: int, space: dict, made_with: str, force: bool
+) -> dict:
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
     from hades_ray.ray_runtime import init_ray
 
     experiment = output / EXPERIMENT
+    if force:  # a new sweep replaces the one there, never unpickled
+        delete(experiment)
+        delete(output / "train_runs")
+    resume = experiment.exists()
     if resume:
-        check_resumable(output, experiment)
-    elif experiment.exists():
-        raise FileExistsError(
-            f"{experiment} already holds a sweep: pass --resume to continue it, or choose a new --output"
-        )
+        check_resumable(output, experiment, made_with)
     init_ray(config.ray.address, config.ray.num_cpus)
     stores = [] if resume else prepare_stores(config, space, train_path, valid_path)
     trainable = tune.with_resources(
@@ -218,7 +221,7 @@ def _sweep(config, train_path, valid_path, output: Path, num_samples: int, space
             ),
             run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(output)),
         )
-        record_sweep(output, experiment)  # the Tuner has just written tuner.pkl
+        record_sweep(output, experiment, made_with)  # the Tuner has just written tuner.pkl
     results = tuner.fit()
     best = results.get_best_result(metric="selection_score", mode="max")
     trials = [

@@ -247,3 +247,36 @@ def test_same_seed_gives_the_same_weights_and_quality_records_the_steps(tmp_path
     report = json.loads((tmp_path / "a" / "models" / "quality.json").read_text())
     assert {name: report["training"][name]["steps"] for name in kit.MODEL_NAMES} == {"mlm": 3, "gpt2": 3}
     assert report["training"]["gpt2"]["time_box_seconds"] is None and report["training"]["mlm"]["seed"] == 0
+
+
+def test_a_changed_kit_config_is_refused_or_rebuilt_never_kept(tmp_path, micro_encoder, tiny_corpus):
+    from hades_ray.pipeline.shards import MARKERS, StaleShardError
+
+    config = tiny_config(micro_encoder)
+    assert build.build_models(("gpt2",), home=tmp_path, config=config, evaluate=False)["gpt2"].startswith("built")
+    folder = tmp_path / "models" / "gpt2"
+    assert build.build_models(("gpt2",), home=tmp_path, config=config, evaluate=False) == {
+        "gpt2": "skipped (already built)"
+    }
+    config.gpt2.limits.max_steps = 4  # another kit config: refused in one line naming --force
+    with pytest.raises(StaleShardError, match="built with other kit settings.*--force"):
+        build.build_models(("gpt2",), home=tmp_path, config=config, evaluate=False)
+    assert build.build_models(("gpt2",), home=tmp_path, force=True, config=config, evaluate=False)["gpt2"].startswith(
+        "built"
+    )
+    assert kit.model_status(tmp_path)["gpt2"]["info"]["steps"] == 4
+    (folder / "config.json").unlink()  # its marker beside a model no longer whole: built again
+    assert build.build_models(("gpt2",), home=tmp_path, config=config, evaluate=False)["gpt2"].startswith("built")
+    # A model built before the kit was a step (no marker): kept, and recorded, when its info's config is these
+    # settings; refused otherwise.
+    for marker in (folder / MARKERS).iterdir():
+        marker.unlink()
+    assert build.build_models(("gpt2",), home=tmp_path, config=config, evaluate=False) == {
+        "gpt2": "skipped (already built)"
+    }
+    assert any((folder / MARKERS).iterdir())
+    for marker in (folder / MARKERS).iterdir():
+        marker.unlink()
+    config.gpt2.limits.max_steps = 3
+    with pytest.raises(StaleShardError, match="built with other kit settings"):
+        build.build_models(("gpt2",), home=tmp_path, config=config, evaluate=False)

@@ -102,7 +102,7 @@ def test_measuring_a_finished_run_reads_its_language(tmp_path, capsys):
     )
     storage.write_table(str(tmp_path / "pool" / "part-00000.parquet"), table)
     save_config(load_config(overrides=["language=de", "spacy_model=blank"]), tmp_path)
-    assert main([str(tmp_path), "--examples", "1"]) == 0
+    assert main([str(tmp_path), "--flagged", "1"]) == 0
     printed = capsys.readouterr().out
     summary = json.loads(printed[: printed.rindex("}") + 1])
     assert summary["by_kind"]["glued"] == 1

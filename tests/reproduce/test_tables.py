@@ -1,6 +1,7 @@
 """`hades-ray reproduce tables` end to end on micro models and a tiny HaDes-format dataset: a grid of
 two trials (LR, and a micro BERT through Ray Train) as one Tune experiment; one trial fails, the
-rerun is refused without --resume and with it runs only that trial; the tables' figures are the
+rerun of the same command runs only that trial, one with other settings is refused naming --force
+(there is no --resume); the tables' figures are the
 metrics of the trials' own test predictions, beside the paper's; McNemar and the bootstrap on
 known inputs."""
 
@@ -49,18 +50,19 @@ def test_grid_fails_resumes_and_tables_come_from_predictions(tmp_path, dataset, 
     assert main(_args(tmp_path, dataset)) == 1  # BERT's trial raised once: its row is empty
     captured = capsys.readouterr()
     assert "2 trials" in captured.out and "training token-forwards" in captured.out  # the cost, printed first
-    assert "BERT-offline" in captured.err and "--resume" in captured.err
+    assert "BERT-offline" in captured.err and "Rerun the same command" in captured.err
     out = tmp_path / "out"
     lr_file = out / "cells" / "LR-offline" / "predictions.json"
     lr_mtime = lr_file.stat().st_mtime_ns
     first = json.loads((out / "tables.json").read_text())
     assert [r["status"] for r in first["tables"]["offline"]["rows"]] == ["done", "failed or not run"]
 
-    assert main(_args(tmp_path, dataset)) == 2  # never resumed without --resume
-    assert "pass --resume to continue it" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # --force is the one override: no --resume flag
+        main(_args(tmp_path, dataset, "--resume"))
+    assert "unrecognized arguments: --resume" in capsys.readouterr().err
 
     monkeypatch.delenv(FAULT_ENV)
-    assert main(_args(tmp_path, dataset, "--resume")) == 0
+    assert main(_args(tmp_path, dataset)) == 0  # the same command again continues the grid
     printed = capsys.readouterr().out
     assert "Table 2 (offline)" in printed and "BERT (stand-in: local:mlm)" in printed
     assert lr_file.stat().st_mtime_ns == lr_mtime  # the finished LR trial was not run again
@@ -85,9 +87,10 @@ def test_grid_fails_resumes_and_tables_come_from_predictions(tmp_path, dataset, 
     (pair,) = data["tables"]["offline"]["paired"]
     assert (pair["a"], pair["b"], pair["n"]) == ("LR", "BERT", 24) and 0 <= pair["mcnemar_exact_p"] <= 1
     assert "Table 2 (offline)" in (out / "tables.md").read_text()
-    assert main(_args(tmp_path, dataset, "--resume", "--set", "detect.linear_tol=0.001")) == 2
+    assert main(_args(tmp_path, dataset, "--set", "detect.linear_tol=0.001")) == 2
     err = capsys.readouterr().err  # finished cells of another config: refused before any trial, never mixed
     assert "trial LR-offline" in err and "other settings" in err and "Traceback" not in err
+    assert "--force" in err
 
 
 def test_mcnemar_and_bootstrap_on_known_inputs():

@@ -1,5 +1,6 @@
-"""`hades-ray tune` resumes only when asked (--resume), and only a sweep this tool created and recorded,
-unchanged and private: resuming unpickles the sweep's files."""
+"""A rerun of `hades-ray tune` continues an unfinished sweep only when this tool created and recorded it,
+with the same settings and data, unchanged and private: resuming unpickles the sweep's files. One made
+otherwise stops the command, naming --force (the one override: no --resume flag)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_a_recorded_unchanged_sweep_may_resume(sweep):
 
     experiment = sweep / EXPERIMENT
     check_resumable(sweep, experiment)  # no ResumeRefused
-    assert tune.Tuner.can_restore(str(experiment))  # and what --resume goes on to restore is a sweep Ray continues
+    assert tune.Tuner.can_restore(str(experiment))  # and what a rerun goes on to restore is a sweep Ray continues
     (experiment / "tuner.pkl").chmod(0o664)  # writable by the user's own group only (umask 002): still theirs
     check_resumable(sweep, experiment)
 
@@ -66,13 +67,26 @@ def test_files_others_can_write_are_refused(sweep):
         check_resumable(sweep, sweep / EXPERIMENT)
 
 
-def test_cli_needs_resume_and_refuses_unrecorded_folders(sweep, tmp_path, capsys):
+def test_a_sweep_is_continued_only_with_the_settings_it_was_recorded_with(sweep):
+    record_sweep(sweep, sweep / EXPERIMENT, "settings-a")
+    check_resumable(sweep, sweep / EXPERIMENT, "settings-a")  # the same settings and data: continued
+    with pytest.raises(ResumeRefused, match="other settings or data; rerun with --force"):
+        check_resumable(sweep, sweep / EXPERIMENT, "settings-b")
+
+
+def test_cli_refuses_a_sweep_of_other_settings_and_unrecorded_folders(sweep, tmp_path, capsys):
     args = ["tune", "--train", "t.txt", "--valid", "v.txt", "--output", str(sweep)]
-    assert main(args) == 2  # the folder has a sweep: never resumed without --resume
-    assert "pass --resume to continue it" in capsys.readouterr().err
+    assert main(args) == 2  # the folder has a sweep recorded with other settings: never continued
+    err = capsys.readouterr().err
+    assert "other settings or data; rerun with --force" in err and "Traceback" not in err
+    with pytest.raises(SystemExit):  # no --resume flag: --force is the one override
+        main([*args, "--resume"])
+    assert "unrecognized arguments: --resume" in capsys.readouterr().err
     os.rename(sweep, tmp_path / "moved")
     args[-1] = str(tmp_path / "moved")
-    assert main([*args, "--resume"]) == 2
+    with pytest.raises(ResumeRefused, match="no record that hades-ray tune created this sweep"):
+        check_resumable(tmp_path / "moved", tmp_path / "moved" / EXPERIMENT)
+    assert main(args) == 2
     err = capsys.readouterr().err
     assert "no record that hades-ray tune created this sweep" in err and "Traceback" not in err
 
