@@ -91,9 +91,7 @@ def write_tables(config: HadesConfig, grid: Grid, cells: list, dataset: Path, ou
     return text
 
 
-def reproduce_tables(
-    config: HadesConfig, dataset: str | Path, output: str | Path, force: bool = False
-) -> dict:
+def reproduce_tables(config: HadesConfig, dataset: str | Path, output: str | Path, force: bool = False) -> dict:
     """Run the grid (keeping its finished cells; ``force``: none) and write the tables; returns the
     Markdown, the failed cells and timings."""
     grid, cells, dataset = prepare(config, dataset)
