@@ -41,6 +41,10 @@ def _alive(pid: int) -> bool:
 
 
 _HELD: set[str] = set()  # the tokens of the locks this process holds now
+# One thread of this process at a time looks at, takes over or removes a local lock file: a thread that
+# judged the file stale (its holder, a lock of this process, was just released) must not delete the file
+# another thread has created since, and so let a third in beside it.
+_LOCAL = threading.Lock()
 
 
 def _gone(holder: dict, host: str) -> bool:
@@ -120,7 +124,10 @@ class OutputLock:
             self._lease.start()
 
     def _take_local(self) -> dict | None:
-        path = storage.resolve(self.path)[1]
+        with _LOCAL:
+            return self._take_local_file(storage.resolve(self.path)[1])
+
+    def _take_local_file(self, path: str) -> dict | None:
         for _ in range(2):
             try:
                 fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -150,8 +157,10 @@ class OutputLock:
         was, self.locked = self.locked, False
         if self._lease:
             self._lease.release()
-        elif was and (self._holder() or {}).get("token") == self.owner["token"]:
-            storage.delete(self.path)
+        elif was:
+            with _LOCAL:
+                if (self._holder() or {}).get("token") == self.owner["token"]:
+                    storage.delete(self.path)
 
     def __enter__(self) -> OutputLock:
         self.acquire()

@@ -77,3 +77,30 @@ def test_a_store_without_conditional_writes_says_the_output_is_not_locked(tmp_pa
     with caplog.at_level(logging.WARNING), OutputLock("gs://bucket/out") as held:
         assert not held.locked
     assert "NOT locked" in caplog.text
+
+
+def test_threads_of_one_process_hold_a_local_output_one_at_a_time(tmp_path):
+    """Waiting threads that take turns: one of them reading the lock file while its holder releases it
+    must not take the lock for a dead holder's (that let two imports into one round write one name)."""
+    import threading
+
+    inside, most, turns = [0], [0], 60
+    guard = threading.Lock()
+
+    def take_turns() -> None:
+        for _ in range(turns):
+            with OutputLock(tmp_path, wait=True):
+                with guard:
+                    inside[0] += 1
+                    most[0] = max(most[0], inside[0])
+                time.sleep(0.0005)
+                with guard:
+                    inside[0] -= 1
+
+    threads = [threading.Thread(target=take_turns) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1
+    assert not (tmp_path / "_lock.json").exists()
