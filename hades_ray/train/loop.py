@@ -27,6 +27,7 @@ from hades_ray.io.hades_format import Instance
 from hades_ray.metrics import binary_metrics
 from hades_ray.pipeline import storage
 
+GROUP_KEY = "train_placement_group"  # in each epoch's report to Ray Train and Tune, never in a saved file
 FAULT_ENV = "HADES_RAY_INJECT_FAULT"  # marker-file path: one worker raises once after epoch 0 (tests)
 
 
@@ -75,6 +76,15 @@ def _save(folder: Path, model, optimizer, epoch: int, metrics: dict, best: float
         "config": cfg["config"],
     }
     storage.write(folder / "state.json", json.dumps(state, indent=2, default=str))
+
+
+def group_figure() -> dict:
+    """``{GROUP_KEY: id}`` of the placement group this Ray Train worker runs in ({} outside one): a Tune
+    sweep removes it when it ends the trial (``train/trial_groups.py`` says why Ray does not)."""
+    import ray
+
+    group = ray.util.get_current_placement_group()
+    return {GROUP_KEY: group.id.hex()} if group else {}
 
 
 def epoch_figures(epoch: int, examples: int, train_loss: float, seconds: float) -> dict:
@@ -171,9 +181,10 @@ def train_loop_per_worker(cfg: dict) -> None:
             best = max(best, metrics["selection_score"])
             with storage.scratch_folder("hades_ckpt_") as folder:
                 _save(folder, model, optimizer, epoch, metrics, best, cfg)
-                ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(folder)))
+                saved = ray.train.Checkpoint.from_directory(str(folder))
+                ray.train.report({**metrics, **group_figure()}, checkpoint=saved)
         else:
-            ray.train.report(metrics)
+            ray.train.report({**metrics, **group_figure()})
         _maybe_fail(cfg, epoch, rank, world)
 
 

@@ -182,6 +182,7 @@ def _sweep(
     from ray.tune.schedulers import ASHAScheduler
 
     from hades_ray.ray_runtime import init_ray
+    from hades_ray.train.trial_groups import ReleaseTrainGroups
 
     experiment = output / EXPERIMENT
     if force:  # a new sweep replaces the one there, never unpickled
@@ -219,7 +220,7 @@ def _sweep(
                     time_attr="training_iteration", max_t=config.detect.epochs, grace_period=1, reduction_factor=2
                 ),
             ),
-            run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(output)),
+            run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(output), callbacks=[ReleaseTrainGroups()]),
         )
         record_sweep(output, experiment, made_with)  # the Tuner has just written tuner.pkl
     results = tuner.fit()
