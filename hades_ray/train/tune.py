@@ -86,18 +86,43 @@ def detector_trial(trial: dict, base: dict, train_path: str, valid_path: str, st
         raise result.error
 
 
-def trial_resources(base: dict, trial: dict):
-    """A trial process's own resources: a Train worker's CPUs where it trains the head itself (a frozen
-    backbone, one worker, no GPU: ``detector_trial``), else none (its Train workers hold them)."""
-    from ray.tune.execution.placement_groups import resource_dict_to_pg_factory
-
+def trains_in_trial(config) -> bool:
+    """Whether a trial of ``config`` trains the head itself, in its own process (a frozen backbone's stored
+    vectors, one worker, no GPU: ``detector_trial``), rather than through a Ray Train worker group."""
     from hades_ray.detect.reps import reuses_store
     from hades_ray.train.transformer import detector_settings
 
-    config = apply_trial(base, trial)
     d = config.detect
-    itself = d.workers == 1 and not d.use_gpu and reuses_store(detector_settings(config, d.mode), d)
-    return resource_dict_to_pg_factory({"cpu": d.worker_cpus if itself else 0, "memory": 1})
+    return d.workers == 1 and not d.use_gpu and reuses_store(detector_settings(config, d.mode), d)
+
+
+def trial_resources(base: dict, trial: dict):
+    """A trial process's own resources: a Train worker's CPUs where it trains the head itself, else none
+    (its Train workers hold them)."""
+    from ray.tune.execution.placement_groups import resource_dict_to_pg_factory
+
+    config = apply_trial(base, trial)
+    itself = trains_in_trial(config)
+    return resource_dict_to_pg_factory({"cpu": config.detect.worker_cpus if itself else 0, "memory": 1})
+
+
+# What decides whether a trial trains its head in its own process (``trains_in_trial``).
+ROUTE_KEYS = ("detect.workers", "detect.use_gpu", "detect.reuse_frozen", "detect.freeze", "detect.mode")
+
+
+def heads_only(config, space: dict) -> bool:
+    """Whether every trial ``space`` can draw trains its head in its own process. Such a sweep reuses its
+    trial processes (Tune's ``reuse_actors``): a head's epochs take milliseconds and a new trial process
+    seconds of imports (16 heads x 3 epochs: 77.9 s -> 30.2 s, the same trials). A sweep with Ray Train
+    trials starts a process per trial: Tune stops a trial's function mid-fit, and a reused process would
+    keep its Train run going."""
+    import itertools
+
+    base = config.to_dict()
+    values = [space_values(space, k, _current(base, k)) for k in ROUTE_KEYS]
+    if any(v is None for v in values):
+        return False
+    return all(trains_in_trial(apply_trial(base, dict(zip(ROUTE_KEYS, c)))) for c in itertools.product(*values))
 
 
 def concurrent_trials(config) -> int:
@@ -215,6 +240,7 @@ def _sweep(
                 metric="selection_score",
                 mode="max",
                 num_samples=num_samples,
+                reuse_actors=heads_only(config, space),
                 max_concurrent_trials=concurrent_trials(config),
                 scheduler=ASHAScheduler(
                     time_attr="training_iteration", max_t=config.detect.epochs, grace_period=1, reduction_factor=2

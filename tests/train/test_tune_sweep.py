@@ -61,3 +61,18 @@ def test_a_trial_takes_the_cpus_it_trains_on():
     assert cpu({"detect.freeze": "none"}) == 0  # its Ray Train workers hold the CPUs
     assert cpu({"detect.freeze": "all", "detect.workers": 2}) == 0  # data-parallel: Ray Train
     assert cpu({"detect.freeze": "all", "detect.reuse_frozen": False}) == 0
+
+
+def test_a_sweep_of_heads_alone_reuses_its_trial_processes_and_one_with_ray_train_does_not(tmp_path):
+    from ray import tune
+
+    from hades_ray.train.space import load_space
+    from hades_ray.train.tune import default_space, heads_only
+
+    config = load_config(overrides=SETTINGS)
+    (tmp_path / "space.yaml").write_text(SPACE)
+    heads = load_space(tmp_path / "space.yaml", config.to_dict())
+    assert heads_only(config, heads)
+    assert not heads_only(config, default_space())  # freeze last_layer/none: Ray Train trials
+    assert not heads_only(load_config(overrides=[*SETTINGS, "detect.reuse_frozen=false"]), heads)
+    assert not heads_only(config, {**heads, "detect.workers": tune.randint(1, 3)})  # uncountable: not sure
