@@ -76,6 +76,18 @@ def entity_name(label: str) -> str:
     return ENTITY_ALIASES.get(label, label)
 
 
+def entity_names(labels: Iterable[str]) -> tuple[str, ...]:
+    """The entity types ``labels`` name, by the names they go by here, sorted and once each."""
+    return tuple(sorted({entity_name(label) for label in labels}))
+
+
+def known_entity_labels(pipeline: str) -> tuple[str, ...] | None:
+    """The entity types the trained pipeline ``pipeline`` labels as its model card lists them, by their names
+    here; None where ``PIPELINE_ENTITY_LABELS`` does not know it."""
+    labels = PIPELINE_ENTITY_LABELS.get(pipeline)
+    return None if labels is None else entity_names(labels)
+
+
 def entity_label_forms(names: Iterable[str]) -> tuple[str, ...]:
     """Every label that means one of ``names``: the names and their aliases (features stored before the
     aliases were resolved, with ``PER``, still match ``PERSON``)."""
@@ -151,8 +163,7 @@ class Language:
     def entity_labels(self) -> tuple[str, ...] | None:
         """The entity types its own pipeline (``ner``) labels, by the names they go by here (``PERSON``, not
         ``PER``); None where this table does not know them."""
-        labels = PIPELINE_ENTITY_LABELS.get(self.ner)
-        return None if labels is None else tuple(sorted({entity_name(label) for label in labels}))
+        return known_entity_labels(self.ner)
 
     def entity_name(self, label: str) -> str:
         """Its pipeline's entity label by the name it goes by here: ``PER`` -> ``PERSON`` (``entity_name``)."""

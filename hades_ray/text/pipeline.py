@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from hades_ray.errors import UserError
-from hades_ray.text.languages import AUTO, BLANK, PIPELINE_ENTITY_LABELS, Language, entity_name, language
+from hades_ray.text.languages import AUTO, BLANK, Language, entity_names, known_entity_labels, language
 
 # spaCy's sentencizer ends sentences at its own list (., !, ?, 。, ！, ？, ।, ॥, ؟, ۔ and more); these
 # full-width and Devanagari marks are named again so the list in use is written down here.
@@ -190,15 +190,13 @@ ENTITY_COMPONENTS = ("ner", "entity_ruler")
 def entity_labels(lang: Language | str, spacy_model: str = AUTO) -> tuple[str, ...] | None:
     """The entity types the pipeline ``spacy_model`` means for ``lang`` labels, by the names they go by
     (``PERSON``, not ``PER``; ``languages.entity_name``): none for ``blank``; an installed pipeline's from its
-    meta.json, without loading it; else the table's (``languages.PIPELINE_ENTITY_LABELS``); None where
+    meta.json, without loading it; else the table's (``languages.known_entity_labels``); None where
     neither says."""
     pipeline = resolve_pipeline_name(lang, spacy_model)
     if pipeline == BLANK:
         return ()
     labels = _meta_entity_labels(pipeline) if _installed(pipeline) else None
-    if labels is None:
-        labels = PIPELINE_ENTITY_LABELS.get(pipeline)
-    return None if labels is None else tuple(sorted({entity_name(label) for label in labels}))
+    return known_entity_labels(pipeline) if labels is None else entity_names(labels)
 
 
 def _meta_entity_labels(pipeline: str) -> tuple[str, ...] | None:
