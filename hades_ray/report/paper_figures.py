@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hades_ray.report import paper_table_4
+
 PAPER = (
     "Liu et al., A Token-level Reference-free Hallucination Detection Benchmark for Free-form Text Generation, ACL 2022"
 )
@@ -71,18 +73,15 @@ TABLE_1: dict[str, dict[str, tuple[float, float]]] = {
     "ppmi": {"H": (0.198, 0.134), "N": (0.216, 0.129)},
 }
 
-# Table 1B: the correlation of the label with each feature. None of its figures is held: the project has
-# no source for them it can check, so the report prints ours beside "not held".
+# Table 1B: the correlation of the label with each feature. The paper gives it as a heatmap, a figure the
+# text holds by its caption only ("(B) Feature correlation heatmap between hallucination label and word
+# probability, entropy, TF-TDF and PPMI"), so no number of it is printed to hold: the report prints ours
+# beside "not held".
 TABLE_1B: dict[str, float | None] = {name: None for name in TABLE_1}
 
-# Table 4: Table 1's features per POS and NER tag of the span, H and N, mean and std: 144 printed numbers.
-# Held here only where the project can check them: the "All" row's PPMI H std of .144, which differs
-# from Table 1's .134 (a slip ``inconsistencies()`` names). The other 143, and which tags its rows are,
-# are missing: the report marks them "not held" rather than guess. tag -> feature -> label -> (mean, std).
-TABLE_4_PRINTED = 144
-TABLE_4: dict[str, dict[str, dict[str, tuple[float | None, float | None]]]] = {
-    "All": {"ppmi": {"H": (None, 0.144)}},
-}
+# Table 4 (Appendix A): Table 1's features per POS and NER tag, all 144 printed figures, and the checks
+# they allow (``paper_table_4``). tag row -> feature -> label -> (mean, std).
+TABLE_4, TABLE_4_PRINTED, TABLE_4_ROWS = paper_table_4.TABLE_4, paper_table_4.TABLE_4_PRINTED, paper_table_4.ROWS
 
 
 @dataclass(frozen=True)
@@ -217,7 +216,7 @@ def cell_note(table: str, row: str, values: dict[str, float], key: str) -> str |
 def inconsistencies() -> list[str]:
     """Every printed figure that does not follow from the others it is tied to: each table row against
     the confusion matrix its recalls give on the test split (F1 from P and R, G-Mean from the recalls,
-    accuracy and precisions from the counts), Table 4's "All" row against Table 1, the split against the
+    accuracy and precisions from the counts), Table 4 (``table_4_notes``), the split against the
     10,954 with a consensus label, the consensus share against 10,954 of the 12,719 annotated, the label
     shares against each other, and the 71,226 HITs against the judgments the panels allow."""
     notes = [
@@ -244,14 +243,29 @@ def inconsistencies() -> list[str]:
 
 
 def table_4_notes() -> list[str]:
-    """Each held cell of Table 4's "All" row that differs from the same cell of Table 1."""
+    """Table 4's figures against Table 1, Appendix A's words and each other (``paper_table_4.notes``), and
+    the entity shares its NER rows imply against Fig. 4's words."""
+    return paper_table_4.notes(TABLE_1) + fig_4_notes()
+
+
+def _meets(figure: TextFigure, low: float, high: float) -> bool:
+    """Whether some value from ``low`` to ``high`` reads as ``figure``'s words say."""
+    if figure.compare == "over":
+        return high > figure.value
+    return low <= figure.value + figure.tolerance and high >= figure.value - figure.tolerance
+
+
+def fig_4_notes() -> list[str]:
+    """Each of Fig. 4's entity shares whose words no share the NER rows of Table 4 imply meets (those
+    rows weighted by the label shares of the annotation)."""
+    share_h = next(f.value for f in ANNOTATION if f.key == "share_h")
+    implied = paper_table_4.entity_shares(share_h) or {}
     notes = []
-    for feature, by_label in TABLE_4.get("All", {}).items():
-        for label, pair in by_label.items():
-            for name, given, other in zip(("mean", "std"), pair, TABLE_1[feature][label]):
-                if given is not None and abs(given - other) > 1e-12:
-                    notes.append(f"Table 4's All row gives {feature.upper() if feature == 'ppmi' else feature} "
-                                 f"{label} {name} {given:g}, Table 1 {other:g}")  # fmt: skip
+    for figure in TEXT_FIGURES:
+        low, high = implied.get(figure.key, (None, None))
+        if low is not None and not _meets(figure, low, high):
+            notes.append(f"Table 4's NER rows imply {low:.1f}% to {high:.1f}% for the {figure.label}, "
+                         f'not "{figure.words}"')  # fmt: skip
     return notes
 
 

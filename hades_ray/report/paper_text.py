@@ -3,7 +3,8 @@ feature) and the figures its text gives in words, each set beside ours (``paper_
 
 A span's tags are those ``hades-ray dataset build`` records for the original span (``tags.json``, as in
 Fig. 4); where a dataset has none (one built before, the published Wiki-Hades, a pool's learnability
-labels) spaCy tags the span as it stands in the instance's text, and the table says which.
+labels) spaCy tags the span as it stands in the instance's text, and the table says which. Those tags (the
+POS of the span's root, its first entity type) put each span in the paper's nine Table 4 rows (``paper_rows``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from hades_ray.text.languages import Language
 log = logging.getLogger(__name__)
 TAGS_FILE = "tags.json"  # {instance id: {"pos": POS, "ner": NER type or ""}}, written by dataset build
 NOT_HELD = "not held"
-MIN_PER_TAG = 2  # a tag's row needs this many instances (a std needs two)
 TITLES = {"mlm_prob": "word probability", "mlm_entropy": "entropy", "tfidf": "TF-IDF", "ppmi": "PPMI"}
 
 
@@ -66,16 +66,23 @@ def mean_std(values: np.ndarray) -> tuple[float | None, float | None, int]:
     return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else None, int(values.size)
 
 
+def paper_rows(pos: str, ner: str) -> list[str]:
+    """The rows of the paper's Table 4 a span with these tags counts in, All last: its POS row ("POS:other"
+    for a POS the paper gives no row) and its NER row ("NER:null" in no entity, "NER:other" in any). A
+    span with no POS was not tagged (no tags.json entry, or spaCy found no token), so it counts in All only."""
+    if not pos:
+        return ["All"]
+    named = f"POS:{pos}"
+    return [named if named in paper.TABLE_4_ROWS else "POS:other", "NER:other" if ner else "NER:null", "All"]
+
+
 def table_4_numbers(values: dict[str, np.ndarray], labels: np.ndarray, tags: list[tuple[str, str]]) -> dict:
-    """tag row -> feature -> label -> (mean, std, n): "All", then "POS X" and "NER Y" ("NER none": no
-    entity), each tag with at least ``MIN_PER_TAG`` instances, the most frequent first."""
-    pos = np.array([p or "none" for p, _ in tags], dtype=object)
-    ner = np.array([n or "none" for _, n in tags], dtype=object)
-    groups = {"All": np.ones(len(labels), dtype=bool)}
-    for prefix, column in (("POS", pos), ("NER", ner)):
-        names, counts = np.unique(column, return_counts=True)
-        for name in [n for n, c in sorted(zip(names, counts), key=lambda nc: (-nc[1], nc[0])) if c >= MIN_PER_TAG]:
-            groups[f"{prefix} {name}"] = column == name
+    """tag row -> feature -> label -> (mean, std, n), for each of the paper's Table 4 rows in its order
+    (``paper_rows`` puts each span in them), a row without spans included so the paper's figures show."""
+    groups = {row: np.zeros(len(labels), dtype=bool) for row in paper.TABLE_4_ROWS}
+    for i, (pos, ner) in enumerate(tags):
+        for row in paper_rows(pos, ner):
+            groups[row][i] = True
     return {
         tag: {
             feature: {side: mean_std(column[mask & (labels == code)]) for side, code in (("H", 1), ("N", 0))}
@@ -85,17 +92,13 @@ def table_4_numbers(values: dict[str, np.ndarray], labels: np.ndarray, tags: lis
     }
 
 
-def _cell(mean: float | None, std: float | None) -> str:
-    if mean is None and std is None:
-        return NOT_HELD
-    return f"{'?' if mean is None else f'{mean:.3g}'} ({'?' if std is None else f'{std:.3g}'})"
+def _mean_std(mean: float, std: float | None) -> str:
+    return f"{mean:.3g} ({'–' if std is None else f'{std:.3g}'})"
 
 
 def _ours(mean: float | None, std: float | None, n: int) -> str:
     """Our mean (std): "–" without instances, the std "–" with one."""
-    if not n:
-        return "–"
-    return f"{mean:.3g} ({'–' if std is None else f'{std:.3g}'})"
+    return _mean_std(mean, std) if n else "–"
 
 
 def table_4(numbers: dict, tags_source: str) -> Table:
@@ -103,15 +106,15 @@ def table_4(numbers: dict, tags_source: str) -> Table:
     rows = []
     for tag, features in numbers.items():
         for feature, by_label in features.items():
-            theirs = paper.TABLE_4.get(tag, {}).get(feature, {})
+            theirs = paper.TABLE_4[tag][feature]
             rows.append([tag, TITLES[feature],
-                         _cell(*theirs.get("H", (None, None))), _ours(*by_label["H"]),
-                         _cell(*theirs.get("N", (None, None))), _ours(*by_label["N"]),
+                         _mean_std(*theirs["H"]), _ours(*by_label["H"]),
+                         _mean_std(*theirs["N"]), _ours(*by_label["N"]),
                          f"{by_label['H'][2]} / {by_label['N'][2]}"])  # fmt: skip
-    held = sum(v is not None for f in paper.TABLE_4.values() for by in f.values() for p in by.values() for v in p)
     return Table(
-        f"Table 4 beside ours: mean (std) per tag and label; tags: {tags_source}; {held} of the paper's "
-        f"{paper.TABLE_4_PRINTED} figures held (the rest: {NOT_HELD}; '?': the cell's other figure not held)",
+        f"Table 4 beside ours: mean (std) per tag and label, the word probability as a probability (the paper "
+        f"prints it x 1e-8); tags: {tags_source}; the paper's rows, 'POS:other' every other POS, 'NER:other' "
+        f"every entity type",
         ["tag", "feature", "paper H", "ours H", "paper N", "ours N", "n H / n N"],
         rows,
     )
@@ -135,7 +138,8 @@ def correlations(values: dict[str, np.ndarray], labels: np.ndarray) -> dict[str,
 def table_1b(numbers: dict[str, dict]) -> Table:
     rows = [[TITLES[f], NOT_HELD if paper.TABLE_1B.get(f) is None else fmt(paper.TABLE_1B[f], 3),
              fmt(r["r"], 3), fmt(r["p_value"], 4), r["n"]] for f, r in numbers.items()]  # fmt: skip
-    return Table("Table 1B beside ours: the label's correlation with each feature (ours: point-biserial r)",
+    return Table("Table 1B beside ours: the label's correlation with each feature (ours: point-biserial r; the "
+                 f"paper's is a heatmap whose numbers it does not print, so {NOT_HELD})",
                  ["feature", "paper", "ours", "p", "n"], rows)  # fmt: skip
 
 

@@ -48,23 +48,77 @@ def test_every_printed_figure_of_tables_2_and_3_is_kept():
     assert paper_figures.TABLE_1["mlm_entropy"] == {"H": (2.58, 1.49), "N": (1.78, 1.07)}
 
 
-def test_the_consistency_check_flags_the_two_printed_slips_ppmis_two_stds_and_the_hits():
+def test_the_consistency_check_flags_the_printed_slips_ppmis_two_stds_and_the_hits():
     notes = paper_figures.inconsistencies()
-    assert len(notes) == 4, notes
-    lr, roberta, ppmi, hits = notes
+    assert len(notes) == 6, notes
+    lr, roberta, ppmi, pos, ner, hits = notes
     assert "Table 2 (LR)" in lr and "hallucination F1 of 60.33" in lr and "56.15" in lr
     assert "Table 2 (RoBERTa)" in roberta and "G-Mean of 70.94" in roberta and "72.69" in roberta
     assert "Table 4's All row gives PPMI H std 0.144, Table 1 0.134" == ppmi
+    # The NER rows mix into every All figure but .144, and the std they give holds Table 1's .134.
+    assert "NER rows" in ner and "leaving out PPMI H std 0.144 they do" in ner and "0.133 to 0.137" in ner
+    # The POS rows miss the All row's PPMI H too, and the std they give holds neither .144 nor .134.
+    assert "POS rows" in pos and "PPMI H mean 0.198 or PPMI H std 0.144" in pos and "0.123 to 0.132" in pos
     assert "71,226 HITs exceed the 58,192 judgments" in hits
 
 
-def test_table_4_holds_only_what_can_be_checked_and_table_1b_nothing():
-    held = [v for f in paper_figures.TABLE_4.values() for by in f.values() for p in by.values() for v in p if v]
-    assert held == [0.144] and paper_figures.TABLE_4_PRINTED == 144
+def test_every_printed_cell_of_table_4_parses_with_the_half_unit_of_its_digits():
+    from hades_ray.report import paper_table_4
+
+    def flat(cell):
+        (mean, std), (half_mean, half_std) = cell
+        return [mean, std, half_mean, half_std]
+
+    assert flat(paper_table_4.parse_cell("14.3_33.6", 1e-8)) == pytest.approx([14.3e-8, 33.6e-8, 0.05e-8, 0.05e-8])
+    assert flat(paper_table_4.parse_cell(".019_0.014")) == pytest.approx([0.019, 0.014, 0.0005, 0.0005])
+    assert flat(paper_table_4.parse_cell("0.69_2.89")) == pytest.approx([0.69, 2.89, 0.005, 0.005])
+    figures = [v for row in paper_figures.TABLE_4.values() for by in row.values() for pair in by.values() for v in pair]
+    assert len(figures) == paper_figures.TABLE_4_PRINTED == 144 and all(v > 0 for v in figures)
+    assert list(paper_figures.TABLE_4) == ["POS:NOUN", "POS:VERB", "POS:ADJ", "POS:ADV", "POS:PROPN", "POS:other",
+                                           "NER:null", "NER:other", "All"]  # fmt: skip
+    assert paper_figures.TABLE_4["POS:PROPN"]["mlm_prob"]["H"] == pytest.approx((14.3e-8, 33.6e-8))  # x 1e-8
+    assert paper_figures.TABLE_4["NER:other"]["tfidf"]["N"] == (0.026, 0.024)
+
+
+def test_table_1b_holds_nothing_as_the_paper_prints_it_as_a_heatmap():
     assert set(paper_figures.TABLE_1B) == set(paper_figures.TABLE_1) and not any(paper_figures.TABLE_1B.values())
     words = {f.key: f.words for f in paper_figures.TEXT_FIGURES}
     assert words == {"verbs_n": "about two-thirds of verbs N", "spans_not_entities": "about 90% of spans not entities",
                      "entities_h": "over 90% of entities H", "early_rounds_h": "~90% H", "pool": "~1M"}  # fmt: skip
+
+
+def test_with_table_1s_ppmi_std_the_ner_rows_mix_into_the_all_row(monkeypatch):
+    from hades_ray.report import paper_table_4
+
+    monkeypatch.setitem(paper_table_4.TABLE_4["All"]["ppmi"], "H", (0.198, 0.134))
+    notes = paper_table_4.notes(paper_figures.TABLE_1)
+    assert not any("Table 1" in n or "NER rows" in n for n in notes), notes
+    (pos,) = notes  # the POS rows still miss, the one Table 4 note that is not the slip
+    assert "POS rows" in pos
+
+
+def test_a_row_with_h_below_n_is_named_against_appendix_a(monkeypatch):
+    from hades_ray.report import paper_table_4
+
+    monkeypatch.setitem(paper_table_4.TABLE_4["POS:VERB"]["mlm_entropy"], "H", (1.50, 1.25))
+    notes = [n for n in paper_table_4.notes(paper_figures.TABLE_1) if "not above" in n]
+    assert notes == ["Table 4's POS:VERB row gives H a mean entropy of 1.5, not above N's 1.76, though Appendix A "
+                     "finds H higher in it irrespective of tag"]  # fmt: skip
+
+
+def test_the_entity_shares_table_4_implies_are_checked_against_fig_4s_words(monkeypatch):
+    from hades_ray.report import paper_table_4
+
+    shares = paper_table_4.entity_shares(54.5)
+    assert 89 < shares["spans_not_entities"][0] < shares["spans_not_entities"][1] < 92
+    assert 90 < shares["entities_h"][0] < shares["entities_h"][1] < 95
+    assert paper_figures.fig_4_notes() == []  # "about 90% of spans not entities", "over 90% of entities H"
+    figures = [paper_figures.Figure(f.key, f.label, 20.0 if f.key == "share_h" else f.value, f.unit)
+               for f in paper_figures.ANNOTATION]  # fmt: skip
+    monkeypatch.setattr(paper_figures, "ANNOTATION", tuple(figures))
+    not_entities, entities_h = paper_figures.fig_4_notes()  # 20% H labels: far fewer entity spans, fewer H
+    assert "spans that are not entities" in not_entities and '"about 90% of spans not entities"' in not_entities
+    assert "H share of entity spans" in entities_h and '"over 90% of entities H"' in entities_h
 
 
 def test_the_hits_are_checked_against_the_most_judgments_the_panels_allow(monkeypatch):
@@ -167,16 +221,19 @@ def test_a_detector_folder_is_set_beside_its_backbones_family(tmp_path, model_ty
     assert {r[0].rsplit(" ", 1)[0] for r in rows} == ({row} if row else set())
 
 
-def test_table_4_groups_the_features_by_tag_and_marks_what_is_missing():
+def test_table_4_puts_our_spans_in_the_papers_rows_and_sets_its_figures_beside_ours():
     from hades_ray.report.paper_text import table_4, table_4_numbers
 
-    labels = np.array([1, 1, 0, 1, 0])
-    values = {"ppmi": np.array([0.1, 0.3, 0.2, 0.5, 0.4])}
-    tags = [("NOUN", ""), ("NOUN", "PERSON"), ("NOUN", ""), ("VERB", "PERSON"), ("VERB", "")]
+    labels = np.array([1, 1, 0, 1, 0, 1])
+    values = {"ppmi": np.array([0.1, 0.3, 0.2, 0.5, 0.4, 0.9])}
+    tags = [("NOUN", ""), ("NOUN", "PERSON"), ("NOUN", ""), ("VERB", "GPE"), ("DET", ""), ("", "")]
     numbers = table_4_numbers(values, labels, tags)
-    assert list(numbers) == ["All", "POS NOUN", "POS VERB", "NER none", "NER PERSON"]
-    assert numbers["POS NOUN"]["ppmi"]["H"] == pytest.approx((0.2, 0.1414, 2), abs=1e-4)
+    assert list(numbers) == list(paper_figures.TABLE_4)  # the paper's nine rows, in its order
+    assert numbers["POS:NOUN"]["ppmi"]["H"] == pytest.approx((0.2, 0.1414, 2), abs=1e-4)
+    assert numbers["POS:other"]["ppmi"]["N"] == (0.4, None, 1)  # DET: a POS the paper gives no row
+    assert numbers["NER:other"]["ppmi"]["H"] == pytest.approx((0.4, 0.1414, 2), abs=1e-4)  # PERSON and GPE
+    assert numbers["NER:null"]["ppmi"]["H"][2] == 1 and numbers["All"]["ppmi"]["H"][2] == 4  # untagged: All only
     rows = {r[0]: r for r in table_4(numbers, "tags.json").rows}
-    assert rows["All"][2:4] == ["? (0.144)", "0.3 (0.2)"]  # the paper's one held figure beside ours
-    assert rows["POS VERB"][3] == "0.5 (–)" and rows["NER PERSON"][5] == "–"  # one H verb; no N person
-    assert rows["POS NOUN"][2] == rows["POS NOUN"][4] == "not held"
+    assert rows["All"][2:6] == ["0.198 (0.144)", "0.45 (0.342)", "0.216 (0.129)", "0.3 (0.141)"]
+    assert rows["POS:ADJ"][2:6] == ["0.18 (0.128)", "–", "0.164 (0.117)", "–"]  # no spans of ours; theirs shown
+    assert rows["POS:VERB"][3] == "0.5 (–)"  # one H verb: no std
