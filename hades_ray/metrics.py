@@ -1,4 +1,4 @@
-"""The paper's evaluation (HaDes' released scripts): accuracy, per-class P/R/F1, G-Mean, BSS, AUC.
+"""The paper's evaluation (§5; HaDes' released scripts): accuracy, per-class P/R/F1, G-Mean, BSS, AUC.
 
 All from scikit-learn; H (hallucination) is label 1. Values are fractions; the Markdown table
 shows percentages, laid out like the paper's Tables 2-3.

@@ -22,11 +22,13 @@ class DetectConfig:
     window: int = key(160, "[1, 1000000]")  # subword tokens the backbone sees around the span (specials included)
     # tokens: as above | words: ``window`` context words besides the span (the paper's Fig. 6 gives no unit)
     window_unit: str = key(TOKENS, choices=WINDOW_UNITS, help="what detect.window counts: subword tokens, or words")
-    pooling: str = key("max", choices=("max", "mean"))  # over the span's subword states
-    mlp_layers: int = key(2, "[1, 16]")  # head depth; tanh between layers
-    # The head's hidden size; 0: half the backbone's (h/2). The paper swept it without naming its values.
+    pooling: str = key("max", choices=("max", "mean"))  # over the span's subword states (max: §4-5)
+    mlp_layers: int = key(2, "[1, 16]")  # head depth (2: §5); tanh between layers (§4)
+    # The head's hidden size; 0: half the backbone's (h/2, the paper's best, §5). The paper swept it without
+    # naming the values it tried.
     mlp_hidden: int = key(0, "[0, 65536]", help="the MLP head's hidden size (0: half the backbone's)")
-    # all: the backbone is frozen and only the MLP head trains (the paper) | last_layer: the last block
+    # all: the backbone is frozen and only the MLP head trains (our reading of §5's "freezes the model
+    # parameters up to the last layer of M and just fine-tunes the binary MLP classifier") | last_layer: the last block
     # trains too | none: everything trains. The presets set it (paper: all; local: see local.yaml).
     freeze: str = key("all", choices=("last_layer", "all", "none"))
     # With freeze all, fits, sweeps, folds, rounds and scoring read the frozen backbone's span vectors from
@@ -45,7 +47,7 @@ class DetectConfig:
     torch_threads: int = key(1, "[1, 1024]")
     max_failures: int = key(1, "[0, 100]")  # FailureConfig: worker restarts resumed from the last checkpoint
     # Feature detectors (LR/SVM) and their Ray Data stages
-    linear_max_iter: int = key(100, "[1, 100]")  # the paper's limit; training stops earlier when the loss stalls
+    linear_max_iter: int = key(100, "[1, 100]")  # the paper's limit (§4); training stops earlier when the loss stalls
     linear_n_iter_no_change: int = key(5, "[1, 1000]")
     linear_tol: float = key(1e-4, "(0, 1]")
     svm_calibration_folds: int = key(3, "[2, 100]")

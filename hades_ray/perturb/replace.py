@@ -75,7 +75,8 @@ def vocabulary_bans(
     """The bans REPLACE applies. Special and unused tokens never fill a mask, and (given
     ``stop_words``) a span never starts with a stop word. ``whole_words`` adds the word-shape rules of
     the module docstring, a span never starting with a word piece or punctuation among them;
-    ``whole_words=False`` and no ``stop_words`` is the paper's unconstrained fill."""
+    ``whole_words=False`` and no ``stop_words`` is our reading of the paper's fill (§3.2 names no bans
+    besides the original token's removal)."""
     stop_words = stop_words or frozenset()
     tokens = tokenizer.convert_ids_to_tokens(list(range(min(vocab_size, len(tokenizer)))))
     space_marked = any(t and t[:1] in ("Ġ", "▁") for t in tokens[:5000])

@@ -52,7 +52,7 @@ class ReplaceConfig:
     # A content word replaced by "the" or "it" only makes noise for judges: span starts skip stop words.
     allow_stopwords: bool = False
     # A replacement keeps the original's shape (no punctuation, word pieces only where a word goes on);
-    # false is the paper's unconstrained fill (README: Deviations from the paper).
+    # false is our reading of the paper's fill, §3.2 naming no such bans (README: Deviations from the paper).
     whole_words: bool = True
     dtype: str = key("float32", choices=DTYPES)  # auto: bf16 on a GPU, float32 on a CPU
     # Token-budget packing (perturb/packing.py): rows x width of one forward, filled across a block's documents.

@@ -1,4 +1,4 @@
-"""Consensus among judges: the paper's 4 judges per item, 2 more where they do not agree (Sec. 3.4).
+"""Consensus among judges: the paper's 4 judges per item, 2 more where they do not agree (§3.3, App. B).
 
 The paper asks for consensus but gives no vote counts, so every rule here is our reading, each decision a
 strict majority (``annotate.consensus_rule``):

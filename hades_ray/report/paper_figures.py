@@ -42,7 +42,8 @@ TABLE_2_OFFLINE: dict[str, dict[str, float]] = {
     "RoBERTa": _row(72.83, 70.94, 18.78, 78.72, 74.06, 74.76, 74.41, 71.43, 70.67, 71.05),
     "XLNet": _row(72.33, 71.39, 18.79, 78.93, 71.15, 80.13, 75.37, 74.07, 63.60, 68.44),
 }
-# Table 3 (online: only the span and what precedes it). "GPT-2 can only fit in the online setting".
+# Table 3 (online: only the span and what precedes it). "The transformer with causal attention (GPT-2)
+# can only fit in the online setting" (§5).
 TABLE_3_ONLINE: dict[str, dict[str, float]] = {
     "GPT-2": _row(71.58, 70.98, 19.13, 77.71, 71.32, 77.29, 74.19, 71.93, 65.19, 68.40),
     "BERT": _row(71.00, 70.43, 18.66, 78.83, 70.91, 76.50, 73.60, 71.12, 64.84, 67.84),
@@ -99,7 +100,8 @@ class TextFigure:
 
 
 # The figures the text gives for Fig. 4, the early rounds and the pool, in the words the project holds
-# (which section each is in is not held). Ours are computed where their data is (report/paper_text.py).
+# (Fig. 4's in §3.4, the early rounds' and the pool's in §3.3). Ours are computed where their data is
+# (report/paper_text.py).
 TEXT_FIGURES = (
     TextFigure("verbs_n", "N share of verb spans (Fig. 4)", "about two-thirds of verbs N", 200 / 3),
     TextFigure("spans_not_entities", "share of spans that are not entities (Fig. 4)",
@@ -109,7 +111,7 @@ TEXT_FIGURES = (
     TextFigure("pool", "instances in the pool", "~1M", 1_000_000, "about", 0.5e6, ""),
 )  # fmt: skip
 
-# The annotation (§3.4): agreement of the judges and the label balance of the judged instances.
+# The annotation: agreement of the judges (§3.3) and the label balance of the judged instances (§3.4).
 ANNOTATION = (
     Figure("share_consensus", "items with a consensus label", 86.12),
     Figure("share_agreement_80", "items with >= 80% agreement", 78.47),

@@ -1,4 +1,4 @@
-"""The decoding study on the paper's grid (``hades-ray reproduce decoding``): greedy, top-k (k = 5, 10,
+"""The decoding study on the paper's grid (§3.2; ``hades-ray reproduce decoding``): greedy, top-k (k = 5, 10,
 50) and top-p (p = 0.95, 0.9, 0.8) REPLACE on the same texts (the first ``reproduce.decoding_texts`` demo
 leads the perturbation job keeps, masks from the same seed), each ranking ``perturb.rank.num_candidates``
 per text and measured by its kept candidates' perplexity, distinct replacements, the artifact rate

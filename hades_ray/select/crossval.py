@@ -1,6 +1,7 @@
 """The round detector trained on every accumulated judgment, with the epoch and Eq. 1's alpha, beta and
 gamma from cross-validated (out-of-fold) predictions: our reading of the paper's "using the accumulated
-data" (Sec. 3.3), which describes no cross-validation.
+data" (App. C; §3.3: "based on the annotated instances in the previous rounds"), which describes no
+cross-validation.
 
 The judged items are cut into ``select.folds`` folds, stratified by label and seeded. Fold f's
 detector trains on the other folds and picks its best epoch on fold f; its p(H) on fold f are that

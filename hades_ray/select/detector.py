@@ -2,7 +2,7 @@
 
 Two ways, by ``select.detector_training``:
 
-* ``crossval`` (our reading of the paper's "using the accumulated data", Sec. 3.3, which names no
+* ``crossval`` (our reading of the paper's "using the accumulated data", App. C, which names no
   method): the detector trains on every judged item;
   the epoch and alpha, beta, gamma come from out-of-fold predictions (``select/crossval.py``).
 * ``split``: the judged items are split three ways, stratified by label and seeded: a training part,

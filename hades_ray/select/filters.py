@@ -42,7 +42,7 @@ def paraphrase_keep(similarity: np.ndarray, threshold: float) -> np.ndarray:
 
 def obvious_swaps(features: pd.DataFrame, entity_types: list[str]) -> np.ndarray:
     """True where a Date or Name was replaced by a Date or Name: both the original's and the
-    replacement's entity type are among ``entity_types`` (the paper: "recognized as a Date or Name, and
+    replacement's entity type are among ``entity_types`` (the paper, §3.3: "recognized as a Date or Name, and
     replaced by a different Date or Name", so DATE->PERSON counts as well as DATE->DATE). A type matches
     by the name it goes by and by its aliases (``text/languages.py``: WikiNER's PER is a PERSON), in
     ``entity_types`` as in features stored before the tagger resolved them."""

@@ -1,6 +1,6 @@
 """How many instances each round selects: an explicit list, or a schedule that grows like the paper's.
 
-The paper ran 14 rounds, "increasing the annotation scale with each round (~200 to ~4000)", for
+The paper ran 14 rounds (§3.4), "increasing the annotation scale with each round (~200 to ~4000)", for
 12,719 judged instances. A geometric or linear ramp from 200 to 4,000 over 14 rounds would judge
 18.7k or 29.4k, so the rounds must stay small for long and grow late, yet each larger than the one
 before. The schedule is a power curve through ``first`` and ``last`` on top of a least growth ``s`` a

@@ -5,7 +5,7 @@ install carries (NLTK's lists for other languages are data that cannot be downlo
 ``nltk.download`` cannot run on offline machines and no PyPI package ships NLTK's English list
 unchanged (the ``stopwords`` and ``stop-words`` packages carry the ranks.nl list), so the list is
 kept here verbatim: the 179 words of ``nltk_data/corpora/stopwords/english`` as NLTK 3.x shipped it
-from 2018 until the 2024 update, in the file's order. HaDes (Liu et al., 2022) names NLTK's list.
+from 2018 until the 2024 update, in the file's order. HaDes (Liu et al., 2022, §3.2) names NLTK's list.
 """
 
 from __future__ import annotations

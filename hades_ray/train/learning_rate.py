@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hades_ray.models.registry import HubModelUnavailableError, resolve_model
 
-# HaDes (Liu et al., 2022), detector training: "5e-3 for BERT and GPT-2 and 1e-3 otherwise".
+# HaDes (Liu et al., 2022), detector training (§5): "5e-3 for GPT2 and BERT and 1e-3 for other models".
 HIGH_LR_FAMILIES = ("bert", "gpt2")
 HIGH_LR, OTHER_LR = 5e-3, 1e-3
 

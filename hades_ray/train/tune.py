@@ -33,8 +33,9 @@ EXPERIMENT = "tune_detector"
 
 
 def default_space():
-    """The paper's knobs: pooling, the MLP head's depth and hidden size (0: h/2), freezing the backbone or
-    not (or all but its last layer), the learning rate and the window."""
+    """The paper's knobs (§5): pooling, the MLP head's depth and hidden size (0: h/2), freezing the backbone
+    or not (all but its last layer: our reading of a middle option); and ours, which the paper fixes or does
+    not name: the learning rate and the window."""
     from ray import tune
 
     return {

@@ -3,7 +3,7 @@
 Both are ``SGDClassifier`` in a ``Pipeline`` with a ``StandardScaler``: at most 100 passes, stopping
 once the training loss has not dropped by ``tol`` for 5 passes in a row (the paper's criterion,
 which ``LogisticRegression``/``LinearSVC`` cannot express: their ``tol`` is on the gradient).
-SVM p(H) is Platt's sigmoid fit on cross-validated decision values. The paper (Sec. 5) names LR and SVM
+SVM p(H) is Platt's sigmoid fit on cross-validated decision values. The paper (§4) names LR and SVM
 only: ``SGDClassifier``, the scaler, Platt scaling and the balanced class weights are our reading (the
 README's deviations list them).
 
