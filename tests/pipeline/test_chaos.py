@@ -71,6 +71,7 @@ def test_a_driver_killed_mid_run_is_rerun_and_finishes(source, reference, tmp_pa
     assert summary["read"] == source[1]
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_a_killed_worker_and_a_killed_actor_lose_nothing(source, reference, ray_local, tmp_path):
     # One run, two faults (a task worker's process, then a stage actor's): each alone is make chaos's.

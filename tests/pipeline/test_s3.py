@@ -34,6 +34,7 @@ def _job(micro_home, s3, output, address: str):
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+@pytest.mark.slow
 def test_s3_round_trip_killed_and_resumed(micro_home, shared_data, s3, ray_local):
     lines = (shared_data / "enwiki2015_first_paragraphs.jsonl").read_text(encoding="utf-8").splitlines()[:ROWS]
     storage.write("s3://hades/in/leads.jsonl", "\n".join(lines) + "\n")

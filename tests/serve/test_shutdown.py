@@ -21,6 +21,7 @@ pytestmark = pytest.mark.ray  # `hades-ray serve` starts a Ray cluster of its ow
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_service_cleanly(micro_home, tmp_path):
     detector = detector_folder(tmp_path / "det", str(micro_home / "models" / "gpt2"), "online", 160)
     port = free_port()

@@ -15,6 +15,7 @@ from hades_ray.io.hades_format import write_instances
 pytestmark = pytest.mark.ray
 
 
+@pytest.mark.slow
 def test_two_workers_resume_after_a_worker_fails(tmp_path, micro_home, ray_local, monkeypatch):
     from hades_ray.detect.detector import Detector
     from hades_ray.train.fit import train_detector
