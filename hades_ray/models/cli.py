@@ -77,20 +77,44 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def quality_rows(report: dict) -> list[tuple[str, str, str]]:
-    """(model, metric, value) rows of a quality report, for printing."""
+def _mlm_figures(mlm: dict) -> str:
+    top1 = mlm.get("top1")  # reports written before top-1 was measured hold top-10 alone
+    return (f"{top1} / " if top1 is not None else "") + f"{mlm['top10']} (n={mlm['n']})"
+
+
+def _gpt2_rows(model: str, gpt2: dict, swapped: int) -> list[tuple[str, str, str]]:
+    words = "1-word" if swapped == 1 else f"{swapped}-words"
     rows = []
+    if gpt2.get("heldout_perplexity") is not None:
+        rows.append((model, "held-out perplexity (leads as one corpus)",
+                     f"{gpt2['heldout_perplexity']} (n={gpt2['heldout_leads']} leads)"))  # fmt: skip
+    rows.append((model, f"original < {words}-swapped perplexity", f"{gpt2['pairwise_accuracy']} (n={gpt2['n']})"))
+    rows.append((model, "median perplexity original / swapped",
+                 f"{gpt2['median_ppl_original']} / {gpt2['median_ppl_swapped']}"))  # fmt: skip
+    return rows
+
+
+def quality_rows(report: dict) -> list[tuple[str, str, str]]:
+    """(model, metric, value) rows of a quality report, for printing: the kit's models, then the paper's."""
+    rows = []
+    swapped = report.get("swapped_words", 3)  # reports before it was recorded swapped three
+    recovery = "top-1 / top-10 recovery, masked content word"
     mlm = report.get("mlm")
     if mlm:
-        rows.append(("mlm", "top-10 hit rate, masked content word", f"{mlm['top10']} (n={mlm['n']})"))
+        rows.append(("mlm", recovery if mlm.get("top1") is not None else "top-10 recovery", _mlm_figures(mlm)))
         base = mlm.get("baseline_untrained_head")
         if base:
-            rows.append(("minilm", "same, untrained MLM head (baseline)", f"{base['top10']} (n={base['n']})"))
+            rows.append(("minilm", "same, untrained MLM head (baseline)", _mlm_figures(base)))
     gpt2 = report.get("gpt2")
     if gpt2:
-        medians = f"{gpt2['median_ppl_original']} / {gpt2['median_ppl_swapped']}"
-        rows.append(("gpt2", "original < 3-words-swapped perplexity", f"{gpt2['pairwise_accuracy']} (n={gpt2['n']})"))
-        rows.append(("gpt2", "median perplexity original / swapped", medians))
+        rows += _gpt2_rows("gpt2", gpt2, swapped)
+    for name, paper in (report.get("paper_models") or {}).items():
+        if not paper["measured"]:
+            rows.append((paper["model"], "the same measures", paper["why"]))
+        elif name == "mlm":
+            rows.append((paper["model"], recovery, _mlm_figures(paper)))
+        else:
+            rows += _gpt2_rows(paper["model"], paper, swapped)
     return rows
 
 
@@ -100,4 +124,4 @@ def _print_quality(home) -> None:
         return
     print(f"\nheld-out quality ({path}):")
     for model, metric, value in quality_rows(json.loads(path.read_text())):
-        print(f"  {model:7s} {metric:40s} {value}")
+        print(f"  {model:15s} {metric:44s} {value}")

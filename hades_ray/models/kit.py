@@ -28,8 +28,11 @@ class KitConfig:
     mlm: MlmTrainConfig = field(default_factory=MlmTrainConfig)
     gpt2: Gpt2TrainConfig = field(default_factory=Gpt2TrainConfig)
     heldout_fraction: float = HELDOUT_FRACTION
-    mlm_eval_texts: int = 150
-    gpt2_pairs: int = 200
+    # Each measure on at least 500 held-out leads (the demo corpus holds 994): one masked word per lead, one
+    # (original, swapped) pair per lead, and all of them for the perplexity.
+    mlm_eval_texts: int = 500
+    gpt2_pairs: int = 500
+    swapped_words: int = 1  # RANK tells a lead from one with a replaced span: one content word, from another lead
     baseline: bool = False  # also score MiniLM with an untrained head (``models evaluate`` does)
     seed: int = 0
 

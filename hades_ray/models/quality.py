@@ -1,5 +1,7 @@
-"""Held-out quality of the kit's models, written to ``models/quality.json``: MLM top-k recovery of
-content words, GPT-2 pairwise preference.
+"""Held-out quality of the kit's models, written to ``models/quality.json``: MLM top-1/top-10 recovery of a
+masked content word, GPT-2 held-out perplexity and its preference of the original lead over the lead with a
+content word swapped (what RANK asks of it), each on at least 500 held-out leads; the paper's models
+(``--preset paper``'s) measured the same wherever they load, else marked as needing the hub.
 
 The metric functions take plain arrays so tests can check them on hand-made cases; the case
 builders take a spaCy pipeline and the held-out leads; the model passes batch and pad per batch.
@@ -63,20 +65,22 @@ def _padded(rows: list[list[int]], pad_id: int):
     return ids, mask
 
 
-def mlm_topk_hit_rate(model, tokenizer, cases, k: int = 10, batch_size: int = 32) -> dict:
-    """Share of cases whose original word is in the model's top ``k`` at the mask, with ``n``."""
+def mlm_topk_hit_rate(model, tokenizer, cases, ks=(1, 10), batch_size: int = 32) -> dict:
+    """Per ``k`` of ``ks``, the share of cases whose original word is in the model's top ``k`` at the mask
+    (``top1``, ``top10``), with ``n``."""
     import torch
 
-    hits = []
+    hits: dict[int, list] = {k: [] for k in ks}
     for start in range(0, len(cases), batch_size):
         rows = cases[start : start + batch_size]
         ids, mask = _padded([row_ids for row_ids, _, _ in rows], tokenizer.pad_token_id)
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits
         at_mask = logits[torch.arange(len(rows)), torch.tensor([p for _, p, _ in rows])].float().numpy()
-        hits.append(topk_hits(at_mask, np.array([t for _, _, t in rows]), k))
-    hits = np.concatenate(hits) if hits else np.zeros(0, dtype=bool)
-    return {f"top{k}": round(float(hits.mean()), 4) if len(hits) else None, "n": len(hits)}
+        for k in ks:
+            hits[k].append(topk_hits(at_mask, np.array([t for _, _, t in rows]), k))
+    rates = {f"top{k}": round(float(np.concatenate(h).mean()), 4) if h else None for k, h in hits.items()}
+    return rates | {"n": len(cases)}
 
 
 def replacement_vocabulary(texts: list[str], stop_words, min_count: int = 3) -> list[str]:
@@ -92,7 +96,7 @@ def _match_case(word: str, like: str) -> str:
 
 
 def swap_words(
-    text: str, spans: list[tuple[int, int]], vocabulary: list[str], rng: np.random.Generator, n_swaps: int = 3
+    text: str, spans: list[tuple[int, int]], vocabulary: list[str], rng: np.random.Generator, n_swaps: int = 1
 ) -> str | None:
     """``text`` with ``n_swaps`` content words replaced by random vocabulary words (case kept), or None."""
     if len(spans) < n_swaps:
@@ -107,7 +111,7 @@ def swap_words(
 
 
 def swap_pairs(
-    texts: list[str], docs, vocabulary: list[str], rng: np.random.Generator, n_pairs: int = 200, n_swaps: int = 3
+    texts: list[str], docs, vocabulary: list[str], rng: np.random.Generator, n_pairs: int = 500, n_swaps: int = 1
 ) -> list[tuple[str, str]]:
     """Up to ``n_pairs`` (original, swapped) pairs from the texts, in order."""
     pairs = []
@@ -120,8 +124,11 @@ def swap_pairs(
     return pairs
 
 
-def perplexities(model, tokenizer, texts: list[str], max_length: int | None = None, batch_size: int = 16) -> np.ndarray:
-    """Per-text perplexity under a causal LM, each text scored after a leading end-of-text token.
+def nll_sums(
+    model, tokenizer, texts: list[str], max_length: int | None = None, batch_size: int = 16
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per text, the summed next-token negative log-likelihood under a causal LM and the number of tokens it
+    sums, each text scored after a leading end-of-text token.
 
     Texts longer than the model's context (``max_length``, default ``n_positions``) are truncated.
     """
@@ -133,15 +140,28 @@ def perplexities(model, tokenizer, texts: list[str], max_length: int | None = No
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     # Cut to the context below, after the leading token (verbose=False: not the over-length warning).
     rows = [([bos] + ids)[:max_length] for ids in tokenizer(texts, verbose=False)["input_ids"]]
-    out = []
+    sums, counts = [], []
     for start in range(0, len(rows), batch_size):
         ids, mask = _padded(rows[start : start + batch_size], 0)
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
         nll = next_token_nll(logits, ids[:, 1:])
-        scored = mask[:, 1:].float()
-        out.append(torch.exp((nll * scored).sum(1) / scored.sum(1).clamp(min=1)).numpy())
-    return np.concatenate(out) if out else np.zeros(0)
+        scored = mask[:, 1:].double()
+        sums.append((nll.double() * scored).sum(1).numpy())
+        counts.append(scored.sum(1).numpy())
+    return (np.concatenate(sums), np.concatenate(counts)) if sums else (np.zeros(0), np.zeros(0))
+
+
+def perplexities(model, tokenizer, texts: list[str], max_length: int | None = None, batch_size: int = 16) -> np.ndarray:
+    """Per-text perplexity under a causal LM (``nll_sums`` per token, exponentiated)."""
+    sums, counts = nll_sums(model, tokenizer, texts, max_length, batch_size)
+    return np.exp(sums / np.maximum(counts, 1))
+
+
+def corpus_perplexity(model, tokenizer, texts: list[str]) -> float:
+    """Perplexity of ``texts`` as one corpus: every token weighs the same, whichever text holds it."""
+    sums, counts = nll_sums(model, tokenizer, texts)
+    return float(np.exp(sums.sum() / max(counts.sum(), 1)))
 
 
 def pairwise_accuracy(original_ppl: np.ndarray, swapped_ppl: np.ndarray) -> float:
@@ -167,14 +187,16 @@ def _tokenized(texts: list[str]):
     return [nlp.make_doc(t) for t in texts], english_stop_words("nltk")
 
 
-def evaluate_mlm(model, tokenizer, texts: list[str], docs, seed: int) -> dict:
-    """Top-10 recovery of one masked single-token content word per held-out text."""
-    cases = mlm_cases(texts, docs, tokenizer, np.random.default_rng(seed))
-    return mlm_topk_hit_rate(model, tokenizer, cases, k=10)
+def evaluate_mlm(model, tokenizer, texts: list[str], docs, seed: int, n_cases: int) -> dict:
+    """Top-1 and top-10 recovery of one masked single-token content word per held-out lead, on the first
+    ``n_cases`` leads that have one."""
+    cases = mlm_cases(texts, docs, tokenizer, np.random.default_rng(seed))[:n_cases]
+    return mlm_topk_hit_rate(model, tokenizer, cases)
 
 
-def evaluate_gpt2(model, tokenizer, pairs: list[tuple[str, str]]) -> dict:
-    """Share of (original, three-words-swapped) pairs where the original has lower perplexity."""
+def evaluate_gpt2(model, tokenizer, pairs: list[tuple[str, str]], heldout_texts: list[str]) -> dict:
+    """The share of (original, swapped) pairs where the original has the lower perplexity, and the
+    perplexity of the held-out leads as one corpus."""
     original = perplexities(model, tokenizer, [a for a, _ in pairs])
     swapped = perplexities(model, tokenizer, [b for _, b in pairs])
     return {
@@ -182,22 +204,45 @@ def evaluate_gpt2(model, tokenizer, pairs: list[tuple[str, str]]) -> dict:
         "n": len(pairs),
         "median_ppl_original": round(float(np.median(original)), 2),
         "median_ppl_swapped": round(float(np.median(swapped)), 2),
+        "heldout_perplexity": round(corpus_perplexity(model, tokenizer, heldout_texts), 2),
+        "heldout_leads": len(heldout_texts),
     }
 
 
-def _mlm_report(root: Path, texts, docs, config: KitConfig) -> dict:
+def _mlm_report(root: Path, measure, config: KitConfig) -> dict:
     import torch
 
     from hades_ray.models.registry import load_masked_lm
     from hades_ray.models.train_mlm import init_masked_lm
 
-    tokenizer, model = load_masked_lm(str(root / "mlm"), device="cpu")
-    report = evaluate_mlm(model, tokenizer, texts, docs, config.seed)
+    report = measure(*load_masked_lm(str(root / "mlm"), device="cpu"))
     if config.baseline:
         torch.manual_seed(config.seed)
         base_tokenizer, base_model = init_masked_lm(config.mlm.encoder_path)
-        report["baseline_untrained_head"] = evaluate_mlm(base_model.eval(), base_tokenizer, texts, docs, config.seed)
+        report["baseline_untrained_head"] = measure(base_tokenizer, base_model.eval())
     return report
+
+
+NEEDS_HUB = "not measured here (needs the hub)"
+
+
+def reference_reports(measures: dict) -> dict:
+    """The paper's models (``--preset paper``'s ``mlm`` and ``causal_lm``) measured as the kit is, where the
+    Hugging Face cache holds them; an evaluation never downloads them. ``measures``: kit model name ->
+    ``measure(tokenizer, model)``."""
+    from hades_ray.config import load_config
+    from hades_ray.models.registry import in_hub_cache, load_causal_lm, load_masked_lm
+
+    paper = load_config("paper").models
+    reports = {}
+    for name, reference, load in (("mlm", paper.mlm, load_masked_lm), ("gpt2", paper.causal_lm, load_causal_lm)):
+        if name not in measures:
+            continue
+        if not in_hub_cache(reference):
+            reports[name] = {"model": reference, "measured": False, "why": NEEDS_HUB}
+            continue
+        reports[name] = {"model": reference, "measured": True, **measures[name](*load(reference, device="cpu"))}
+    return reports
 
 
 def _training_record(root: Path, names) -> dict:
@@ -218,7 +263,8 @@ def _training_record(root: Path, names) -> dict:
 
 
 def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: KitConfig | None = None) -> dict:
-    """Measure every built model of ``names`` on held-out leads; write and return the report."""
+    """Measure every built model of ``names`` on held-out leads, and the paper's models where they are
+    cached; write and return the report."""
     from hades_ray.models.kit import demo_split
     from hades_ray.models.registry import load_causal_lm
 
@@ -226,19 +272,25 @@ def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: K
     root = models_root(home)
     train, heldout = demo_split(config.heldout_fraction)
     order = np.random.default_rng(config.seed).permutation(len(heldout))
-    texts = [heldout[i] for i in order[: max(config.mlm_eval_texts, config.gpt2_pairs * 2)]]
+    texts = [heldout[i] for i in order]
     docs, stop_words = _tokenized(texts)
-    report = {"heldout_texts": len(heldout), "heldout_fraction": config.heldout_fraction, "seed": config.seed}
+    # A tiny training set may repeat no word three times; then any seen word will do.
+    vocabulary = replacement_vocabulary(train, stop_words) or replacement_vocabulary(train, stop_words, min_count=1)
+    pairs = swap_pairs(texts, docs, vocabulary, np.random.default_rng(config.seed), config.gpt2_pairs,
+                       config.swapped_words)  # fmt: skip
+    measures = {
+        "mlm": lambda tokenizer, model: evaluate_mlm(model, tokenizer, texts, docs, config.seed, config.mlm_eval_texts),
+        "gpt2": lambda tokenizer, model: evaluate_gpt2(model, tokenizer, pairs, texts),
+    }
+    built = [name for name in MODEL_NAMES if name in names and is_built(root / name)]
+    report = {"heldout_texts": len(heldout), "heldout_fraction": config.heldout_fraction, "seed": config.seed,
+              "swapped_words": config.swapped_words}  # fmt: skip
     started = time.perf_counter()
-    if "mlm" in names and is_built(root / "mlm"):
-        n = config.mlm_eval_texts
-        report["mlm"] = _mlm_report(root, texts[:n], docs[:n], config)
-    if "gpt2" in names and is_built(root / "gpt2"):
-        # A tiny training set may repeat no word three times; then any seen word will do.
-        vocabulary = replacement_vocabulary(train, stop_words) or replacement_vocabulary(train, stop_words, min_count=1)
-        pairs = swap_pairs(texts, docs, vocabulary, np.random.default_rng(config.seed), config.gpt2_pairs)
-        tokenizer, model = load_causal_lm(str(root / "gpt2"), device="cpu")
-        report["gpt2"] = evaluate_gpt2(model, tokenizer, pairs)
+    if "mlm" in built:
+        report["mlm"] = _mlm_report(root, measures["mlm"], config)
+    if "gpt2" in built:
+        report["gpt2"] = measures["gpt2"](*load_causal_lm(str(root / "gpt2"), device="cpu"))
+    report["paper_models"] = reference_reports({name: measures[name] for name in built})
     report["eval_seconds"] = round(time.perf_counter() - started, 1)
     report["training"] = _training_record(root, names)
     storage.write(root / QUALITY_FILE, json.dumps(report, indent=2) + "\n")

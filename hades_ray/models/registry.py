@@ -125,6 +125,11 @@ def _cached_snapshot(reference: str, revision: str | None) -> str | None:
     return os.path.dirname(found) if isinstance(found, str) else None
 
 
+def in_hub_cache(reference: str) -> bool:
+    """Whether the Hugging Face cache holds this hub model at its pinned revision (loads with no network)."""
+    return _cached_snapshot(reference, model_revision(reference)) is not None
+
+
 def hub_unreachable() -> str:
     """Why the hub gave no answer within ``HUB_PROBE_SECONDS`` ("" when it did), asked once per process:
     what every hub lookup here (models, and ``hades_ray.Detector.open``'s detectors) decides offline by."""

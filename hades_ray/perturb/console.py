@@ -3,6 +3,7 @@ replaced spans marked."""
 
 from __future__ import annotations
 
+import heapq
 from pathlib import Path
 
 from hades_ray.pipeline import storage
@@ -51,22 +52,33 @@ def summary_table(summary: dict) -> str:
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
-def first_rows(output: str | Path, count: int) -> list[dict]:
-    """The first ``count`` kept documents of the finished shards (a local path or an object store URI)."""
-    found: list[dict] = []
-    for shard in finished_shards(output):
-        if len(found) >= count:
-            break
-        part = storage.read_parquet(storage.join(output, "pool", f"{part_name(shard)}.parquet"))
-        found += part.slice(0, count - len(found)).to_pylist()
-    return found
+def lowest_perplexity_rows(output: str | Path, count: int) -> list[dict]:
+    """The ``count`` kept documents of the finished shards whose chosen candidate RANK's model found the most
+    fluent (lowest ``ppl``; ties by ``doc_id``): the examples a run prints, chosen by that rule alone, so they
+    show what RANK kept rather than whichever documents came first. Reads two columns of each shard and holds
+    ``count`` rows, whatever the output's size (a local path or an object store URI)."""
+
+    def part(shard):
+        return storage.join(output, "pool", f"{part_name(shard)}.parquet")
+
+    def keys():
+        for shard in finished_shards(output):
+            columns = storage.read_parquet(part(shard), ["ppl", "doc_id"]).to_pydict()
+            yield from ((ppl, doc_id, shard) for ppl, doc_id in zip(columns["ppl"], columns["doc_id"], strict=True))
+
+    best = heapq.nsmallest(count, keys(), key=lambda key: key[:2])
+    wanted = {doc_id for _, doc_id, _ in best}
+    rows = []
+    for shard in dict.fromkeys(shard for *_, shard in best):
+        rows += [row for row in storage.read_parquet(part(shard)).to_pylist() if row["doc_id"] in wanted]
+    return sorted(rows, key=lambda row: (row["ppl"], row["doc_id"]))
 
 
 def print_summary(output: str | Path, summary: dict, examples: int = 3, models=None) -> None:
     """The table, the examples, the outputs and, when the run used the offline kit (``models``: the
     run's ``models`` section), what those models are."""
     print("\n" + summary_table(summary))
-    for row in first_rows(output, examples):
+    for row in lowest_perplexity_rows(output, examples):
         print(f"\n--- {row['doc_id']} ({row['title']}) ppl={row['ppl']:.2f}, candidate {row['candidate']}")
         print(mark_replacements(row["perturbed"], row["spans"]))
     print(f"\noutputs: {output}/pool/, {output}/instances.jsonl, {output}/summary.json")
@@ -114,10 +126,13 @@ def _figure(role: str, quality: dict, built: dict) -> str:
     trained = f"trained {seconds / 60:.1f} min, " if isinstance(seconds, (int, float)) else ""
     report = quality.get(name) or {}
     if name == "mlm" and report.get("top10") is not None:
-        held = f"held-out top-10 recovery of a masked content word {report['top10']:.1%} (n={report.get('n')})"
+        top1 = f"top-1 {report['top1']:.1%}, " if report.get("top1") is not None else ""
+        held = f"held-out recovery of a masked content word {top1}top-10 {report['top10']:.1%} (n={report.get('n')})"
     elif name == "gpt2" and report.get("pairwise_accuracy") is not None:
+        swapped = quality.get("swapped_words", 3)  # reports before it was recorded swapped three
+        words = "one content word" if swapped == 1 else f"{swapped} content words"
         held = (
-            f"held-out preference for the original lead over one with three words swapped "
+            f"held-out preference for the original lead over one with {words} swapped "
             f"{report['pairwise_accuracy']:.1%} (n={report.get('n')})"
         )
     else:

@@ -21,13 +21,15 @@ def _kit(home, quality: dict | None) -> None:
 
 def test_the_kit_is_named_with_its_held_out_figures_and_the_paper_command(tmp_path, monkeypatch):
     monkeypatch.setenv("HADES_RAY_HOME", str(tmp_path))
-    _kit(tmp_path, {"mlm": {"top10": 0.4133, "n": 150}, "gpt2": {"pairwise_accuracy": 0.785, "n": 200}})
+    _kit(tmp_path, {"swapped_words": 1, "mlm": {"top1": 0.152, "top10": 0.4133, "n": 500},
+                    "gpt2": {"pairwise_accuracy": 0.785, "n": 500}})  # fmt: skip
     text = "\n".join(kit_lines(load_config().models))
     assert "small ones trained here in minutes" in text
     assert (
-        "local:mlm (REPLACE's masked LM): trained 2.5 min, held-out top-10 recovery" in text and "41.3% (n=150)" in text
+        "local:mlm (REPLACE's masked LM): trained 2.5 min, held-out recovery of a masked content word "
+        "top-1 15.2%, top-10 41.3% (n=500)" in text
     )
-    assert "local:gpt2 (RANK's GPT-2): trained 4.0 min" in text and "78.5% (n=200)" in text
+    assert "local:gpt2 (RANK's GPT-2): trained 4.0 min" in text and "one content word swapped 78.5% (n=500)" in text
     assert (
         text.splitlines()[-1].strip()
         == "hades-ray perturb --input demo --limit 200 --output out/demo-paper --preset paper"

@@ -130,17 +130,19 @@ def _docs(texts):
     return [nlp.make_doc(t) for t in texts], nlp.Defaults.stop_words
 
 
-def test_swap_words_replaces_three_content_words_keeping_case():
+def test_swap_words_replaces_content_words_keeping_case():
     docs, _ = _docs(TEXTS[:1])
     spans = quality.content_word_spans(docs[0])
     assert "the" not in [TEXTS[0][s:e].lower() for s, e in spans]
-    swapped = quality.swap_words(TEXTS[0], spans, ["zebra"], np.random.default_rng(0))
+    one = quality.swap_words(TEXTS[0], spans, ["zebra"], np.random.default_rng(0))  # the kit's measure: one word
+    assert one.lower().count("zebra") == 1 and len(one.split()) == len(TEXTS[0].split())
+    swapped = quality.swap_words(TEXTS[0], spans, ["zebra"], np.random.default_rng(0), n_swaps=3)
     assert swapped.lower().count("zebra") == 3
     capital = quality.swap_words(
-        "Paris and Rome and NASA", [(0, 5), (10, 14), (19, 23)], ["zebra"], np.random.default_rng(0)
+        "Paris and Rome and NASA", [(0, 5), (10, 14), (19, 23)], ["zebra"], np.random.default_rng(0), n_swaps=3
     )
     assert capital == "Zebra and Zebra and ZEBRA"
-    assert quality.swap_words("Short text.", [(0, 5)], ["zebra"], np.random.default_rng(0)) is None
+    assert quality.swap_words("Short text.", [(0, 5)], ["zebra"], np.random.default_rng(0), n_swaps=2) is None
 
 
 class OracleMLM:
@@ -169,7 +171,15 @@ def test_mlm_hit_rate_separates_good_from_bad_model(micro_encoder):
     answers = {tuple(ids): target for ids, _, target in cases}
     good = quality.mlm_topk_hit_rate(OracleMLM(answers, len(tokenizer), True), tokenizer, cases, batch_size=5)
     bad = quality.mlm_topk_hit_rate(OracleMLM(answers, len(tokenizer), False), tokenizer, cases)
-    assert good == {"top10": 1.0, "n": len(cases)} and bad["top10"] == 0.0
+    assert good == {"top1": 1.0, "top10": 1.0, "n": len(cases)} and bad["top1"] == bad["top10"] == 0.0
+    call = OracleMLM(answers, len(tokenizer), True)  # below, the original ranked second: a top-10 hit, not a top-1
+
+    def runner_up(input_ids, attention_mask):
+        logits = call(input_ids, attention_mask).logits
+        logits[..., 0] = 20.0
+        return SimpleNamespace(logits=logits)
+
+    assert quality.mlm_topk_hit_rate(runner_up, tokenizer, cases) == {"top1": 0.0, "top10": 1.0, "n": len(cases)}
 
 
 class UnigramLM:
@@ -202,6 +212,31 @@ def test_pairwise_accuracy_separates_good_from_bad_scorer(tmp_path):
         )
 
     assert len(pairs) == 6 and score(good) == 1.0 and score(bad) == 0.0
+    # The held-out perplexity weighs every token the same: a corpus of a long and a short text is not the
+    # mean of their perplexities.
+    texts = [TEXTS[0], "Paris."]
+    sums, counts = quality.nll_sums(good, tokenizer, texts)
+    assert quality.corpus_perplexity(good, tokenizer, texts) == pytest.approx(np.exp(sums.sum() / counts.sum()))
+    assert quality.perplexities(good, tokenizer, texts) == pytest.approx(np.exp(sums / counts))
+    assert counts[0] > counts[1] and quality.corpus_perplexity(good, tokenizer, texts) != pytest.approx(
+        quality.perplexities(good, tokenizer, texts).mean()
+    )
+
+
+def test_the_papers_models_are_measured_only_where_cached(monkeypatch):
+    from hades_ray.models import registry
+
+    monkeypatch.setattr(registry, "in_hub_cache", lambda reference: False)
+    reports = quality.reference_reports({"mlm": None, "gpt2": None})
+    assert reports == {
+        "mlm": {"model": "bert-base-cased", "measured": False, "why": "not measured here (needs the hub)"},
+        "gpt2": {"model": "gpt2", "measured": False, "why": "not measured here (needs the hub)"},
+    }
+    measured = []
+    monkeypatch.setattr(registry, "in_hub_cache", lambda reference: reference == "gpt2")
+    monkeypatch.setattr(registry, "load_causal_lm", lambda reference, device: ("tok", f"model {reference}"))
+    reports = quality.reference_reports({"gpt2": lambda tokenizer, model: measured.append(model) or {"n": 1}})
+    assert reports == {"gpt2": {"model": "gpt2", "measured": True, "n": 1}} and measured == ["model gpt2"]
 
 
 def test_cli_status_and_quality_rows(tmp_path, capsys):
@@ -216,7 +251,25 @@ def test_cli_status_and_quality_rows(tmp_path, capsys):
             "gpt2": {"pairwise_accuracy": 0.9, "n": 3, "median_ppl_original": 1, "median_ppl_swapped": 2},
         }
     )
-    assert [r[0] for r in rows] == ["mlm", "gpt2", "gpt2"]
+    assert [r[0] for r in rows] == ["mlm", "gpt2", "gpt2"]  # a report from before top-1 and the held-out ppl
+    gpt2 = {"pairwise_accuracy": 0.7, "n": 500, "median_ppl_original": 9, "median_ppl_swapped": 12,
+            "heldout_perplexity": 80.5, "heldout_leads": 994}  # fmt: skip
+    rows = quality_rows(
+        {
+            "swapped_words": 1,
+            "mlm": {"top1": 0.2, "top10": 0.5, "n": 500},
+            "gpt2": gpt2,
+            "paper_models": {
+                "mlm": {"model": "bert-base-cased", "measured": False, "why": quality.NEEDS_HUB},
+                "gpt2": {"model": "gpt2", "measured": True, **gpt2},
+            },
+        }
+    )
+    assert ("mlm", "top-1 / top-10 recovery, masked content word", "0.2 / 0.5 (n=500)") in rows
+    assert ("gpt2", "held-out perplexity (leads as one corpus)", "80.5 (n=994 leads)") in rows
+    assert ("gpt2", "original < 1-word-swapped perplexity", "0.7 (n=500)") in rows
+    assert ("bert-base-cased", "the same measures", "not measured here (needs the hub)") in rows
+    assert [r[0] for r in rows].count("gpt2") == 6  # the kit's GPT-2 and the paper's, three rows each
 
 
 def test_default_kit_trains_fixed_steps_without_a_time_box():
