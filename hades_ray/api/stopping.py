@@ -25,7 +25,7 @@ class _Row:
 
 class HallucinationStop(StoppingCriteria):
     """Stops each row at its first flagged word; ``stopped[i]`` is that word of row ``i``
-    (``{"word", "start", "end", "p_hallucination", "flagged", "new_tokens"}``, offsets in the row's
+    (``{"word", "start", "end", "p", "flag", "new_tokens"}``: the stream's word record, offsets in the row's
     prompt + continuation text) or None, and ``words[i]`` every word judged in row ``i``."""
 
     def __init__(self, stream, tokenizer):
@@ -62,6 +62,6 @@ class HallucinationStop(StoppingCriteria):
         row.stream.text = text  # each step's decoding is the text: a clean-up may retouch what came before
         for word in row.stream.feed(text):
             self.words[i].append(word)
-            if word["flagged"]:
+            if word["flag"]:
                 self.stopped[i] = word | {"new_tokens": len(new_ids)}
                 return

@@ -23,8 +23,9 @@ class WordStream:
 
     def feed(self, text_so_far: str, final: bool = False) -> list[dict]:
         """The words of ``text_so_far`` completed since the last call (``final``: every word left), each
-        ``{"word", "start", "end", "p_hallucination", "flagged"}`` with character offsets into the text,
-        as ``POST /score/next`` answers. ``text_so_far`` is the whole text, not the new chunk."""
+        ``{"word", "start", "end", "p", "flag"}`` with character offsets into the text (the word records
+        of ``Detector.score``), as ``POST /score/next`` answers. ``text_so_far`` is the whole text, not
+        the new chunk."""
         from hades_ray.serve.scoring import next_words
 
         self._check(text_so_far)

@@ -3,8 +3,9 @@ runs beside a detector that another process (or machine) keeps loaded.
 
 The contract: the request is ``{"text": <prompt and text so far>, "since": <where the chunk starts>,
 "final": true}`` (the chunk's last word is complete: the token after it starts a new word), and the
-answer ``{"words": [{"word", "start", "end", "p_hallucination", "flagged"}], "next"}`` lists the target
-words from ``since`` on, with characters in ``text``. The server holds no state per caller, so a
+answer ``{"words": [{"word", "start", "end", "p", "flag"}], "next"}`` lists the target words from
+``since`` on, with characters in ``text`` (a server from before issue 46 spells p(H) ``p_hallucination``:
+``read_word`` takes either). The server holds no state per caller, so a
 resampled word is simply asked about again with the same ``since``. The rows waiting in one step are
 sent at once (one thread each), so the service batches them (``@serve.batch``). Which words are
 targets is the server's ``score.words`` setting; the guard flags with its own threshold (by default
@@ -22,6 +23,7 @@ from http.client import HTTPConnection, HTTPException, HTTPSConnection
 
 from hades_ray.errors import UserError
 from hades_ray.detect.judged_words import word_start
+from hades_ray.score.word_record import read_word
 from hades_ray.text.languages import language_of
 
 TOKEN_ENV = "HADES_SERVE_TOKEN"
@@ -73,8 +75,8 @@ class HttpJudge:
                 "end": w["end"] - shift,
                 "word": chunk[max(w["start"] - shift, 0) : w["end"] - shift],
             }
-            | {"p": float(w["p_hallucination"])}
-            for w in answer["words"]
+            | {"p": float(w["p"])}
+            for w in map(read_word, answer["words"])
             if w["end"] > shift
         ]
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import part_name
+from hades_ray.score.word_record import word_record
 
 VIEWS = ("generations", "interventions", "quarantine")
 
@@ -29,8 +30,7 @@ def write_shard(index: int, table: pa.Table, output: str, threshold: float | Non
 def generation_record(row: dict, threshold: float | None) -> dict:
     offset = len(row["prompt"])
     words = [
-        {"word": w["word"], "start": offset + w["start"], "end": offset + w["end"], "p": w["p"]}
-        | {"flag": threshold is not None and w["p"] >= threshold}
+        word_record(w["word"], offset + w["start"], offset + w["end"], w["p"], threshold)
         for w in json.loads(row["scores"])
     ]
     record = {"id": row["id"], "prompt": row["prompt"], "generation": row["generation"]}

@@ -14,6 +14,7 @@ from html import escape
 from pathlib import Path
 
 from hades_ray.pipeline import storage
+from hades_ray.score.word_record import read_word
 from hades_ray.text.languages import language_of
 
 TOP_WORDS = 30
@@ -46,9 +47,10 @@ def _shade(p: float) -> str:
 
 
 def marked_text(text: str, words: list[dict]) -> str:
-    """``text`` escaped, each scored word wrapped in a shaded span titled with its p(H)."""
+    """``text`` escaped, each scored word wrapped in a shaded span titled with its p(H) (words in either
+    spelling: ``read_word``)."""
     pieces, cursor = [], 0
-    for w in sorted(words, key=lambda w: w["start"]):
+    for w in sorted(map(read_word, words), key=lambda w: w["start"]):
         if w["start"] < cursor:
             continue  # overlapping spans cannot be nested in one line of text; the first wins
         pieces.append(escape(text[cursor : w["start"]]))
@@ -67,7 +69,7 @@ def most_suspicious(records, top: int = TOP_WORDS) -> list[dict]:
     """The ``top`` highest-p(H) words over ``records`` (any iterable: kept in bounded memory)."""
     heap: list[tuple] = []
     for n, record in enumerate(records):
-        for k, w in enumerate(record.get("words", [])):
+        for k, w in enumerate(map(read_word, record.get("words", []))):
             shown = {"id": record["id"], **w, "context": _context(record["text"], w)}
             if record.get("language"):
                 shown["language"] = record["language"]

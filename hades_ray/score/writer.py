@@ -11,18 +11,20 @@ import pyarrow as pa
 
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.shards import part_name
+from hades_ray.score.word_record import word_record
 from hades_ray.text.languages import Language
 from hades_ray.text.languages import language as find_language
 
 
 def text_record(row: dict, threshold: float, language: Language) -> dict:
-    """One scored text: ``{"id", "source", "text", "words": [{"word", "start", "end", "p", "flag"}], ...}``,
-    and ``language`` when it is not English (the row's own, a service request's, else ``language``)."""
+    """One scored text: ``{"id", "source", "text", "words": [{"word", "start", "end", "p", "flag"}], ...}``
+    (each word ``word_record``'s), and ``language`` when it is not English (the row's own, a service
+    request's, else ``language``)."""
     text, starts, ends = row["text"], row["word_start"], row["word_end"]
     words = []
     for first, last, p in zip(row["target_first"], row["target_last"], row["p"]):
         start, end = starts[first], ends[last]
-        words.append({"word": text[start:end], "start": start, "end": end, "p": p, "flag": p >= threshold})
+        words.append(word_record(text[start:end], start, end, p, threshold))
     language = find_language(row["language"]) if row.get("language") else language
     return {
         "id": row["id"],

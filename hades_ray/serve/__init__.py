@@ -9,10 +9,11 @@ The HTTP contract (``hades_ray/serve/app.py``; OpenAPI at ``/docs`` and ``/opena
   "start", "end", "p", "flag"}], "n_words", "n_flagged", "max_p"}``, and ``language`` after ``source`` when
   it is not English), N the text's place in the request. Offsets count characters (code points) in every script.
 - ``POST /score/next`` ``{"text": "<the text so far>", "since": 0, "final": false}`` (and ``language``):
-  ``{"words": [{"word", "start", "end", "p_hallucination", "flagged"}, ...], "next": int}``: every
-  target word that starts at or after ``since`` and is complete (followed by a boundary; every word
-  when ``final``), and the offset to pass as ``since`` next time. Calling it as text streams in and
-  concatenating the words gives the words of one ``final`` call (online scoring sees no right context).
+  ``{"words": [{"word", "start", "end", "p", "flag"}, ...], "next": int}`` (the word records of ``/score``;
+  ``hades_ray/score/word_record.py``): every target word that starts at or after ``since`` and is
+  complete (followed by a boundary; every word when ``final``), and the offset to pass as ``since`` next
+  time. Calling it as text streams in and concatenating the words gives the words of one ``final`` call
+  (online scoring sees no right context).
 - ``GET /healthz``: the detector's identity, mode, threshold, language and ``ready``.
 - ``GET /`` a form, ``GET /heatmap?text=...`` (``&language=``): the text's heatmap page (``hades_ray/score/html.py``).
 

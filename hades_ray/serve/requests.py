@@ -13,6 +13,7 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from hades_ray.score.word_record import WordRecord
 from hades_ray.serve.scoring import RequestError
 
 LANGUAGE_HELP = "the texts' Wiki-40B language (en, de, zh-cn, ...); default: the served detector's"
@@ -49,16 +50,8 @@ class NextRequest(BaseModel):
     language: str | None = Field(None, description=LANGUAGE_HELP)
 
 
-class NextWord(BaseModel):
-    word: str
-    start: int
-    end: int
-    p_hallucination: float
-    flagged: bool
-
-
 class NextResponse(BaseModel):
-    words: list[NextWord]
+    words: list[WordRecord]
     next: int
 
 

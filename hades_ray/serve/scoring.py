@@ -102,16 +102,15 @@ def records_body(rows: list[dict], threshold: float) -> bytes:
 
 
 def next_words(row: dict, threshold: float, since: int, final: bool) -> dict:
-    """``/score/next``: the complete target words starting at or after ``since``, and the next ``since``.
+    """``/score/next``: the complete target words starting at or after ``since`` (``{"word", "start", "end",
+    "p", "flag"}``, the records of ``/score``), and the next ``since``.
     A word is complete when a boundary follows it (it ends before the text does), or when ``final``."""
     text = row["text"]
     words = []
-    for w in text_record(row, threshold, language_of(row))["words"]:
+    for w in text_record(row, threshold, language_of(row))["words"]:  # the words /score answers, as they are
         if w["start"] < since:
             continue
         if w["end"] >= len(text) and not final:
             break
-        words.append(
-            {"word": w["word"], "start": w["start"], "end": w["end"], "p_hallucination": w["p"], "flagged": w["flag"]}
-        )
+        words.append(w)
     return {"words": words, "next": words[-1]["end"] if words else since}

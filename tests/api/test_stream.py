@@ -15,11 +15,6 @@ from hades_ray.serve.scoring import next_words
 TEXT = "Marie Curie was born in Warsaw in 1867, and she won the Nobel Prize twice. Short one here."
 
 
-def _as_next(words: list[dict]) -> list[dict]:
-    keys = {"word": "word", "start": "start", "end": "end", "p_hallucination": "p", "flagged": "flag"}
-    return [{mine: w[theirs] for mine, theirs in keys.items()} for w in words]
-
-
 @pytest.mark.parametrize("which", ["causal_online", "encoder_online"])
 @pytest.mark.parametrize("step", [1, 7])
 def test_all_calls_together_are_one_score_of_the_final_text(which, step, request):
@@ -30,12 +25,12 @@ def test_all_calls_together_are_one_score_of_the_final_text(which, step, request
         fresh = stream.feed(TEXT[:cut], final=cut == len(TEXT))
         assert all(w["end"] < cut or cut == len(TEXT) for w in fresh)  # a word is out once complete
         got += fresh
-    whole = _as_next(det.score(TEXT, words="all")["words"])
+    whole = det.score(TEXT, words="all")["words"]
     if which == "encoder_online":  # each word's own view: the very forward score runs, the same bits
         assert got == whole
     else:  # one forward per window: the text so far is a shorter forward than the whole text's, rounded apart
         assert [(w["word"], w["start"], w["end"]) for w in got] == [(w["word"], w["start"], w["end"]) for w in whole]
-        assert [w["p_hallucination"] for w in got] == pytest.approx([w["p_hallucination"] for w in whole], abs=1e-6)
+        assert [w["p"] for w in got] == pytest.approx([w["p"] for w in whole], abs=1e-6)
 
 
 def test_each_answer_is_score_next_on_the_text_so_far(encoder_online):
@@ -80,7 +75,7 @@ def test_text_iterator_streamer_loop(encoder_online, generator):
         words += stream.feed(text)
     thread.join()
     words += stream.feed(text, final=True)
-    assert text.strip() and words == _as_next(det.score(text, words="all")["words"])
+    assert text.strip() and words == det.score(text, words="all")["words"]
 
 
 def test_stopping_criteria_stop_each_row_at_its_first_flagged_word(encoder_online, generator):
@@ -98,16 +93,16 @@ def test_stopping_criteria_stop_each_row_at_its_first_flagged_word(encoder_onlin
 
     never, free = run(1.0)
     assert never.stopped == [None, None] and all(len(w) > 0 for w in never.words)
-    median = sorted(w["p_hallucination"] for row in never.words for w in row)[len(never.words[0]) // 2]
+    median = sorted(w["p"] for row in never.words for w in row)[len(never.words[0]) // 2]
     stop, cut = run(median)
     assert any(s is not None for s in stop.stopped)
     for i, stopped in enumerate(stop.stopped):
         judged = never.words[i]  # the same draws up to the stop: the same words, the same p(H)
-        first = next((w for w in judged if w["p_hallucination"] >= median), None)
+        first = next((w for w in judged if w["p"] >= median), None)
         if stopped is None:
             assert first is None
             continue
-        assert {k: v for k, v in stopped.items() if k != "new_tokens"} == first | {"flagged": True}
+        assert {k: v for k, v in stopped.items() if k != "new_tokens"} == first | {"flag": True}
         assert stop.words[i][-1]["start"] == stopped["start"]  # judging ended at the stop
         assert torch.equal(cut[i, : stopped["new_tokens"]], free[i, : stopped["new_tokens"]])
 

@@ -77,14 +77,43 @@ def test_score_next_gives_each_completed_word_once_as_the_text_streams(client):
     key = [(w["word"], w["start"], w["end"]) for w in whole]
     assert [(w["word"], w["start"], w["end"]) for w in streamed] == key and len(key) > 20
     threshold = client.get("/healthz").json()["threshold"]
-    assert all(w["flagged"] == (w["p_hallucination"] >= threshold) for w in streamed + whole)
-    np.testing.assert_allclose(
-        [w["p_hallucination"] for w in streamed], [w["p_hallucination"] for w in whole], atol=1e-6
-    )
+    assert all(w["flag"] == (w["p"] >= threshold) for w in streamed + whole)
+    np.testing.assert_allclose([w["p"] for w in streamed], [w["p"] for w in whole], atol=1e-6)
     scored = client.post("/score", json={"text": text}).json()["results"][0]["words"]
-    assert [w["p"] for w in scored] == [w["p_hallucination"] for w in whole]  # the same bits as /score
+    assert whole == scored  # the very word records of /score, the same bits
     unfinished = client.post("/score/next", json={"text": "The river flows nor"}).json()
     assert [w["word"] for w in unfinished["words"]] == ["The", "river", "flows"] and unfinished["next"] == 15
+
+
+def test_every_surface_gives_the_one_word_record(client, detector, micro_home):
+    """``det.score``, ``det.stream``, the stopping criterion, ``POST /score`` and ``POST /score/next`` (issue
+    46): one record, ``{"word", "start", "end", "p", "flag"}`` (``hades_ray/score/word_record.py``)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from hades_ray import Detector
+    from hades_ray.score.word_record import WordRecord
+
+    keys = list(WordRecord.__annotations__)
+    assert keys == ["word", "start", "end", "p", "flag"]
+    text = "Marie Curie was born in Warsaw in 1867."
+    det = Detector.open(detector)
+    surfaces = {
+        "det.score": det.score(text, words="all")["words"],
+        "det.stream": det.stream(words="all").feed(text, final=True),
+        "/score": client.post("/score", json={"text": text}).json()["results"][0]["words"],
+        "/score/next": client.post("/score/next", json={"text": text, "final": True}).json()["words"],
+    }
+    folder = str(micro_home / "models" / "gpt2")
+    tokenizer, model = AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder).eval()
+    stop = det.stopping_criteria(tokenizer, threshold=0.0, words="all")  # the first word written stops it
+    inputs = tokenizer("The city of", return_tensors="pt", return_token_type_ids=False)
+    model.generate(**inputs, stopping_criteria=[stop], max_new_tokens=8, do_sample=False)
+    surfaces["stopping: words"] = stop.words[0]
+    for name, words in surfaces.items():
+        assert words and all(list(w) == keys for w in words), name
+    assert list(stop.stopped[0]) == [*keys, "new_tokens"] and stop.stopped[0]["flag"] is True
+    spans = [(w["word"], w["start"], w["end"]) for w in surfaces["det.score"]]
+    assert all([(w["word"], w["start"], w["end"]) for w in surfaces[k]] == spans for k in surfaces if ":" not in k)
 
 
 LONG = "word " * (MAX_CHARS // 5 + 1)
