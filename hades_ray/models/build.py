@@ -36,12 +36,13 @@ def _train_mlm(train_texts: list[str], config: MlmTrainConfig):
     """Grow the masked LM from MiniLM and train it: (model, tokenizer, stats)."""
     import torch
 
-    from hades_ray.models.train_mlm import encode_chunks, init_masked_lm, masked_positions_loss, mlm_batches
+    from hades_ray.models.train_mlm import encode_chunks, init_masked_lm, masked_positions_loss, mlm_batches, warm_start
     from hades_ray.models.training import train_model
 
     torch.manual_seed(config.seed)
     tokenizer, model = init_masked_lm(config.encoder_path)
     chunks = encode_chunks(train_texts, tokenizer, config.max_length)
+    warm_start(model, chunks, config)
     return (
         model,
         tokenizer,

@@ -49,8 +49,17 @@ def _seed(args: argparse.Namespace) -> int:
     return HadesConfig().seed if args.seed is None else args.seed
 
 
+def _paper_models() -> dict[str, str]:
+    """The kit model names -> the paper preset's models in their roles, measured beside the kit's."""
+    from hades_ray.config import load_config
+
+    paper = load_config("paper").models
+    return {"mlm": paper.mlm, "gpt2": paper.causal_lm}
+
+
 def run_build(args: argparse.Namespace) -> int:
     config = kit_config(_seed(args), args.mlm_minutes, args.gpt2_minutes, args.mlm_steps, args.gpt2_steps)
+    config.paper_models = _paper_models()
     outcome = build_models(
         tuple(args.only or MODEL_NAMES), args.home, args.force, config, evaluate=not args.no_evaluate
     )
@@ -72,6 +81,7 @@ def run_status(args: argparse.Namespace) -> int:
 def run_evaluate(args: argparse.Namespace) -> int:
     config = kit_config(_seed(args))
     config.baseline = not args.no_baseline
+    config.paper_models = _paper_models()
     evaluate_models(args.home, config=config)
     _print_quality(args.home)
     return 0

@@ -34,6 +34,9 @@ class KitConfig:
     gpt2_pairs: int = 500
     swapped_words: int = 1  # RANK tells a lead from one with a replaced span: one content word, from another lead
     baseline: bool = False  # also score MiniLM with an untrained head (``models evaluate`` does)
+    # The paper's models, measured beside the kit's where cached: kit model name -> hub id. The CLI sets
+    # them from ``--preset paper`` (models sit below the config, so they are given, not looked up).
+    paper_models: dict[str, str] = field(default_factory=dict)
     seed: int = 0
 
 

@@ -226,19 +226,18 @@ def _mlm_report(root: Path, measure, config: KitConfig) -> dict:
 NEEDS_HUB = "not measured here (needs the hub)"
 
 
-def reference_reports(measures: dict) -> dict:
-    """The paper's models (``--preset paper``'s ``mlm`` and ``causal_lm``) measured as the kit is, where the
-    Hugging Face cache holds them; an evaluation never downloads them. ``measures``: kit model name ->
-    ``measure(tokenizer, model)``."""
-    from hades_ray.config import load_config
-    from hades_ray.models.registry import in_hub_cache, load_causal_lm, load_masked_lm
+def reference_reports(measures: dict, references: dict[str, str]) -> dict:
+    """The paper's models (``references``: kit model name -> hub id, ``--preset paper``'s) measured as the kit
+    is, where the Hugging Face cache holds them; an evaluation never downloads them. ``measures``: kit model
+    name -> ``measure(tokenizer, model)``."""
+    from hades_ray.models import registry
 
-    paper = load_config("paper").models
     reports = {}
-    for name, reference, load in (("mlm", paper.mlm, load_masked_lm), ("gpt2", paper.causal_lm, load_causal_lm)):
-        if name not in measures:
+    for name, load in (("mlm", registry.load_masked_lm), ("gpt2", registry.load_causal_lm)):
+        reference = references.get(name)
+        if name not in measures or reference is None:
             continue
-        if not in_hub_cache(reference):
+        if not registry.in_hub_cache(reference):
             reports[name] = {"model": reference, "measured": False, "why": NEEDS_HUB}
             continue
         reports[name] = {"model": reference, "measured": True, **measures[name](*load(reference, device="cpu"))}
@@ -290,7 +289,7 @@ def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: K
         report["mlm"] = _mlm_report(root, measures["mlm"], config)
     if "gpt2" in built:
         report["gpt2"] = measures["gpt2"](*load_causal_lm(str(root / "gpt2"), device="cpu"))
-    report["paper_models"] = reference_reports({name: measures[name] for name in built})
+    report["paper_models"] = reference_reports({name: measures[name] for name in built}, config.paper_models)
     report["eval_seconds"] = round(time.perf_counter() - started, 1)
     report["training"] = _training_record(root, names)
     storage.write(root / QUALITY_FILE, json.dumps(report, indent=2) + "\n")

@@ -224,10 +224,12 @@ def test_pairwise_accuracy_separates_good_from_bad_scorer(tmp_path):
 
 
 def test_the_papers_models_are_measured_only_where_cached(monkeypatch):
-    from hades_ray.models import registry
+    from hades_ray.models import cli, registry
 
     monkeypatch.setattr(registry, "in_hub_cache", lambda reference: False)
-    reports = quality.reference_reports({"mlm": None, "gpt2": None})
+    references = cli._paper_models()
+    assert references == {"mlm": "bert-base-cased", "gpt2": "gpt2"}  # --preset paper's, in their roles
+    reports = quality.reference_reports({"mlm": None, "gpt2": None}, references)
     assert reports == {
         "mlm": {"model": "bert-base-cased", "measured": False, "why": "not measured here (needs the hub)"},
         "gpt2": {"model": "gpt2", "measured": False, "why": "not measured here (needs the hub)"},
@@ -235,7 +237,9 @@ def test_the_papers_models_are_measured_only_where_cached(monkeypatch):
     measured = []
     monkeypatch.setattr(registry, "in_hub_cache", lambda reference: reference == "gpt2")
     monkeypatch.setattr(registry, "load_causal_lm", lambda reference, device: ("tok", f"model {reference}"))
-    reports = quality.reference_reports({"gpt2": lambda tokenizer, model: measured.append(model) or {"n": 1}})
+    reports = quality.reference_reports(
+        {"gpt2": lambda tokenizer, model: measured.append(model) or {"n": 1}}, references
+    )
     assert reports == {"gpt2": {"model": "gpt2", "measured": True, "n": 1}} and measured == ["model gpt2"]
 
 
@@ -333,3 +337,27 @@ def test_a_changed_kit_config_is_refused_or_rebuilt_never_kept(tmp_path, micro_e
     config.gpt2.limits.max_steps = 3
     with pytest.raises(StaleShardError, match="built with other kit settings"):
         build.build_models(("gpt2",), home=tmp_path, config=config, evaluate=False)
+
+
+def test_the_masked_lm_keeps_its_pretrained_embeddings_and_starts_its_bias_at_unigram_frequencies(micro_encoder):
+    import torch
+    from transformers import AutoModel
+
+    from hades_ray.models.train_mlm import encode_chunks, init_masked_lm, masked_positions_loss, mlm_batches
+    from hades_ray.models.train_mlm import warm_start
+    from hades_ray.models.training import train_model
+
+    config = tiny_config(micro_encoder).mlm
+    config.freeze_embeddings = config.unigram_bias = True
+    torch.manual_seed(0)
+    tokenizer, model = init_masked_lm(config.encoder_path)
+    chunks = encode_chunks(TEXTS, tokenizer, config.max_length)
+    warm_start(model, chunks, config)
+    bias = model.cls.predictions.bias.detach().clone()
+    seen = {i for ids, _ in chunks for i in ids}
+    frequent, unseen = chunks[0][0][1], min(set(range(len(tokenizer))) - seen)
+    assert bias[frequent] > bias[unseen] and torch.exp(bias).sum() == pytest.approx(1.0, rel=1e-4)
+    train_model(model, mlm_batches(chunks, tokenizer, config), config.limits, masked_positions_loss)
+    pretrained = AutoModel.from_pretrained(str(micro_encoder)).embeddings.word_embeddings.weight
+    assert torch.equal(model.bert.embeddings.word_embeddings.weight, pretrained)  # frozen, and so the tied output
+    assert not torch.equal(model.cls.predictions.bias, bias)  # the bias still learns
