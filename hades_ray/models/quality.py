@@ -261,14 +261,11 @@ def _training_record(root: Path, names) -> dict:
     return record
 
 
-def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: KitConfig | None = None) -> dict:
-    """Measure every built model of ``names`` on held-out leads, and the paper's models where they are
-    cached; write and return the report."""
+def heldout_measures(config: KitConfig) -> tuple[list[str], dict]:
+    """(the held-out leads, kit model name -> ``measure(tokenizer, model)``): the measures of
+    ``evaluate_models``, on the same cases for every model measured (the kit's, the paper's, a benchmark's)."""
     from hades_ray.models.kit import demo_split
-    from hades_ray.models.registry import load_causal_lm
 
-    config = config or KitConfig()
-    root = models_root(home)
     train, heldout = demo_split(config.heldout_fraction)
     order = np.random.default_rng(config.seed).permutation(len(heldout))
     texts = [heldout[i] for i in order]
@@ -277,10 +274,20 @@ def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: K
     vocabulary = replacement_vocabulary(train, stop_words) or replacement_vocabulary(train, stop_words, min_count=1)
     pairs = swap_pairs(texts, docs, vocabulary, np.random.default_rng(config.seed), config.gpt2_pairs,
                        config.swapped_words)  # fmt: skip
-    measures = {
+    return heldout, {
         "mlm": lambda tokenizer, model: evaluate_mlm(model, tokenizer, texts, docs, config.seed, config.mlm_eval_texts),
         "gpt2": lambda tokenizer, model: evaluate_gpt2(model, tokenizer, pairs, texts),
     }
+
+
+def evaluate_models(home: str | Path | None = None, names=MODEL_NAMES, config: KitConfig | None = None) -> dict:
+    """Measure every built model of ``names`` on held-out leads, and the paper's models where they are
+    cached; write and return the report."""
+    from hades_ray.models.registry import load_causal_lm
+
+    config = config or KitConfig()
+    root = models_root(home)
+    heldout, measures = heldout_measures(config)
     built = [name for name in MODEL_NAMES if name in names and is_built(root / name)]
     report = {"heldout_texts": len(heldout), "heldout_fraction": config.heldout_fraction, "seed": config.seed,
               "swapped_words": config.swapped_words}  # fmt: skip

@@ -1,0 +1,86 @@
+"""The offline kit before and after, side by side in one run: each arm trains the kit's masked LM and GPT-2
+on the demo corpus's training leads with its settings, then takes `hades-ray models evaluate`'s measures on
+the same held-out cases (MLM top-1/top-10 recovery of a masked content word, 500 leads; GPT-2 perplexity of
+the 994 held-out leads and its preference of the original over a one-content-word swap, 500 pairs).
+
+    python jobs/bench_kit.py                      # before and after, both models (about 16 min on 2 cores)
+    python jobs/bench_kit.py --arms after --models mlm
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from bench_common import machine_words, peak_rss_mib, write_results
+
+from hades_ray.models.kit import KitConfig, demo_split
+from hades_ray.models.train_gpt2 import Gpt2TrainConfig
+from hades_ray.models.train_mlm import MlmTrainConfig
+from hades_ray.models.training import TrainLimits
+
+
+def before() -> KitConfig:
+    """The kit at 38b192b: 200 MLM steps of 8 x 128 tokens, 15% masked, every weight trained; 750 GPT-2 steps
+    with 0.1 dropout."""
+    mlm = MlmTrainConfig(max_length=128, batch_size=8, mask_probability=0.15, freeze_embeddings=False,
+                         unigram_bias=False)  # fmt: skip
+    mlm.limits = TrainLimits(max_steps=200, lr=2e-4, warmup_fraction=0.05, log_every=10, fresh_prefixes=("cls.",),
+                             fresh_lr_scale=10.0)  # fmt: skip
+    gpt2 = Gpt2TrainConfig(dropout=0.1)
+    gpt2.limits.max_steps = 750
+    return KitConfig(mlm=mlm, gpt2=gpt2)
+
+
+ARMS = {"before": before, "after": KitConfig}
+
+
+def run_arm(config: KitConfig, models: list[str], measures: dict, train_texts: list[str]) -> dict:
+    import torch
+
+    from hades_ray.models.build import NUM_THREADS, _train_gpt2, _train_mlm
+
+    torch.set_num_threads(NUM_THREADS)
+    figures = {}
+    for name in models:
+        started = time.perf_counter()
+        train = _train_mlm if name == "mlm" else _train_gpt2
+        model, tokenizer, stats = train(train_texts, getattr(config, name))
+        seconds = round(time.perf_counter() - started, 1)
+        figures[name] = {"train_seconds": seconds, "steps": stats["steps"], **measures[name](tokenizer, model.eval())}
+        print(name, figures[name], flush=True)
+    return figures
+
+
+def markdown(report: dict) -> str:
+    rows = ["| arm | MLM top-1 | MLM top-10 (n) | MLM build s | GPT-2 held-out ppl | GPT-2 original preferred (n) "
+            "| GPT-2 build s |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for arm, figures in report["arms"].items():
+        mlm, gpt2 = figures.get("mlm", {}), figures.get("gpt2", {})
+        cells = [mlm.get("top1"), f"{mlm.get('top10')} ({mlm.get('n')})", mlm.get("train_seconds"),
+                 gpt2.get("heldout_perplexity"), f"{gpt2.get('pairwise_accuracy')} ({gpt2.get('n')})",
+                 gpt2.get("train_seconds")]  # fmt: skip
+        rows.append(f"| {arm} | " + " | ".join("-" if c is None else str(c) for c in cells) + " |")
+    return "\n".join([f"# The offline kit before and after\n\nOn {machine_words(report)}; peak memory "
+                      f"{report['peak_rss_mib']} MiB. Build s: the model's training alone, its folder not "
+                      "written.\n", *rows, ""])  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="which kits to train")
+    parser.add_argument("--models", nargs="+", choices=["mlm", "gpt2"], default=["mlm", "gpt2"], help="which models")
+    args = parser.parse_args()
+    from hades_ray.models.quality import heldout_measures
+
+    _, measures = heldout_measures(KitConfig())
+    train_texts = demo_split()[0]
+    report = {"arms": {}}
+    for arm in args.arms:
+        report["arms"][arm] = run_arm(ARMS[arm](), args.models, measures, train_texts)
+    report["peak_rss_mib"] = round(peak_rss_mib())
+    write_results("bench_kit", report, markdown(report))
+
+
+if __name__ == "__main__":
+    main()
