@@ -10,14 +10,17 @@ the 994 held-out leads and its preference of the original over a one-content-wor
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
-from bench_common import machine_words, peak_rss_mib, write_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.models.kit import KitConfig, demo_split
-from hades_ray.models.train_gpt2 import Gpt2TrainConfig
-from hades_ray.models.train_mlm import MlmTrainConfig
-from hades_ray.models.training import TrainLimits
+from hades_ray.models.kit import KitConfig, demo_split  # noqa: E402
+from hades_ray.models.train_gpt2 import Gpt2TrainConfig  # noqa: E402
+from hades_ray.models.train_mlm import MlmTrainConfig  # noqa: E402
+from hades_ray.models.training import TrainLimits  # noqa: E402
+from jobs.bench_common import machine_words, peak_rss_mib, write_results  # noqa: E402
 
 
 def before() -> KitConfig:
