@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def detector_folder(directory: Path, backbone: str, mode: str, window: int, seed: int = 0) -> Path:
+def detector_folder(
+    directory: Path, backbone: str, mode: str, window: int, seed: int = 0, pooling: str = "max"
+) -> Path:
     """A real detector folder in ``directory`` (the head's random weights drawn from ``seed``)."""
     from hades_ray.detect.synthetic import random_detector
 
-    return Path(random_detector(directory, backbone, mode, window, seed))
+    return Path(random_detector(directory, backbone, mode, window, seed, pooling))

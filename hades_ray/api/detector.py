@@ -5,8 +5,9 @@ Nothing here scores by itself. ``score`` runs a text through the score job's own
 then the detector: ``hades_ray/score/stages.py``) the way ``hades-ray serve`` runs a request
 (``hades_ray/serve/scoring.py``), and each record is ``text_record``'s: the line ``hades-ray score``
 writes to ``scores.jsonl`` for that text. ``stream`` answers as ``POST /score/next`` does
-(``next_words``). The detector's model is loaded once per mode and shared by every setting of words
-and language.
+(``score.stream.TextStream``). Both score with ``detect.torch_threads`` threads, as the score job's
+actors do, since a CPU forward's rounding depends on the thread count. The detector's model is loaded
+once per mode and shared by every setting of words and language.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class Detector:
             raise ValueError(
                 f"{self.folder} scores offline (it reads right context): streaming needs an online detector"
             )
-        return WordStream(service, _threshold(threshold, service.threshold))
+        return WordStream(service, _threshold(threshold, service.threshold), threads=self.config.detect.torch_threads)
 
     def stopping_criteria(self, tokenizer, threshold=None, language=None, words=None):
         """A ``transformers.StoppingCriteria`` for ``model.generate``: a row stops once a word it wrote
@@ -118,6 +119,7 @@ class Detector:
         return self._scorer("online", stride)
 
     def _records(self, service, texts: list, threshold, listed: bool) -> list[dict]:
+        from hades_ray.detect.stable import torch_threads
         from hades_ray.score.writer import text_record
         from hades_ray.serve.scoring import RequestError
 
@@ -129,7 +131,8 @@ class Detector:
             table = service.table(texts, listed=listed)
         except RequestError as error:
             raise ValueError(error.reason) from None
-        (rows,) = service.score_tables([table])
+        with torch_threads(self.config.detect.torch_threads):  # the score job's actors' threads: its bits
+            (rows,) = service.score_tables([table])
         cut = _threshold(threshold, service.threshold)
         return [text_record(row, cut, service.language) for row in rows]
 

@@ -51,7 +51,7 @@ class HallucinationStop(StoppingCriteria):
         for ids in input_ids[:, :-1].tolist():
             while ids and ids[0] == pad:  # left padding is no part of the prompt
                 ids = ids[1:]
-            stream = type(self.template)(self.template.service, self.template.threshold)
+            stream = type(self.template)(self.template.service, self.template.threshold, threads=self.template.threads)
             self.rows.append(_Row(stream, self.tokenizer, ids))
 
     def _step(self, i: int, row: _Row, new_ids: list[int]) -> None:

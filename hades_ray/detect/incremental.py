@@ -36,7 +36,7 @@ class _Job:
     lo: int
     ids: list[int]
     owner: np.ndarray
-    targets: list[tuple[int, int, int]] = field(default_factory=list)  # (request, item in it, word index)
+    targets: list[tuple[int, int, int, int]] = field(default_factory=list)  # (request, target in it, first, last word)
 
 
 class CausalJudge:
@@ -56,16 +56,20 @@ class CausalJudge:
         self.caches = RowCaches(rows, self.window)
         self.text_tokens.begin()
 
-    @torch.inference_mode()
     def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
         """For each ``(row, prefix, chunk)``: the chunk's judged words ``{"start", "end", "word", "p"}``
         (characters in the chunk), every row's new tokens run together."""
+        return chunk_records(self, requests, self.words, self.lang)
+
+    @torch.inference_mode()
+    def score_targets(self, requests: list[tuple[int, list[str], list[int], list[int]]]) -> list[np.ndarray]:
+        """For each ``(row, words, first, last)``: p(H) of the targets ``first[j]..last[j]`` (word indices)
+        of row's text ``words`` (its words so far), every row's new tokens run together."""
         from hades_ray.detect.stable import head_probabilities
 
-        items = [chunk_items(prefix, chunk, self.words, lang=self.lang) for _, prefix, chunk in requests]
-        jobs, leftovers = self._plan(requests, items)
+        jobs, leftovers = self._plan(requests)
         pooled: dict[tuple[int, int], torch.Tensor] = {}
-        while jobs:  # a row whose chunk spans two windows has a second job: run after its first
+        while jobs:  # a row whose targets span two windows has a second job: run after its first
             now = {}
             for job in jobs:
                 now.setdefault(job.row, job)
@@ -76,33 +80,30 @@ class CausalJudge:
         if keys:
             p = head_probabilities(self.model.head, torch.stack([pooled[k] for k in keys])).cpu().numpy()
         values = {k: float(v) for k, v in zip(keys, p.astype(np.float64))}
-        values |= self._leftovers(items, leftovers)
-        return [
-            [{"start": s, "end": e, "word": chunk[s:e], "p": values[(k, j)]} for j, (s, e) in enumerate(spans)]
-            for k, ((_, _, chunk), spans) in enumerate(zip(requests, ([it["span"] for it in its] for its in items)))
-        ]
+        values |= self._leftovers(requests, leftovers)
+        return [np.array([values[(k, j)] for j in range(len(first))]) for k, (_, _, first, _) in enumerate(requests)]
 
-    def _plan(self, requests, items) -> tuple[list[_Job], list[tuple[int, int]]]:
+    def _plan(self, requests) -> tuple[list[_Job], list[tuple[int, int]]]:
         """Each request's window jobs (in window order), and the targets no window holds whole. Only each
         request's new words are tokenized (one call for all), and a window's tokens come from its text's
         (hades_ray/detect/word_tokens.py)."""
         from hades_ray.detect.causal import assign_targets, text_windows
 
-        asked = [k for k, its in enumerate(items) if its]
-        tok_words = self.text_tokens.of([requests[k][0] for k in asked], [items[k][0]["words"] for k in asked])
+        asked = [k for k, (_, _, first, _) in enumerate(requests) if first]
+        tok_words = self.text_tokens.of([requests[k][0] for k in asked], [requests[k][1] for k in asked])
         jobs, leftovers, windows = [], [], []
         for k, tokens in zip(asked, tok_words):
-            words, targets = items[k][0]["words"], [it["start"] for it in items[k]]
+            row, words, first, last = requests[k]
             ranges = text_windows(self.tokenizer, words, self.window, self.stride, tokens)
             by_window: dict[int, _Job] = {}
-            for j, (target, w) in enumerate(zip(targets, assign_targets(ranges, targets, targets))):
+            for j, (f, la, w) in enumerate(zip(first, last, assign_targets(ranges, first, last))):
                 if w < 0:
                     leftovers.append((k, j))
                     continue
                 if w not in by_window:
-                    by_window[w] = _Job(requests[k][0], ranges[w][0], [], np.zeros(0, dtype=int))
+                    by_window[w] = _Job(row, ranges[w][0], [], np.zeros(0, dtype=int))
                     windows.append((by_window[w], (words, *ranges[w])))
-                by_window[w].targets.append((k, j, target))
+                by_window[w].targets.append((k, j, f, la))
             jobs += [by_window[w] for w in sorted(by_window)]
         encoded = self.text_tokens.windows([job.row for job, _ in windows], [w for _, w in windows])
         for (job, _), (ids, owner) in zip(windows, encoded):
@@ -121,8 +122,9 @@ class CausalJudge:
         keys, spans = [], []  # each target's tokens, as indices into the forward's new tokens
         at = 0
         for job, state, keep, ids in zip(jobs, states, keeps, feeds):
-            for k, j, target in job.targets:
-                own = np.flatnonzero(job.owner[keep : len(ids)] == target)
+            for k, j, first, last in job.targets:
+                mine = job.owner[keep : len(ids)]
+                own = np.flatnonzero((mine >= first) & (mine <= last))
                 # no token of its own: the window's last token, as score's window_job
                 spans.append(at + (own if len(own) else np.array([len(ids) - keep - 1])))
                 keys.append((k, j))
@@ -142,13 +144,67 @@ class CausalJudge:
         index, mask = index.to(states.device), mask.to(states.device)
         return pool_span(states[index], mask, self.model.pooling)
 
-    def _leftovers(self, items, leftovers) -> dict[tuple[int, int], float]:
+    def _leftovers(self, requests, leftovers) -> dict[tuple[int, int], float]:
         """Targets longer than a stride: their own online view, as ``score`` falls back to."""
-        views = [{name: items[k][j][name] for name in ("words", "start", "end")} for k, j in leftovers]
+        views = [{"words": requests[k][1], "start": requests[k][2][j], "end": requests[k][3][j]} for k, j in leftovers]
         return {key: float(p) for key, p in zip(leftovers, self.scorer.score_spans(views))}
 
 
 def _first_target_token(job: _Job, length: int) -> int:
     """The first token of the job's targets: a cache reused past it would leave a target unscored."""
-    found = [int(np.flatnonzero(job.owner == t)[0]) for _, _, t in job.targets if (job.owner[:length] == t).any()]
+    owner = job.owner[:length]
+    found = [int(np.flatnonzero(owner >= f)[0]) for _, _, f, _ in job.targets if (owner >= f).any()]
     return min(found, default=length - 1)
+
+
+class ViewJudge:
+    """p(H) of a growing text's new targets from each one's own online view (an encoder backbone, or a
+    linear detector's features): a target's view is the words before it within the detector's window, so
+    a call costs a forward per new target, whatever the text's length before it (``Scorer.score_spans``,
+    each distinct view run once, forwards grouped by token length: a target's p(H) is the same bits
+    alone, in any batch, and in ``score`` of the whole text)."""
+
+    def __init__(self, scorer, threshold: float | None, words: str = "content", *, lang: Language):
+        scorer.detector.require_online()
+        self.scorer = scorer
+        self.threshold = scorer.detector.threshold if threshold is None else float(threshold)
+        self.words, self.lang = words, lang
+
+    def begin(self, rows: int) -> None:
+        """Nothing to reset: every view is encoded afresh."""
+
+    def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
+        """For each ``(row, prefix, chunk)``: its judged words as ``{"start", "end", "word", "p"}``
+        (characters in the chunk), scored in one batched call; an empty list where it has none
+        (punctuation, stop words)."""
+        return chunk_records(self, requests, self.words, self.lang)
+
+    def score_targets(self, requests: list[tuple[int, list[str], list[int], list[int]]]) -> list[np.ndarray]:
+        """For each ``(row, words, first, last)``: p(H) of the targets ``first[j]..last[j]`` of ``words``."""
+        items = [
+            {"words": words, "start": f, "end": la} for _, words, first, last in requests for f, la in zip(first, last)
+        ]
+        p, out, at = self.scorer.score_spans(items), [], 0
+        for _, _, first, _ in requests:
+            out.append(np.asarray(p[at : at + len(first)], dtype=np.float64))
+            at += len(first)
+        return out
+
+
+def chunk_records(judge, requests: list[tuple[int, str, str]], words: str, lang: Language) -> list[list[dict]]:
+    """The guard's question through ``judge.score_targets``: for each ``(row, prefix, chunk)``, the judged
+    words of the chunk (``judged_words.chunk_items``) as ``{"start", "end", "word", "p"}``, characters in
+    the chunk."""
+    items = [chunk_items(prefix, chunk, words, lang=lang) for _, prefix, chunk in requests]
+    asks = [
+        (row, its[0]["words"] if its else [], [it["start"] for it in its], [it["end"] for it in its])
+        for (row, _, _), its in zip(requests, items)
+    ]
+    scored = judge.score_targets(asks)
+    return [
+        [
+            {"start": it["span"][0], "end": it["span"][1], "word": chunk[slice(*it["span"])], "p": float(v)}
+            for it, v in zip(its, p)
+        ]
+        for (_, _, chunk), its, p in zip(requests, items, scored)
+    ]

@@ -24,6 +24,17 @@ from hades_ray.detect.views import score_spans
 from hades_ray.pipeline.executor import run_stages
 
 
+def online_reach(item: dict, window: int) -> dict:
+    """``item`` with only the words its online view can read: the span and the ``window`` before it (a
+    window of tokens holds at most that many words; twice that and 8 more leave room for a tokenizer
+    that cuts a text's first word apart). The view is the same text, so the same bits, and tokenizing it
+    costs the window, not the text before it (``spans.context_window``)."""
+    lo = max(0, item["start"] - 2 * window - 8)
+    if lo == 0 and len(item["words"]) == item["end"] + 1:
+        return item
+    return {"words": item["words"][lo : item["end"] + 1], "start": item["start"] - lo, "end": item["end"] - lo}
+
+
 class Scorer:
     """Loads a detector once (``Detector.scorer``); ``score`` and ``score_spans`` give p(H)."""
 
@@ -46,18 +57,24 @@ class Scorer:
         return self.route == "windows"
 
     def incremental(self, threshold: float | None, words: str, *, lang):
-        """The ``windows`` route for text that grows as it is generated: each row keeps the key/value cache
-        of the window it is scored in (``CausalJudge``), so a new word costs its new tokens' forward."""
-        from hades_ray.detect.incremental import CausalJudge
+        """The judge of text that grows as it is generated (online only), whose cost per call is that of
+        the new targets and the window, not of the text before them: on the ``windows`` route each row
+        keeps the key/value cache of the window it is scored in (``CausalJudge``), so a new word costs its
+        new tokens' forward; otherwise each new target's own view (``ViewJudge``)."""
+        from hades_ray.detect.incremental import CausalJudge, ViewJudge
 
-        if not self.one_forward:
-            raise ValueError(f"incremental scoring is the windows route (a causal backbone online), not {self.route}")
-        return CausalJudge(self, threshold, words, lang=lang)
+        if self.mode != "online":
+            raise ValueError("incremental scoring needs online mode: an offline view reads the text after a word")
+        if self.one_forward:
+            return CausalJudge(self, threshold, words, lang=lang)
+        return ViewJudge(self, threshold, words, lang=lang)
 
     def score_spans(self, items: list[dict]) -> np.ndarray:
         """p(H) of ``{"words", "start", "end"}`` items, each in its own view (each distinct view run once)."""
         if self.route == "linear":
             return self._linear(items)
+        if self.mode == "online":
+            items = [online_reach(item, self.window) for item in items]
         return score_spans(self.model, self.tokenizer, items, self.mode, self.window, self.forward_batch, self.unit)
 
     def score(self, texts: list) -> list[np.ndarray]:

@@ -7,6 +7,8 @@ head call above the row counts at which a row's rounding depends on its neighbou
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 from hades_ray.models.fixed_rows import MIN_FORWARD_TOKENS, MIN_HEAD_ROWS, fill_rows
@@ -34,3 +36,18 @@ def pool_span(states: torch.Tensor, span_mask: torch.Tensor, pooling: str) -> to
     if pooling == "mean":
         return (states * mask).sum(1) / mask.sum(1).clamp(min=1)
     return states.masked_fill(~mask, torch.finfo(states.dtype).min).max(1).values
+
+
+@contextmanager
+def torch_threads(threads: int):
+    """Run with ``threads`` intra-op threads (0: as they are), then restore them. A CPU forward's
+    rounding depends on how many threads split it, so the Python API scores with the threads the
+    score job's actors use (``detect.torch_threads``): the same bits as ``hades-ray score``."""
+    before = torch.get_num_threads()
+    if threads and threads != before:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)

@@ -27,10 +27,13 @@ def toy_instances(n: int, seed: int = 0) -> list[Instance]:
     return out
 
 
-def random_detector(directory, backbone: str, mode: str, window: int | None = None, seed: int = 0) -> str:
+def random_detector(
+    directory, backbone: str, mode: str, window: int | None = None, seed: int = 0, pooling: str = "max"
+) -> str:
     """A detector folder on ``backbone`` with a random head (``seed``'s: speed and plumbing do not depend on
     its weights), exported with the config the way ``hades-ray train`` exports one; ``window``: the tokens
-    it sees (``detect.window``'s default when None). The tests' and the benchmarks' detector folders."""
+    it sees (``detect.window``'s default when None); ``pooling``: max or mean over a span's tokens. The
+    tests' and the benchmarks' detector folders."""
     import torch
 
     from hades_ray.config import HadesConfig, save_config
@@ -38,7 +41,7 @@ def random_detector(directory, backbone: str, mode: str, window: int | None = No
 
     config = HadesConfig()
     settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window or config.detect.window}
-    settings |= {"pooling": "max", "mlp_layers": 2, "freeze": "all"}
+    settings |= {"pooling": pooling, "mlp_layers": 2, "freeze": "all"}
     torch.manual_seed(seed)
     tokenizer, model = build_classifier(backbone, settings)
     export_detector(directory, trainable_state(model), settings, tokenizer)

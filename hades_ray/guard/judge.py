@@ -3,9 +3,10 @@
 Every judge has ``threshold``, ``begin(rows)`` (a new batch of texts) and ``score_chunks(requests)``,
 called once per generation step with every waiting row's ``(row, prefix, chunk)``:
 
-- ``EncoderJudge``: a span classifier on an encoder (MiniLM, RoBERTa). Each word needs its own forward
-  over its left-context view; all rows' pending words of a step go through ``Scorer.score_spans``
-  together (forwards grouped by token length, so a word's p(H) is the same bits alone or in any batch).
+- ``ViewJudge`` (hades_ray/detect/incremental.py): a span classifier on an encoder (MiniLM, RoBERTa).
+  Each word needs its own forward over its left-context view; all rows' pending words of a step go
+  through ``Scorer.score_spans`` together (forwards grouped by token length, so a word's p(H) is the
+  same bits alone or in any batch).
 - ``CausalJudge`` (hades_ray/detect/incremental.py): a causal backbone, scored incrementally with each
   row's key/value cache: about one forward per generated token.
 - ``HttpJudge`` (hades_ray/guard/http_judge.py): a detector served by ``hades-ray serve``.
@@ -13,9 +14,7 @@ called once per generation step with every waiting row's ``(row, prefix, chunk)`
 
 from __future__ import annotations
 
-import numpy as np
 
-from hades_ray.detect.judged_words import chunk_items
 from hades_ray.text.languages import Language
 
 
@@ -37,40 +36,9 @@ def open_judge(
 
 
 def scorer_judge(scorer, threshold: float | None, words: str = "content", *, lang: Language):
-    """The judge over an online ``Scorer`` already loaded: the cached causal judge where it scores a
-    window per forward, else each word's own view."""
-    if scorer.one_forward:
-        return scorer.incremental(threshold, words, lang=lang)
-    return EncoderJudge(scorer, threshold, words, lang=lang)
-
-
-class EncoderJudge:
-    """p(H) of each chunk's judged words, batched across prompts: one ``score_spans`` call per step."""
-
-    def __init__(self, scorer, threshold: float | None, words: str = "content", *, lang: Language):
-        scorer.detector.require_online()
-        self.scorer, self.model, self.tokenizer, self.window = scorer, scorer.model, scorer.tokenizer, scorer.window
-        self.threshold = scorer.detector.threshold if threshold is None else float(threshold)
-        self.words, self.lang = words, lang
-
-    def begin(self, rows: int) -> None:
-        """Nothing to reset: every word's view is encoded afresh."""
-
-    def score_chunks(self, requests: list[tuple[int, str, str]]) -> list[list[dict]]:
-        """For each ``(row, prefix, chunk)``: its judged words as ``{"start", "end", "word", "p"}``
-        (characters in the chunk), scored in one batched call; an empty list where it has none
-        (punctuation, stop words)."""
-        items, owner = [], []
-        for k, (_, prefix, chunk) in enumerate(requests):
-            for item in chunk_items(prefix, chunk, self.words, lang=self.lang):
-                items.append(item)
-                owner.append(k)
-        p = self.scorer.score_spans(items)
-        scored: list[list[dict]] = [[] for _ in requests]
-        for k, item, value in zip(owner, items, np.asarray(p, dtype=float)):
-            start, end = item["span"]
-            scored[k].append({"start": start, "end": end, "word": requests[k][2][start:end], "p": float(value)})
-        return scored
+    """The judge over an online ``Scorer`` already loaded: ``Scorer.incremental``'s (the cached causal
+    judge where it scores a window per forward, else each word's own view)."""
+    return scorer.incremental(threshold, words, lang=lang)
 
 
 def chunk_p(scored: list[dict]) -> float | None:

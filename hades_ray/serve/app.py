@@ -27,7 +27,7 @@ from hades_ray.serve.requests import (
     parse_json,
     read_body,
 )
-from hades_ray.serve.scoring import RequestError, ServiceScorer, next_words, records_body
+from hades_ray.serve.scoring import RequestError, ServiceScorer, records_body
 
 api = FastAPI(title="hades-ray detector", description="p(H) per word of a text, from a trained HaDes detector")
 
@@ -106,8 +106,11 @@ class DetectorService:
             raise RequestError(422, f"since: {body.since} is beyond the text's {len(body.text)} characters")
         if not body.text.strip():
             return JSONResponse({"words": [], "next": body.since})
-        (row,) = await self._score_batch(self.scorer.table([body.text], body.language))
-        return JSONResponse(next_words(row, self.scorer.threshold, body.since, body.final))
+        self.scorer.table([body.text], body.language)  # what /score refuses, refused alike
+        stream = self.scorer.text_stream(self.scorer.threshold, body.since, body.language)
+        # Only the words after ``since`` are cut and scored (their views, or the window holding them).
+        words = await asyncio.to_thread(stream.feed, body.text, body.final)
+        return JSONResponse({"words": words, "next": stream.since})
 
     @api.get("/healthz", summary="the detector served, and whether it is ready")
     async def healthz(self, request: Request) -> dict:

@@ -94,23 +94,17 @@ class ServiceScorer:
             cursor += table.num_rows
         return out
 
+    def text_stream(self, threshold: float, since: int = 0, language: str | None = None):
+        """A ``score.stream.TextStream`` over one text in ``language`` (None: the service's), scored by the
+        detector's incremental judge and cut as ``score_tables`` cuts (online only)."""
+        from hades_ray.score.stream import TextStream
+
+        lang = self.check_language(language)
+        judge = self.stages[1].scorer.incremental(threshold, self.words, lang=lang)
+        return TextStream(judge, self.words, self.stages[0].pipeline(lang), lang, threshold, since)
+
 
 def records_body(rows: list[dict], threshold: float) -> bytes:
     """``{"results": [...]}`` with each record the exact bytes of its ``scores.jsonl`` line."""
     lines = [json.dumps(text_record(row, threshold, language_of(row)), ensure_ascii=False) for row in rows]
     return ('{"results": [' + ", ".join(lines) + "]}").encode()
-
-
-def next_words(row: dict, threshold: float, since: int, final: bool) -> dict:
-    """``/score/next``: the complete target words starting at or after ``since`` (``{"word", "start", "end",
-    "p", "flag"}``, the records of ``/score``), and the next ``since``.
-    A word is complete when a boundary follows it (it ends before the text does), or when ``final``."""
-    text = row["text"]
-    words = []
-    for w in text_record(row, threshold, language_of(row))["words"]:  # the words /score answers, as they are
-        if w["start"] < since:
-            continue
-        if w["end"] >= len(text) and not final:
-            break
-        words.append(w)
-    return {"words": words, "next": words[-1]["end"] if words else since}

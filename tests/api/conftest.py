@@ -23,6 +23,20 @@ def encoder_online(micro_home, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def causal_online_mean(micro_home, tmp_path_factory) -> Path:
+    """``causal_online`` with a span's tokens mean-pooled, and a window that long streams outgrow."""
+    gpt2 = str(micro_home / "models" / "gpt2")
+    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2-mean", gpt2, "online", 48, seed=5, pooling="mean")
+
+
+@pytest.fixture(scope="session")
+def encoder_online_mean(micro_home, tmp_path_factory) -> Path:
+    """``encoder_online`` with a span's tokens mean-pooled."""
+    mlm = str(micro_home / "models" / "mlm")
+    return detector_folder(tmp_path_factory.mktemp("det") / "mlm-mean", mlm, "online", 32, seed=4, pooling="mean")
+
+
+@pytest.fixture(scope="session")
 def encoder_offline(micro_home, tmp_path_factory) -> Path:
     mlm = str(micro_home / "models" / "mlm")
     return detector_folder(tmp_path_factory.mktemp("det") / "offline", mlm, "offline", 48)

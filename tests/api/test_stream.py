@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from hades_ray import Detector
-from hades_ray.serve.scoring import next_words
 
 TEXT = "Marie Curie was born in Warsaw in 1867, and she won the Nobel Prize twice. Short one here."
 
@@ -33,22 +32,28 @@ def test_all_calls_together_are_one_score_of_the_final_text(which, step, request
         assert [w["p"] for w in got] == pytest.approx([w["p"] for w in whole], abs=1e-6)
 
 
-def test_each_answer_is_score_next_on_the_text_so_far(encoder_online):
+def test_each_answer_is_the_complete_words_of_a_score_of_the_text_so_far(encoder_online):
     det = Detector.open(encoder_online)
-    stream, since = det.stream(), 0
-    service = stream.service
+    stream, since = det.stream(words="all"), 0
     for cut in (12, 30, 31, 60, len(TEXT)):
         final = cut == len(TEXT)
-        (rows,) = service.score_tables([service.table([TEXT[:cut]])])
-        answer = next_words(rows[0], service.threshold, since, final)
-        assert stream.feed(TEXT[:cut], final=final) == answer["words"]
-        since = answer["next"]
+        words = [w for w in det.score(TEXT[:cut], words="all")["words"] if w["start"] >= since]
+        complete = [w for w in words if final or w["end"] < cut]
+        assert stream.feed(TEXT[:cut], final=final) == complete
+        since = complete[-1]["end"] if complete else since
+
+
+def test_content_words_wait_for_two_more_words(encoder_online):
+    stream = Detector.open(encoder_online).stream()  # words="content": a name may still grow
+    assert stream.feed("Marie Curie was") == []
+    assert [w["word"] for w in stream.feed("Marie Curie was born ")] == ["Marie Curie"]
+    assert [w["word"] for w in stream.feed("Marie Curie was born in Warsaw", final=True)] == ["born", "Warsaw"]
 
 
 def test_feeding_a_text_that_changed_or_a_finished_stream_is_refused(encoder_online):
     stream = Detector.open(encoder_online).stream()
     stream.feed("Marie Curie was born in Warsaw")
-    with pytest.raises(ValueError, match="first 20 characters changed"):
+    with pytest.raises(ValueError, match="first 11 characters changed"):
         stream.feed("Pierre Curie was born in Warsaw and Paris")
     stream.feed("Marie Curie was born in Warsaw.", final=True)
     with pytest.raises(ValueError, match="final=True already"):

@@ -159,7 +159,7 @@ def test_encoder_judge_scores_all_rows_together_as_one_by_one_and_as_score(encod
     from hades_ray.score.words import find_targets
 
     judge = open_judge(str(encoder), 0.5, "all", lang=ENGLISH)
-    assert type(judge).__name__ == "EncoderJudge"
+    assert type(judge).__name__ == "ViewJudge"
     texts = [p + " and then the river flows north past three old mills to the sea" for p in PROMPTS]
     requests = [(k, t[: t.rindex(" ")], t[t.rindex(" ") :]) for k, t in enumerate(texts)]
     requests += [(k, t[: t.index(" then")], " then river") for k, t in enumerate(texts)]
