@@ -231,28 +231,3 @@ def write_results(name: str, report, markdown: str | None = None) -> None:
         markdown = f"{title}\n\n{stamp}\n{sep}{rest}" if title.startswith("# ") else f"{stamp}\n\n{markdown}"
         storage.write(RESULTS / f"{name}.md", markdown)
         print(markdown)
-
-
-def learnability_files(config, work: Path, docs: int, shares: dict[str, float], pool: Path | None = None) -> dict:
-    """Labelled instances without human labels (replaced spans 1, untouched content words 0) of ``pool``,
-    else of the first ``docs`` enwiki leads perturbed into work/perturb (unless done), split by document
-    in ``shares`` and written to work/NAME.jsonl: their ``paths``, counts (``instances``) and, when the
-    perturbation ran now, its ``perturb_seconds``."""
-    from hades_ray.train.learnability import pool_instances, split_by_doc
-    from hades_ray.io.hades_format import write_instances
-    from hades_ray.perturb.runner import run_perturb
-    from hades_ray.pipeline.executor import Executor
-    from hades_ray.pipeline.laps import Laps
-
-    out: dict = {}
-    if pool is None:
-        pool = work / "perturb" / "pool"
-        if not pool.is_dir():
-            laps = Laps()
-            run_perturb(config, ENWIKI, work / "perturb", limit=docs, executor=Executor.of(config.ray, force=True))
-            out["perturb_seconds"] = laps.lap()
-    instances = pool_instances(pool, seed=config.seed, language=config.lang)
-    parts = split_by_doc(instances, tuple(shares.values()), seed=config.seed)
-    out["paths"] = [write_instances(part, work / f"{name}.jsonl") for part, name in zip(parts, shares)]
-    out["instances"] = {name: len(part) for name, part in zip(shares, parts)}
-    return out

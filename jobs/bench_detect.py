@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hades_ray.pipeline import storage
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
-from jobs.bench_common import RESULTS, kit_or_micro, learnability_files, machine_words, write_results
+from hades_ray.train.learnability import learnability_files
+from jobs.bench_common import ENWIKI, RESULTS, kit_or_micro, machine_words, write_results
 
 
 def plain_loop(config, rows: list[dict], threads: int) -> float:
@@ -84,7 +85,7 @@ def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
     from hades_ray.detect.score_job import evaluate_file
     from hades_ray.train.fit import train_detector
 
-    data = learnability_files(config, work, docs, {"train": 0.7, "valid": 0.1, "test": 0.2}, pool_dir)
+    data = learnability_files(config, work, ENWIKI, docs, {"train": 0.7, "valid": 0.1, "test": 0.2}, pool_dir)
     train, valid, test = data["paths"]
     out = {"instances": data["instances"], "metrics": {}, "seconds": {}}
     for detector, mode in (

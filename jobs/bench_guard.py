@@ -49,6 +49,7 @@ from hades_ray.pipeline import storage
 from hades_ray.detect.synthetic import random_detector
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
+from hades_ray.train.learnability import learnability_files
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prompts (ENWIKI)
 from jobs.bench_common import (
     ENWIKI,
@@ -57,7 +58,6 @@ from jobs.bench_common import (
     Sampler,
     command_line,
     kit_or_micro,
-    learnability_files,
     machine_words,
     write_results,
 )
@@ -79,30 +79,6 @@ NAMES |= {"small_scored": "small causal: judge only", "small_guarded": "small ca
 TIMES = ("seconds", "cpu_seconds", "generator_forward_seconds", "judge_forward_seconds")
 
 
-def held_out_prompts(nlp, skip: int, count: int, fits) -> tuple[list[dict], int]:
-    """First two sentences of ``count`` leads after line ``skip``, in the kit's held-out split, whose
-    prompt ``fits`` the generator's context with the new tokens; also how many did not fit."""
-    from hades_ray.models.kit import is_heldout
-
-    prompts, too_long = [], 0
-    with ENWIKI.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle):
-            record = json.loads(line)
-            if number < skip or not is_heldout(str(record["id"])):
-                continue
-            sentences = [s.text.strip() for s in nlp(record["text"][:2000]).sents]
-            if len(sentences) < 3:  # a lead with nothing to say beyond the prompt
-                continue
-            prompt = " ".join(sentences[:2])
-            if fits(prompt):
-                prompts.append({"id": record["id"], "prompt": prompt})
-            else:
-                too_long += 1
-            if len(prompts) == count:
-                break
-    return prompts, too_long
-
-
 def trained_detectors(config, work: Path, docs: int) -> dict:
     """The detectors of an earlier run kept in ``work`` (same leads), else those missing trained now into
     it on the labelled instances of ``docs`` perturbed leads (unless done): the two online judges and the
@@ -115,7 +91,7 @@ def trained_detectors(config, work: Path, docs: int) -> dict:
     missing = [n for n in DETECTORS if n not in kept or not Path(kept[n]["dir"], "detector.json").is_file()]
     if not missing:
         return kept | {"reused_from": str(work)}
-    data = learnability_files(config, work, docs, {"train": 0.8, "valid": 0.2})
+    data = learnability_files(config, work, ENWIKI, docs, {"train": 0.8, "valid": 0.2})
     detectors = kept | {key: data[key] for key in ("perturb_seconds", "instances") if key in data}
     causal = copy.deepcopy(config)
     causal.detect.backbone = config.models.causal_lm
@@ -139,7 +115,7 @@ def run_arms(model, tokenizer, judges: dict, prompts: list[str], sampling, args)
     ``args.repeats`` times in turn (a shared machine's speed drifts): the times are each arm's medians,
     the rest the first run's, and ``same_each_time`` says whether every run gave the same tokens."""
     arms: dict = {}
-    clocks = (ForwardClock(model), {name: ForwardClock(j.model.backbone) for name, j in judges.items()})
+    clocks = (ForwardClock(model), {name: ForwardClock(j.scorer.model.backbone) for name, j in judges.items()})
     for _ in range(args.repeats):
         for arm in ARMS:
             if arm == "small_guarded":
@@ -557,6 +533,7 @@ def main(argv=None) -> int:
 
     from hades_ray.config import load_config
     from hades_ray.guard.stages import context_limit
+    from hades_ray.models.kit import heldout_prompts
     from hades_ray.models.registry import load_causal_lm
     from hades_ray.plan.machine import machine_facts
     from hades_ray.ray_runtime import init_ray
@@ -585,7 +562,7 @@ def main(argv=None) -> int:
     limit = (context_limit(model) or 10**9) - args.max_new_tokens
     fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
     nlp = load_pipeline(config.language, config.spacy_model)
-    prompts, too_long = held_out_prompts(nlp, args.train_docs, args.prompts, fits)
+    prompts, too_long = heldout_prompts(ENWIKI, nlp, args.train_docs, args.prompts, fits)
     with storage.scratch_folder("bench_guard_") as tmp:
         work = Path(args.workdir) if args.workdir else tmp
         storage.makedirs(work)
@@ -628,8 +605,8 @@ def lr_agreement(judge, lr_dir: str, config, texts: list[tuple[str, str]], p_onl
 
 def measure(args, config, prompts: list[dict], detectors: dict, generator) -> dict:
     from hades_ray.detect.detector import Detector
-    from hades_ray.detect.incremental import CausalJudge
-    from hades_ray.guard.judge import EncoderJudge, score_differences
+    from hades_ray.detect.incremental import CausalJudge, ViewJudge
+    from hades_ray.guard.judge import score_differences
     from hades_ray.guard.sampling import Sampling, prepare_tokenizer
     from hades_ray.guard.text import TokenText
 
@@ -640,11 +617,11 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     def scorer(name: str):
         return Detector.open(detectors[name]["dir"]).scorer("online", stride=stride)
 
-    judge = EncoderJudge(scorer("online"), args.threshold, "content", lang=config.lang)
+    judge = ViewJudge(scorer("online"), args.threshold, "content", lang=config.lang)
     judges = {
         "online": judge,
         "causal": CausalJudge(scorer("causal"), args.threshold, "content", lang=config.lang),
-        "causal_word": EncoderJudge(scorer("causal"), args.threshold, "content", lang=config.lang),
+        "causal_word": ViewJudge(scorer("causal"), args.threshold, "content", lang=config.lang),
         "small": CausalJudge(scorer("small"), 0.5, "content", lang=config.lang),
     }
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
@@ -699,7 +676,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
         "small_threshold": judges["small"].threshold,
         "threshold": judge.threshold,
         "causal_threshold": judges["causal"].threshold,
-        "judge_window": judge.window,
+        "judge_window": judge.scorer.window,
         "causal_window": judges["causal"].window,
         "causal_stride": judges["causal"].stride,
         "threshold_source": "--threshold" if args.threshold is not None else "stored in the detector folder",

@@ -1,8 +1,7 @@
 """One device check (``make device-check``): the figures that say whether the perturbation job meets its
 budget on the device at hand, in one run.
 
-On a CUDA device, with paper-sized models (BERT-base and GPT-2 built from their configurations, random
-weights: speed does not depend on the weights) in bfloat16:
+On a CUDA device, with paper-sized random-weight models in bfloat16 (hades_ray/plan/device.py):
 
 1. REPLACE and RANK tokens/s (``hades_ray/plan/measure.py``, the job's own functions on the demo
    leads' real model inputs);
@@ -13,9 +12,8 @@ weights: speed does not depend on the weights) in bfloat16:
    whole job, in-process, on the device): their pool rows must be the same bytes;
 5. the plan's device-hours for 1M perturbed segments from those figures (``hades_ray/plan/budget.py``).
 
-On a CPU the same steps run with the micro models of the tests (in under 2 minutes: 1 s of measuring
-per stage, 4 candidates per lead in the identity check): the figures then check the path, not the
-speed. The models are built into a temporary folder, nothing is downloaded.
+On a CPU the same steps run with the tests' micro models (in under 2 minutes: 1 s of measuring per
+stage, 4 candidates per lead in the identity check): the figures then check the path, not the speed.
 """
 
 from __future__ import annotations
@@ -29,52 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.laps import Laps
+from hades_ray.plan.device import SEGMENTS, build_models, check_config, identity, nvml_reader, segments_plan
 from jobs.bench_common import ForwardClock, Sampler
 
-SEGMENTS = 1_000_000  # the paper's pool: 1M perturbed segments
 CPU_IDENTITY_CANDIDATES = 4  # per lead in the identity check on a CPU (the preset's 20 on CUDA)
-
-
-def nvml_reader():
-    """A function that reads GPU 0's utilisation (percent) from NVML; None without pynvml or NVML."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-    except Exception:  # noqa: BLE001 - no pynvml or no NVML: the CUDA events' figure stands alone
-        return None
-    return lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
-
-
-def build_models(folder: Path, device: str) -> tuple[str, str]:
-    """Model folders for the check: the tests' micro models, or on CUDA paper-sized random-weight
-    models with the same tokenizers (the paper's models would need a download)."""
-    from hades_ray.models.micro import build_micro_kit
-
-    models = build_micro_kit(folder)
-    if device.startswith("cuda"):
-        from hades_ray.plan.measure import paper_sized_models
-
-        import torch
-
-        mlm, lm = paper_sized_models("cpu", torch.float32)
-        storage.save_pretrained(mlm, models / "mlm")
-        storage.save_pretrained(lm, models / "gpt2")
-    return str(models / "mlm"), str(models / "gpt2")
-
-
-def check_config(mlm: str, lm: str, device: str, candidates: int | None = None):
-    """The local preset on these models (with ``candidates`` per lead where given); on CUDA both model
-    stages in bfloat16 on the device."""
-    from hades_ray.config import load_config
-
-    overrides = [f"models.mlm={mlm}", f"models.causal_lm={lm}"]
-    overrides += [f"perturb.rank.num_candidates={candidates}"] if candidates else []
-    if device.startswith("cuda"):
-        overrides += ["perturb.replace.dtype=bfloat16", "perturb.rank.dtype=bfloat16"]
-        overrides += [f"perturb.resources.{stage}.num_gpus=1" for stage in ("replace", "rank")]
-    return load_config("local", overrides=overrides)
 
 
 def throughput(config, device: str, docs: int, seconds: float) -> tuple[dict, object]:
@@ -96,61 +52,6 @@ def throughput(config, device: str, docs: int, seconds: float) -> tuple[dict, ob
     samples = utilisation.samples
     measured["replace"]["nvml_utilisation"] = round(sum(samples) / len(samples) / 100, 3) if nvml else None
     return measured, counts
-
-
-def identity(config, workdir: Path, docs: int, alone: int) -> dict:
-    """Perturb the first ``docs`` demo leads, then the first ``alone`` of the documents that run kept,
-    alone (their leads as a JSONL input, read by the job's own reader): each one's pool row must be
-    the same bytes both times (the whole job, in-process, on the device the config names). A pool
-    row's ``shard`` and ``row`` say where the lead sat in its input, so they are left out."""
-    from hades_ray.io.demo_corpus import read_demo_records
-
-    inside = _pool_rows(config, "demo", workdir / "inside", docs)
-    chosen = sorted(inside.values(), key=lambda r: r["row"])[:alone]
-    records, leads = read_demo_records(), workdir / "alone.jsonl"  # a demo lead's row is its record's index
-    storage.write(leads, "".join(json.dumps(records[r["row"]]) + "\n" for r in chosen))
-    by_itself = _pool_rows(config, str(leads), workdir / "alone", None)
-    same = [r["doc_id"] for r in chosen if _content(by_itself.get(r["doc_id"])) == _content(r)]
-    return {
-        "documents": len(chosen),
-        "identical": len(same),
-        "byte_identical": bool(chosen) and len(same) == len(chosen),
-        "doc_ids": [r["doc_id"] for r in chosen],
-    }
-
-
-def _pool_rows(config, source: str, output: Path, limit: int | None) -> dict[str, dict]:
-    """The perturbation job's pool rows for ``source`` (in this process), by document id."""
-    import pyarrow.parquet as pq
-
-    from hades_ray.perturb.runner import run_perturb
-    from hades_ray.pipeline.executor import Executor
-
-    run_perturb(config, source, output, limit=limit, executor=Executor(kind="local"))
-    return {r["doc_id"]: r for r in pq.read_table(output / "pool").to_pylist()}
-
-
-def _content(row: dict | None) -> str | None:
-    """A pool row as bytes, without where its lead sat in the input."""
-    if row is None:
-        return None
-    return json.dumps({k: v for k, v in row.items() if k not in ("shard", "row")}, sort_keys=True)
-
-
-def plan(counts, measured: dict, device: str) -> dict:
-    """Device-hours for the paper's 1M perturbed segments from the measured tokens/s."""
-    from hades_ray.plan.budget import Throughput, make_plan
-
-    kind = "GPU" if device.startswith("cuda") else "CPU core"
-    rates = Throughput(
-        measured["replace"]["tokens_per_s"],
-        measured["rank"]["tokens_per_s"],
-        counts.read / max(counts.prepare_seconds, 1e-6),
-        f"jobs/device_check.py on {measured['device']}",
-        kind,
-    )
-    result = make_plan(counts, rates, devices=1, perturbed_docs=SEGMENTS)
-    return {key: result[key] for key in ("device_kind", "replace_device_hours", "rank_device_hours", "device_hours")}
 
 
 def main(argv=None) -> int:
@@ -193,13 +94,8 @@ def main(argv=None) -> int:
         candidates = args.identity_candidates or (None if device == "cuda" else CPU_IDENTITY_CANDIDATES)
         same = identity(check_config(*models, device, candidates), Path(tmp), args.docs, args.alone)
         laps.lap("identity")
-    result = {
-        "machine": machine,
-        "device": measured["device"],
-        "measured": measured,
-        "identity": same,
-        "plan_1m_segments": plan(counts, measured, device),
-    }
+    result = {"machine": machine, "device": measured["device"], "measured": measured, "identity": same}
+    result["plan_1m_segments"] = segments_plan(counts, measured, device)
     result["seconds"], result["step_seconds"] = round(laps.total(), 1), laps.laps
     report(result)
     if args.output:

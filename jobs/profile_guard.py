@@ -44,8 +44,8 @@ def main(argv=None) -> int:
     from hades_ray.guard.stages import context_limit
     from hades_ray.models.registry import load_causal_lm
     from hades_ray.text.pipeline import load_pipeline
-    from jobs.bench_common import ForwardClock
-    from jobs.bench_guard import held_out_prompts
+    from hades_ray.models.kit import heldout_prompts
+    from jobs.bench_common import ENWIKI, ForwardClock
 
     torch.set_num_threads(1)
     config = load_config()
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     limit = context_limit(model) - args.new_tokens
     fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
     nlp = load_pipeline(config.language, config.spacy_model)
-    prompts = [p["prompt"] for p in held_out_prompts(nlp, 60, args.prompts, fits)[0]]
+    prompts = [p["prompt"] for p in heldout_prompts(ENWIKI, nlp, 60, args.prompts, fits)[0]]
     scorer = Detector.open(args.detector).scorer("online", stride=args.stride or config.score.stride)
     judge = CausalJudge(scorer, None, "content", lang=config.lang)
     sampling = Sampling(max_new_tokens=args.new_tokens, top_k=50, no_end=True)

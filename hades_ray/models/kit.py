@@ -105,3 +105,27 @@ def demo_split(fraction: float = HELDOUT_FRACTION) -> tuple[list[str], list[str]
     from hades_ray.io.demo_corpus import read_demo_records
 
     return split_texts(read_demo_records(), fraction)
+
+
+def heldout_prompts(path: str | Path, nlp, skip: int, count: int, fits) -> tuple[list[dict], int]:
+    """Prompts the kit's generator never trained on: the first two sentences (``nlp``'s) of ``count``
+    held-out records of a JSONL file after line ``skip``, whose prompt ``fits`` (the generator's context
+    with its new tokens); records of fewer than three sentences have nothing to say beyond the prompt.
+    Also how many did not fit."""
+    prompts, too_long = [], 0
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle):
+            record = json.loads(line)
+            if number < skip or not is_heldout(str(record["id"])):
+                continue
+            sentences = [s.text.strip() for s in nlp(record["text"][:2000]).sents]
+            if len(sentences) < 3:
+                continue
+            prompt = " ".join(sentences[:2])
+            if fits(prompt):
+                prompts.append({"id": record["id"], "prompt": prompt})
+            else:
+                too_long += 1
+            if len(prompts) == count:
+                break
+    return prompts, too_long

@@ -95,3 +95,42 @@ def split_by_doc(instances: list[Instance], fractions=(0.7, 0.1, 0.2), seed: int
         u = int.from_bytes(digest[:8], "big") / 2**64
         parts[next(i for i, b in enumerate(bounds) if u < b or i == len(bounds) - 1)].append(inst)
     return parts
+
+
+def learnability_files(config, work: Path, source, docs: int, shares: dict[str, float], pool=None) -> dict:
+    """The labelled instances of ``pool``, else of the first ``docs`` records of ``source`` perturbed into
+    work/perturb (unless done), split by document in ``shares`` and written to work/NAME.jsonl: their
+    ``paths``, counts (``instances``) and, when the perturbation ran now, its ``perturb_seconds``."""
+    from hades_ray.io.hades_format import write_instances
+    from hades_ray.perturb.runner import run_perturb
+    from hades_ray.pipeline.executor import Executor
+    from hades_ray.pipeline.laps import Laps
+
+    out: dict = {}
+    if pool is None:
+        pool = work / "perturb" / "pool"
+        if not pool.is_dir():
+            laps = Laps()
+            run_perturb(config, source, work / "perturb", limit=docs, executor=Executor.of(config.ray, force=True))
+            out["perturb_seconds"] = laps.lap()
+    instances = pool_instances(pool, seed=config.seed, language=config.lang)
+    parts = split_by_doc(instances, tuple(shares.values()), seed=config.seed)
+    out["paths"] = [write_instances(part, work / f"{name}.jsonl") for part, name in zip(parts, shares)]
+    out["instances"] = {name: len(part) for name, part in zip(shares, parts)}
+    return out
+
+
+def swapped_word_instances(texts: list[str], n: int, seed: int) -> list[Instance]:
+    """``n`` instances cut from ``texts`` of 12 words or more (the first 120 words of one): a random word as
+    the span, replaced by a word of another text (label 1) in every other instance. The labels are
+    synthetic; the texts and their lengths are real, which is what a speed measure depends on."""
+    rng = random.Random(seed)
+    leads = [words for words in (t.split() for t in texts) if len(words) >= 12]
+    out = []
+    for i in range(n):
+        words = list(rng.choice(leads))[:120]
+        start = rng.randrange(len(words))
+        if i % 2:
+            words[start] = rng.choice(rng.choice(leads))
+        out.append(Instance(words=words, start=start, end=start, label=i % 2, extra={"id": f"wiki-{i}"}))
+    return out

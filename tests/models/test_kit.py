@@ -361,3 +361,23 @@ def test_the_masked_lm_keeps_its_pretrained_embeddings_and_starts_its_bias_at_un
     pretrained = AutoModel.from_pretrained(str(micro_encoder)).embeddings.word_embeddings.weight
     assert torch.equal(model.bert.embeddings.word_embeddings.weight, pretrained)  # frozen, and so the tied output
     assert not torch.equal(model.cls.predictions.bias, bias)  # the bias still learns
+
+
+def test_heldout_prompts_take_two_sentences_of_heldout_records_after_the_skip(tmp_path):
+    import json
+
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    ids = [f"r{k}" for k in range(400)]
+    held = [i for i in ids if kit.is_heldout(i)]
+    records = [{"id": i, "text": "One is here. Two is there. Three ends it."} for i in ids]
+    records[ids.index(held[2])]["text"] = "Only one sentence."
+    path = tmp_path / "leads.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    skip = ids.index(held[1])  # the first held-out record is skipped
+    prompts, too_long = kit.heldout_prompts(path, nlp, skip, 2, lambda p: True)
+    assert [p["id"] for p in prompts] == [held[1], held[3]] and too_long == 0
+    assert {p["prompt"] for p in prompts} == {"One is here. Two is there."}
+    assert kit.heldout_prompts(path, nlp, 0, 2, lambda p: False) == ([], len(held) - 1)

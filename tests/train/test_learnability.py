@@ -51,3 +51,29 @@ def test_labels_from_pool(tmp_path):
     docs = [{i.extra["doc_id"] for i in part} for part in (train, valid, test)]
     assert not (docs[0] & docs[1]) and not (docs[0] & docs[2]) and not (docs[1] & docs[2])
     assert sum(map(len, (train, valid, test))) == len(instances)
+
+
+def test_learnability_files_split_a_pool_by_document_into_named_files(tmp_path):
+    from pathlib import Path
+
+    from hades_ray.config import load_config
+    from hades_ray.train.learnability import learnability_files
+
+    config = load_config("local")
+    out = learnability_files(config, tmp_path, None, 0, {"train": 0.5, "valid": 0.5}, pool=_pool(tmp_path))
+    assert [Path(p).name for p in out["paths"]] == ["train.jsonl", "valid.jsonl"]
+    assert sum(out["instances"].values()) == 12 and "perturb_seconds" not in out
+    written = [len(Path(p).read_text().splitlines()) for p in out["paths"]]
+    assert written == [out["instances"]["train"], out["instances"]["valid"]]
+
+
+def test_swapped_word_instances_alternate_labels_and_keep_the_texts_words():
+    from hades_ray.train.learnability import swapped_word_instances
+
+    texts = [" ".join(f"w{d}_{k}" for k in range(15)) for d in range(4)] + ["too short"]
+    made = swapped_word_instances(texts, 6, seed=1)
+    assert [i.label for i in made] == [0, 1, 0, 1, 0, 1] and made == swapped_word_instances(texts, 6, seed=1)
+    for inst in made:
+        doc = inst.words[0].split("_")[0]
+        assert len(inst.words) == 15 and inst.start == inst.end
+        assert inst.label == 1 or inst.words[inst.start].startswith(doc)  # an untouched word is its text's own
