@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,33 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
 from hades_ray.detect.synthetic import random_detector
-from jobs.bench_common import (
-    ROOT,
-    command_line,
-    kit_or_micro,
-    machine_words,
-    offline_env,
-    peak_rss_mib,
-    scratch,
-    texts_file,
-    write_results,
-)
-
-
-def run_cli(detector: str, data: Path, out: Path) -> dict:
-    command = [sys.executable, "-m", "hades_ray.cli", "score", "--model", detector, "--input", str(data)]
-    laps = Laps()
-    subprocess.run(
-        [*command, "--output", str(out), "--executor", "local"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        env=offline_env(PYTHONPATH=str(ROOT)),
-    )
-    wall = laps.lap()
-    summary = json.loads((out / "summary.json").read_text())
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    job = (summary.get("timings") or {}).get("wall_seconds") or summary.get("wall_seconds")
-    return {"wall_s": round(wall, 2), "job_s": job, "peak_rss_mib": round(peak, 1), "texts": summary["scored_texts"]}
+from jobs.bench_common import job_command, kit_or_micro, machine_words, peak_rss_mib, scratch, score_cli, texts_file
+from jobs.bench_common import write_results
 
 
 def run_api(detector: str, texts: list[str], expected: list[dict]) -> tuple[dict, object]:
@@ -99,14 +72,9 @@ def run_stream(det, openings: list[str], tokens: int) -> dict:
             words += len(stream.feed(so_far, final=k == len(ids)))
             per_token.append((time.perf_counter() - began) * 1000)
     ms = np.array(per_token)
-    return {
-        "prompts": len(openings),
-        "tokens": int(ms.size),
-        "words": words,
-        "ms_per_token_median": round(float(np.median(ms)), 2),
-        "ms_per_token_mean": round(float(ms.mean()), 2),
-        "ms_per_token_p90": round(float(np.percentile(ms, 90)), 2),
-    }
+    figures = {"median": np.median(ms), "mean": ms.mean(), "p90": np.percentile(ms, 90)}
+    out = {"prompts": len(openings), "tokens": int(ms.size), "words": words}
+    return out | {f"ms_per_token_{name}": round(float(value), 2) for name, value in figures.items()}
 
 
 def main(argv=None) -> None:
@@ -128,22 +96,16 @@ def main(argv=None) -> None:
     records = read_demo_records()
     texts = [r["text"] for r in records[: args.texts]]
     data = texts_file(texts, work / "texts.jsonl")
-    cli = run_cli(detector, data, work / "cli")
+    cli = score_cli(detector, data, work / "cli")
     expected = [json.loads(line) for line in (work / "cli" / "scores.jsonl").read_text().splitlines()]
     api, det = run_api(detector, texts, expected)
-    cli_after = run_cli(detector, data, work / "cli-after")  # the machine's load moves: score again after
+    cli_after = score_cli(detector, data, work / "cli-after")  # the machine's load moves: score again after
     openings = [" ".join(r["text"].split()[:8]) for r in records[args.texts : args.texts + args.prompts]]
     stream = run_stream(det, openings, args.tokens)
     models = "the offline kit's GPT-2 (local:gpt2)" if kit else "the micro random-weight GPT-2 (kit not built)"
-    report = {
-        "command": command_line("bench_api.py", argv),
-        "machine": machine_words({}),
-        "detector": f"online span classifier on {models}, random head, window 160, content words",
-        "score_cli": cli,
-        "score_cli_after": cli_after,
-        "score_api": api,
-        "stream": stream,
-    }
+    report = {"command": job_command(), "machine": machine_words({}), "score_cli": cli, "score_cli_after": cli_after}
+    report |= {"detector": f"online span classifier on {models}, random head, window 160, content words"}
+    report |= {"score_api": api, "stream": stream}
     print(json.dumps(report))  # the figures, whatever happens to the page
     write_results("bench_api", report, markdown(report))
 

@@ -180,9 +180,60 @@ def child_result(command: list[str], **run) -> dict:
     return json.loads(lines[-1].removeprefix("RESULT "))
 
 
-def command_line(script: str, argv: list[str] | None = None) -> str:
-    """How this run was started, for the results: ``python jobs/SCRIPT`` and its arguments."""
-    return f"python jobs/{script} " + " ".join(sys.argv[1:] if argv is None else argv)
+# A job's function run in a fresh process: jobs/ from this checkout (bench_common imports no hades_ray), then
+# off the path again, so that hades_ray comes from the code root the child runs in (its cwd and PYTHONPATH).
+_CALL = """import json, runpy, sys
+root, script, name, args = sys.argv[1:]
+sys.path.insert(0, root); import jobs.bench_common as common; sys.path.remove(root)
+common.print_result(runpy.run_path(script)[name](*json.loads(args)))"""
+
+
+def child_command(function, *args) -> list[str]:
+    """The command that runs ``function(*args)`` (a module-level function of a job; JSON arguments) in a
+    fresh process and prints its figures for ``child_result``."""
+    script = sys.modules[function.__module__].__file__
+    return [sys.executable, "-c", _CALL, str(ROOT), str(Path(script).resolve()), function.__name__, json.dumps(args)]
+
+
+def in_child(function, *args, code: Path | str = ROOT, env: dict | None = None, **run) -> dict:
+    """``function(*args)`` in a fresh process (its peak memory its own) with the hades_ray of ``code`` (this
+    checkout, or a worktree of an older commit): what it returns (``run``: ``subprocess.run``'s arguments)."""
+    env = {**(env or offline_env()), "PYTHONPATH": str(code)}
+    return child_result(child_command(function, *args), env=env, cwd=str(code), **run)
+
+
+def worktree(commit: str) -> Path:
+    """A git worktree of ``commit`` under the temporary folder (made once): the code a before arm runs."""
+    folder = Path(os.environ.get("TMPDIR") or "/tmp") / f"hades_ray_at_{commit[:12]}"
+    if not (folder / "hades_ray").is_dir():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder), commit], check=True)
+    return folder
+
+
+def measured(fn, every: float = 0.5) -> dict:
+    """``fn()``'s figures with its wall seconds and the peak memory of this process and its children (Ray's
+    workers), sampled every ``every`` seconds."""
+    began = time.perf_counter()
+    with Sampler(lambda: tree_rss_mib(os.getpid()), every=every) as memory:
+        extra = fn() or {}
+    return {"wall_s": round(time.perf_counter() - began, 1), "peak_rss_mib": round(memory.peak), **extra}
+
+
+def score_cli(detector: str, data: Path, out: Path) -> dict:
+    """One ``hades-ray score --executor local`` process over ``data`` (no Ray start-up: the fastest way to run
+    the job on a small machine): its texts, wall seconds end to end, the job's own (its summary) and the
+    peak memory of this process's children so far."""
+    command = [sys.executable, "-m", "hades_ray.cli", "score", "--model", detector, "--input", str(data)]
+    began = time.perf_counter()
+    env = offline_env(PYTHONPATH=str(ROOT))
+    subprocess.run(
+        [*command, "--output", str(out), "--executor", "local"], check=True, stdout=subprocess.DEVNULL, env=env
+    )
+    wall = time.perf_counter() - began
+    summary = json.loads((out / "summary.json").read_text())
+    job = (summary.get("timings") or {}).get("wall_seconds") or summary.get("wall_seconds")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"texts": summary["scored_texts"], "wall_s": round(wall, 2), "job_s": job, "peak_rss_mib": round(peak, 1)}
 
 
 def machine_words(report: dict) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # after PYTHONPATH: a child runs the base's code
 
-from jobs.bench_common import ROOT, child_result, command_line, peak_rss_mib, print_result, write_results  # noqa: E402
+from jobs.bench_common import ROOT, in_child, job_command, peak_rss_mib, worktree, write_results  # noqa: E402
 
 DIGEST = "bench-driver-v1"
 VIEWS = ("instances", "quarantine")
@@ -75,8 +75,8 @@ def fabricate(output: str, n: int) -> None:
         storage.concatenate([f"{output}/{view}/part-{k:05d}.jsonl" for k in range(n)], f"{output}/{view}.jsonl")
 
 
-def child(output: str, n: int) -> None:
-    """One rerun, timed in this process (the code on PYTHONPATH: this checkout's or the base's)."""
+def child(output: str, n: int) -> dict:
+    """One rerun, timed in this process (``in_child``: this checkout's code or the base's)."""
     import functools
 
     import boto3  # noqa: F401  imports are start-up, not the driver's passes: the new engine's lock uses it
@@ -91,22 +91,12 @@ def child(output: str, n: int) -> None:
     summary = Executor(kind="local").run(job)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert summary["shards"] == {"total": n, "processed_now": 0, "skipped_finished": n}, summary["shards"]
-    print_result({"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "peak_rss_mib": round(peak_rss_mib(), 1)})
-
-
-def base_worktree(commit: str) -> Path:
-    """A git worktree of ``commit`` under /tmp (made once), whose hades_ray is the old engine."""
-    folder = Path("/tmp") / f"hades_ray_base_{commit[:12]}"
-    if not (folder / "hades_ray").is_dir():
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder), commit], check=True)
-    return folder
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "peak_rss_mib": round(peak_rss_mib(), 1)}
 
 
 def rerun(code: Path, output: str, n: int, timeout: float) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    command = [sys.executable, str(ROOT / "jobs" / "bench_driver.py"), "--child", output, "--shards", str(n)]
     try:
-        return child_result(command, env=env, cwd=str(code), timeout=timeout)
+        return in_child(child, output, n, code=code, env=dict(os.environ), timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"wall_s": None, "timed_out_after_s": timeout}
     except RuntimeError as error:  # recorded, not hidden: the page shows the rerun failed and why
@@ -120,16 +110,12 @@ def main() -> None:
     parser.add_argument("--base", default="61c304a", help="the commit whose engine is the 'before'")
     parser.add_argument("--before-sizes", default="1000,10000", help="sizes also rerun with the base's engine")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a rerun may take before it is stopped")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--shards", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        return child(args.child, args.shards)
     from tests.pipeline.s3_local import moto_server, s3_env
 
     sizes = [args.small, *(int(s) for s in args.sizes.split(","))]
     before_sizes = {args.small, *(int(s) for s in args.before_sizes.split(",") if s)}
-    base = base_worktree(args.base)
+    base = worktree(args.base)
     rows = []
     with moto_server() as port:
         os.environ.update(s3_env(port))
@@ -146,7 +132,7 @@ def main() -> None:
             row["after"] = min(tries, key=lambda r: r["wall_s"] if r["wall_s"] is not None else float("inf"))
             rows.append(row)
             print(json.dumps(row), flush=True)
-    report = {"command": command_line("bench_driver.py"), "base": args.base, "rows": rows}
+    report = {"command": job_command(), "base": args.base, "rows": rows}
     write_results("bench_driver", report, markdown(report, args.small))
 
 

@@ -24,15 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage  # noqa: E402
-from hades_ray.pipeline.laps import Laps  # noqa: E402
-from jobs.bench_common import ENWIKI, OFFLINE, Sampler, command_line, tree_rss_mib, write_results  # noqa: E402
+from jobs.bench_common import ENWIKI, OFFLINE, job_command, measured, write_results  # noqa: E402
 
 ARMS = (("reuse", "detect.reuse_frozen=true"), ("no_reuse", "detect.reuse_frozen=false"))
 SPACE = """\
@@ -45,29 +43,11 @@ detect.freeze: all
 
 
 def wiki_instances(n: int, seed: int, source: Path = ENWIKI) -> list:
-    """``n`` instances from the enwiki leads: a random word of a lead as the span, replaced by a word of
-    another lead (H) in every other instance."""
-    from hades_ray.io.hades_format import Instance
+    """``n`` instances cut from the first ``4 n`` enwiki leads (``swapped_word_instances``)."""
+    from hades_ray.train.learnability import swapped_word_instances
 
-    rng = random.Random(seed)
-    leads = [json.loads(line)["text"].split() for line in source.read_text(encoding="utf-8").splitlines()[: 4 * n]]
-    leads = [w for w in leads if len(w) >= 12]
-    out = []
-    for i in range(n):
-        words = list(rng.choice(leads))[:120]
-        start = rng.randrange(len(words))
-        if i % 2:
-            words[start] = rng.choice(rng.choice(leads))
-        out.append(Instance(words=words, start=start, end=start, label=i % 2, extra={"id": f"wiki-{i}"}))
-    return out
-
-
-def measured(fn) -> dict:
-    """``fn()``'s wall seconds and the peak memory of this process and its children (Ray's workers)."""
-    laps = Laps()
-    with Sampler(lambda: tree_rss_mib(os.getpid()), every=0.5) as memory:
-        extra = fn() or {}
-    return {"wall_s": round(laps.lap(), 1), "peak_rss_mib": round(memory.peak), **extra}
+    lines = source.read_text(encoding="utf-8").splitlines()[: 4 * n]
+    return swapped_word_instances([json.loads(line)["text"] for line in lines], n, seed)
 
 
 def bench_tune(work: Path, args) -> dict:
@@ -338,7 +318,7 @@ def main(argv=None) -> int:
     storage.makedirs(work)
     if set(args.what.split(",")) - {"heads"}:
         _start_ray()
-    report = {"command": command_line("bench_frozen.py", argv), "machine": f"{os.cpu_count()} cores, CPU only"}
+    report = {"command": job_command(), "machine": f"{os.cpu_count()} cores, CPU only"}
     for what in args.what.split(","):
         run = {"tune": bench_tune, "heads": bench_heads, "rounds": bench_rounds, "tables": bench_tables}[what]
         report[what] = run(work, args)

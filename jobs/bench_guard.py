@@ -56,7 +56,7 @@ from jobs.bench_common import (
     RESULTS,
     ForwardClock,
     Sampler,
-    command_line,
+    job_command,
     kit_or_micro,
     machine_words,
     write_results,
@@ -572,7 +572,7 @@ def main(argv=None) -> int:
     report |= {"note": note, "train_docs": args.train_docs, "detectors": detectors, "seed": args.seed}
     report["machine"] = machine  # read before the arms ran
     report["prompts_skipped_too_long"] = too_long
-    report["command"] = command_line("bench_guard.py", argv)
+    report["command"] = job_command()
     report["wall_seconds"] = laps.lap()
     report["reading"] = reading(report)
     report["label"] = args.label

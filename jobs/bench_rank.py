@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline.steps import digest_of  # noqa: E402
-from jobs.bench_common import ROOT, Sampler, command_line, kit_or_micro, write_results  # noqa: E402
+from jobs.bench_common import ROOT, Sampler, job_command, kit_or_micro, write_results  # noqa: E402
 
 
 def candidates(docs: int, work: Path) -> list[dict]:
@@ -74,19 +74,6 @@ def blocks(rows: list[dict], size: int) -> list[list[dict]]:
     return [rows[begin : begin + size] for begin in range(0, len(rows), size)]
 
 
-def tokens_run(rows: list[dict], share: bool) -> int:
-    """Token positions the model runs for these documents' candidates (padding of exact packing: none)."""
-    from hades_ray.perturb.rank_prefix import shared_prefix_length
-
-    if not share:
-        return sum(len(ids) for row in rows for ids in row["rank_ids"])
-    total = 0
-    for row in rows:
-        prefix = shared_prefix_length(row["rank_ids"])
-        total += prefix + sum(len(ids) - prefix for ids in row["rank_ids"] if len(ids) - prefix > 1)
-    return total
-
-
 def measure(rows: list[dict], batch: int) -> dict:
     """RANK over every block, sharing off then on (alternately); seconds, memory and both sides' scores."""
     import torch
@@ -115,8 +102,10 @@ def measure(rows: list[dict], batch: int) -> dict:
                 figures[side]["wall_s"] += time.perf_counter() - wall
             figures[side]["peak_rss_mib"] = max(figures[side]["peak_rss_mib"], memory.peak)
             scores[side].update({row["doc_id"]: row["cand_ppls"] for row in copies})
+    from hades_ray.perturb.rank_prefix import tokens_run
+
     for side in sides:
-        figures[side] |= {"tokens": tokens_run(rows, side == "on")}
+        figures[side] |= {"tokens": tokens_run([row["rank_ids"] for row in rows], side == "on")}
         figures[side] = {k: round(v, 2) if isinstance(v, float) else v for k, v in figures[side].items()}
     other = {}
     for size in (3, 1):  # sharing on, another block layout: the same bytes
@@ -127,27 +116,6 @@ def measure(rows: list[dict], batch: int) -> dict:
         if other != scores["on"]:
             break
     return {"sides": figures, "scores": scores, "same_bytes_other_blocks": other == scores["on"]}
-
-
-def compare(scores: dict) -> dict:
-    """Documents whose kept candidate differs, the largest relative difference, and the closest calls."""
-    from hades_ray.perturb.rank import most_fluent
-
-    off, on = scores["off"], scores["on"]
-    differ = sorted(d for d in off if most_fluent(off[d]) != most_fluent(on[d]))
-    largest = max(abs(b - a) / a for d in off for a, b in zip(off[d], on[d]))
-    gaps = []
-    for ppls in off.values():
-        ranked = sorted(ppls)
-        if len(ranked) > 1:
-            gaps.append((ranked[1] - ranked[0]) / ranked[0])
-    return {
-        "documents": len(off),
-        "kept_candidate_differs": differ,
-        "max_relative_difference": largest,
-        "smallest_best_gap_relative": min(gaps) if gaps else None,
-        "gaps_below_1e-5": sum(g < 1e-5 for g in gaps),
-    }
 
 
 def markdown(report: dict) -> str:
@@ -199,12 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     kit = kit_or_micro()
     from hades_ray.config import load_config
+    from hades_ray.perturb.rank import perplexity_change
 
     config = load_config("local")
     rows = candidates(args.docs, Path(args.work))
     measured = measure(rows, config.perturb.resources.rank.batch_size)
     report = {
-        "command": command_line("bench_rank.py", argv),
+        "command": job_command(),
         "models": "offline kit" if kit else "micro random-weight models (kit not built)",
         "dtype": config.perturb.rank.dtype,
         "leads": args.docs,
@@ -212,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         "batch": config.perturb.resources.rank.batch_size,
         "sides": measured["sides"],
         "same_bytes_other_blocks": measured["same_bytes_other_blocks"],
-        "comparison": compare(measured["scores"]),
+        "comparison": perplexity_change(measured["scores"]["off"], measured["scores"]["on"]),
     }
     page = markdown(report)
     if args.no_write:

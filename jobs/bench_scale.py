@@ -29,16 +29,8 @@ from pathlib import Path
 # Appended, and no hades_ray import at the top: a child runs the hades_ray of the tree it is given.
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import (
-    ENWIKI,
-    ROOT,
-    child_result,
-    offline_env,
-    peak_rss_mib,
-    print_result,
-    scratch,
-    write_results,
-)
+from jobs.bench_common import ENWIKI, ROOT, child_command, in_child, offline_env, peak_rss_mib, scratch, worktree
+from jobs.bench_common import write_results
 
 OLD_COMMIT = "52952ae"
 # Cheap model work so that thousands of documents fit these 2 cores: the data path is what is measured.
@@ -52,19 +44,11 @@ OVERRIDES = [
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--parts",
-        nargs="+",
-        choices=("perturb", "select"),
-        default=["perturb", "select"],
-        help="which benchmarks to run",
-    )
-    parser.add_argument(
-        "--sizes", nargs="+", type=int, default=[2000, 20000], help="perturbation corpus sizes (documents)"
-    )
-    parser.add_argument(
-        "--pool-sizes", nargs="+", type=int, default=[100_000, 1_000_000], help="selection pool sizes (instances)"
-    )
+    parts = ["perturb", "select"]
+    parser.add_argument("--parts", nargs="+", choices=parts, default=parts, help="which benchmarks to run")
+    parser.add_argument("--sizes", nargs="+", type=int, default=[2000, 20000], help="perturbation corpus sizes (docs)")
+    sizes = [100_000, 1_000_000]
+    parser.add_argument("--pool-sizes", nargs="+", type=int, default=sizes, help="selection pool sizes (instances)")
     return parser.parse_args(argv)
 
 
@@ -82,9 +66,8 @@ def make_corpus(docs: int, folder: Path) -> Path:
     return path
 
 
-def one_run(input_path: str, output: str, code_root: str) -> None:
-    """In a fresh process: run the job once and print its figures (the driver's own peak RSS)."""
-    sys.path.insert(0, code_root)
+def one_run(input_path: str, output: str) -> dict:
+    """In a fresh process (``in_child``): run the job once; its figures (the driver's own peak RSS)."""
     from hades_ray.config import load_config
     from hades_ray.perturb.runner import run_perturb
 
@@ -95,31 +78,23 @@ def one_run(input_path: str, output: str, code_root: str) -> None:
     finish_times = sorted(json.loads(p.read_text()).get("finished_at", 0) for p in Path(output).glob("_markers/*.json"))
     if not finish_times or not finish_times[0]:  # the old data path stamps no time: the marker files' mtimes
         finish_times = sorted(p.stat().st_mtime for p in Path(output).glob("_markers/*.json"))
-    print_result(
-        {
-            "read": summary["read"],
-            "kept": summary["kept"],
-            "shards": summary["shards"],
-            "wall_s": round(ended - started, 1),
-            "docs_per_s": round(summary["read"] / (ended - started), 2),
-            "first_shard_share": round((finish_times[0] - started) / (ended - started), 3),
-            "driver_peak_rss_mib": round(peak_rss_mib(), 1),
-        }
-    )
+    wall = ended - started
+    figures = {key: summary[key] for key in ("read", "kept", "shards")} | {"wall_s": round(wall, 1)}
+    figures |= {"docs_per_s": round(summary["read"] / wall, 2)}
+    figures |= {"first_shard_share": round((finish_times[0] - started) / wall, 3)}
+    return figures | {"driver_peak_rss_mib": round(peak_rss_mib(), 1)}
 
 
-def _child(input_path: Path, output: Path, code_root: Path, home: str) -> tuple[list[str], dict]:
-    """The command and the keywords of a child perturbation run. cwd: Ray puts the driver's working
-    directory first on its workers' path, so the code under test must be what that directory holds."""
+def _env(home: str) -> dict:
+    """A child run's environment: no Ray address (each child starts its own local Ray). Its cwd is the code
+    root under test (``in_child``): Ray puts the driver's working directory first on its workers' path."""
     env = offline_env(HADES_RAY_HOME=home, PYTHONUNBUFFERED="1", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
     env.pop("RAY_ADDRESS", None)
-    command = [sys.executable, __file__, "--one", str(input_path), str(output), str(code_root)]
-    return command, {"env": env | {"PYTHONPATH": str(code_root)}, "cwd": code_root, "start_new_session": True}
+    return env
 
 
 def measured(input_path: Path, output: Path, code_root: Path, home: str) -> dict:
-    command, keywords = _child(input_path, output, code_root, home)
-    return child_result(command, **keywords)
+    return in_child(one_run, str(input_path), str(output), code=code_root, env=_env(home), start_new_session=True)
 
 
 def kill_and_resume(input_path: Path, output: Path, home: str, share: float = 0.6) -> dict:
@@ -128,8 +103,9 @@ def kill_and_resume(input_path: Path, output: Path, home: str, share: float = 0.
 
     lines = sum(1 for _ in input_path.open())
     total = -(-lines // 250)
-    command, keywords = _child(input_path, output, ROOT, home)
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **keywords)
+    command, env = child_command(one_run, str(input_path), str(output)), _env(home) | {"PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT,
+                               start_new_session=True)  # fmt: skip
     while process.poll() is None and len(list(output.glob("_markers/*.json"))) < share * total:
         time.sleep(0.5)
     os.killpg(process.pid, signal.SIGKILL)
@@ -137,21 +113,10 @@ def kill_and_resume(input_path: Path, output: Path, home: str, share: float = 0.
     finished_at_kill = len(list(output.glob("_markers/*.json")))
     storage.delete(output / "_lock.json")  # the killed run's lock: its pid is gone on this host anyway
     rerun = measured(input_path, output, ROOT, home)
-    return {
-        "shards": total,
-        "finished_before_kill": finished_at_kill,
-        "redone_after_rerun": rerun["shards"]["processed_now"],
-        "finished_shards_redone": rerun["shards"]["processed_now"] - (total - finished_at_kill),
-        "rows_recomputed_at_most": (rerun["shards"]["processed_now"]) * 250,
-        "rerun": rerun,
-    }
-
-
-def old_worktree() -> Path:
-    path = Path(os.environ.get("TMPDIR") or "/tmp") / f"hades_ray_old_{OLD_COMMIT}"
-    if not path.is_dir():
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), OLD_COMMIT], check=True)
-    return path
+    redone = rerun["shards"]["processed_now"]
+    return {"shards": total, "finished_before_kill": finished_at_kill, "redone_after_rerun": redone,
+            "finished_shards_redone": redone - (total - finished_at_kill), "rows_recomputed_at_most": redone * 250,
+            "rerun": rerun}  # fmt: skip
 
 
 def run_perturb_part(args) -> dict:
@@ -172,7 +137,7 @@ def run_perturb_part(args) -> dict:
     results["kill_and_resume"] = kill_and_resume(small, work / "out_kill", home)
     print(f"perturbation: {min(args.sizes)} documents (old data path, {OLD_COMMIT})", flush=True)
     try:
-        results["old"][str(min(args.sizes))] = measured(small, work / "out_old", old_worktree(), home)
+        results["old"][str(min(args.sizes))] = measured(small, work / "out_old", worktree(OLD_COMMIT), home)
     except (RuntimeError, subprocess.CalledProcessError) as error:
         results["old_error"] = str(error)[-500:]
     return results
@@ -221,7 +186,5 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--one":
-    one_run(sys.argv[2], sys.argv[3], sys.argv[4])
-elif __name__ == "__main__":
+if __name__ == "__main__":
     sys.exit(main())

@@ -26,11 +26,10 @@ from pathlib import Path
 # Appended, and no hades_ray import at the top: a child runs the hades_ray that its PYTHONPATH names.
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import ROOT, child_result, machine_words, offline_env, peak_rss_mib, print_result, write_results
+from jobs.bench_common import ROOT, in_child, machine_words, offline_env, peak_rss_mib, write_results
 
 OLD_COMMIT = "52952ae"
 SHARD_ROWS = 10_000
-VOCAB = [f"w{k}" for k in range(500)]
 OVERRIDES = [
     "select.round_sizes=[400,2000]",
     "select.min_train_instances=20",
@@ -49,76 +48,26 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--pool-sizes", nargs="+", type=int, default=[100_000, 1_000_000], help="pool instances")
     parser.add_argument("--work", default="/tmp/bench_scale_select", help="scratch folder for pools and rounds")
     parser.add_argument("--old-tree", default="/tmp/old-main", help=f"a git worktree of {OLD_COMMIT}; '' skips old")
-    parser.add_argument("--child", choices=("setup", "round", "judge"), help=argparse.SUPPRESS)
-    parser.add_argument("--impl", choices=("new", "old"), default="new", help=argparse.SUPPRESS)
-    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--round", type=int, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
-# ---- synthetic pool (child "setup") ------------------------------------------------------------------
+# ---- the pools (children "setup") ----------------------------------------------------------------------
 
 
-def shard_rows(index: int, count: int) -> tuple[list[dict], list[dict]]:
-    """(instances, features) of one shard: 24-word texts, one replaced word, seeded by the shard."""
-    import numpy as np
-
-    rng = np.random.default_rng(index)
-    instances, features = [], []
-    for k in range(count):
-        row = index * SHARD_ROWS + k
-        words = [VOCAB[i] for i in rng.integers(0, len(VOCAB), 24)]
-        start = int(rng.integers(3, 21))
-        original, words[start] = words[start], VOCAB[int(rng.integers(0, len(VOCAB)))]
-        doc = f"doc{row // 4}"
-        ent = ["", "", "DATE", "PERSON", "GPE"][int(rng.integers(0, 5))]
-        instances.append(
-            {"id": f"{doc}#{row % 4}", "doc_id": doc, "words": words, "start": start, "end": start,
-             "replacement": words[start], "original_span": original, "ner": ent, "pos": "NOUN", "hallucination": -1}
-        )  # fmt: skip
-        features.append(
-            {"id": f"{doc}#{row % 4}", "doc_id": doc, "similarity": float(rng.uniform(0.0, 1.0)), "orig_ent": ent,
-             "repl_ent": ent if rng.uniform() < 0.5 else "", "orig_pos": "NOUN", "repl_pos": "NOUN",
-             "orig_lemma": original, "repl_lemma": words[start]}
-        )  # fmt: skip
-    return instances, features
-
-
-def setup_new(size: int, workdir: Path) -> None:
-    import pyarrow as pa
-
+def setup_new(size: int, workdir: str) -> dict:
     from hades_ray.config import load_config
-    from hades_ray.pipeline.shards import part_name, write_marker
-    from hades_ray.pipeline.storage import write_table
-    from hades_ray.pool.feature_job import FEATURE_SCHEMA, features_digest, features_dir
-    from hades_ray.pool.layout import part_path
-    from hades_ray.pool.readers import pool_shards
-    from hades_ray.pool.schemas import INSTANCE_SCHEMA
+    from hades_ray.pool.synthetic import write_synthetic_pool
 
-    digest = features_digest(load_config(overrides=OVERRIDES))
-    pool = workdir / "pool"
-    features = {}
-    for index in range((size + SHARD_ROWS - 1) // SHARD_ROWS):
-        count = min(SHARD_ROWS, size - index * SHARD_ROWS)
-        instances, features[index] = shard_rows(index, count)
-        write_table(
-            str(pool / "instances" / f"{part_name(index)}.parquet"), pa.Table.from_pylist(instances, INSTANCE_SCHEMA)
-        )
-        marker = {"shard": index, "counts": {"instances": count}, "fingerprint": f"bench{index}"}
-        write_marker(str(pool), index, marker)
-    for shard in pool_shards(str(pool)):  # the features job's own parts and markers, so a round skips them
-        rows = pa.Table.from_pylist(features[shard.index], FEATURE_SCHEMA)
-        write_table(part_path(features_dir(workdir), shard.index), rows)
-        marker = {"shard": shard.index, "digest": digest, "fingerprint": shard.fingerprint(digest), "rows": shard.rows}
-        write_marker(features_dir(workdir), shard.index, marker)
+    write_synthetic_pool(load_config(overrides=OVERRIDES), workdir, size, SHARD_ROWS)
+    return {"setup": workdir}
 
 
-def old_meta(size: int) -> dict:
+def old_meta(size: int, workdir: str) -> dict:
     """The old code's own marker contents of its features file (run by the old tree's child)."""
     from hades_ray.config import load_config
-    from hades_ray.select.features import _meta
+    from hades_ray.select.features import _meta  # the old tree's (OLD_COMMIT)
 
-    return _meta(load_config(overrides=OVERRIDES), size)
+    return {"setup": workdir, "meta": _meta(load_config(overrides=OVERRIDES), size)}
 
 
 def setup_old(size: int, workdir: Path, meta: dict) -> None:
@@ -127,11 +76,12 @@ def setup_old(size: int, workdir: Path, meta: dict) -> None:
     import pandas as pd
 
     from hades_ray.pipeline import storage
+    from hades_ray.pool.synthetic import synthetic_shard
 
     frames = []
     with storage.open_atomic(workdir / "pool" / "instances.jsonl", "w") as handle:
         for index in range((size + SHARD_ROWS - 1) // SHARD_ROWS):
-            instances, features = shard_rows(index, min(SHARD_ROWS, size - index * SHARD_ROWS))
+            instances, features = synthetic_shard(index, min(SHARD_ROWS, size - index * SHARD_ROWS), SHARD_ROWS)
             for r in instances:
                 words = list(r["words"])
                 words[r["start"]] = f"==={words[r['start']]}==="
@@ -148,19 +98,19 @@ def setup_old(size: int, workdir: Path, meta: dict) -> None:
 # ---- measured steps (children) -----------------------------------------------------------------------
 
 
-def child_round(workdir: Path, round_index: int) -> dict:
+def child_round(workdir: str, round_index: int) -> dict:
     from hades_ray.config import load_config
     from hades_ray.select.round import run_round
 
     config = load_config(overrides=OVERRIDES)
     started = time.perf_counter()
-    summary = run_round(config, workdir, round_index)  # on Ray in both data paths
+    summary = run_round(config, Path(workdir), round_index)  # on Ray in both data paths
     wall = time.perf_counter() - started
     result = {"wall_s": round(wall, 1), "driver_peak_rss_mib": round(peak_rss_mib()), "counts": summary["counts"]}
     return {**result, "timings": summary.get("timings", {})}  # the old data path records no phases
 
 
-def child_judge(workdir: Path) -> dict:
+def child_judge(workdir: str) -> dict:
     """Simulated judges on round 0's batch (not measured): H where the replacement's number is odd."""
     import pandas as pd
 
@@ -175,12 +125,10 @@ def child_judge(workdir: Path) -> dict:
     from hades_ray.annotate.simulate import simulate_rows
     from hades_ray.config import load_config
 
-    config = load_config(overrides=OVERRIDES)
+    config, workdir = load_config(overrides=OVERRIDES), Path(workdir)
     items = batch_items(workdir, 0)
-    truth = pd.Series(
-        ["H" if zlib.crc32(str(i["replacement"]).encode()) % 2 else "N" for i in items],
-        index=[str(i["id"]) for i in items],
-    )
+    odd = ["H" if zlib.crc32(str(i["replacement"]).encode()) % 2 else "N" for i in items]
+    truth = pd.Series(odd, index=[str(i["id"]) for i in items])
     for _ in range(2):  # the first panel, then more judges where they disagree
         judged = load_judgments(workdir, 0)
         table = item_table(list(truth.index), judged, config.annotate)
@@ -191,30 +139,10 @@ def child_judge(workdir: Path) -> dict:
     return {"judged": len(items)}
 
 
-def run_child(args) -> int:
-    workdir = Path(args.work) / f"{args.impl}-{args.size}"
-    if args.child == "setup" and args.impl == "new":
-        setup_new(args.size, workdir)
-        result = {"setup": str(workdir)}
-    elif args.child == "setup":  # the parent writes the old layout with this meta
-        result = {"setup": str(workdir), "meta": old_meta(args.size)}
-    elif args.child == "judge":
-        result = child_judge(workdir)
-    else:
-        result = child_round(workdir, args.round)
-    print_result(result)
-    return 0
-
-
-# ---- parent ---------------------------------------------------------------------------------------------
-
-
-def _spawn(args, impl: str, size: int, child: str, round_index: int = 0) -> dict:
+def _spawn(args, impl: str, function, *arguments) -> dict:
     code = args.old_tree if impl == "old" else str(ROOT)
-    env = offline_env(HADES_RAY_HOME=str(Path(args.work) / "home"), PYTHONPATH=code)
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", child, "--impl", impl, "--size", str(size)]
-    command += ["--round", str(round_index), "--work", args.work]
-    return child_result(command, env=env, timeout=3600, cwd=code)
+    env = offline_env(HADES_RAY_HOME=str(Path(args.work) / "home"))
+    return in_child(function, *arguments, code=code, env=env, timeout=3600)
 
 
 def measure(args, impl: str, size: int) -> dict:
@@ -222,12 +150,12 @@ def measure(args, impl: str, size: int) -> dict:
 
     workdir = Path(args.work) / f"{impl}-{size}"
     storage.delete(workdir)
-    setup = _spawn(args, impl, size, "setup")
+    setup = _spawn(args, impl, old_meta if impl == "old" else setup_new, size, str(workdir))
     if impl == "old":
         setup_old(size, workdir, setup["meta"])
-    rounds = {"round_0": _spawn(args, impl, size, "round", 0)}
-    _spawn(args, impl, size, "judge")
-    rounds["round_1"] = _spawn(args, impl, size, "round", 1)
+    rounds = {"round_0": _spawn(args, impl, child_round, str(workdir), 0)}
+    _spawn(args, impl, child_judge, str(workdir))
+    rounds["round_1"] = _spawn(args, impl, child_round, str(workdir), 1)
     shown = {k: {x: v[x] for x in ("wall_s", "driver_peak_rss_mib")} for k, v in rounds.items()}
     print(f"{impl} {size}: {json.dumps(shown)}", flush=True)
     return rounds
@@ -323,8 +251,6 @@ def run(args) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.child:
-        return run_child(args)
     from hades_ray.plan.machine import machine_facts
 
     machine = machine_facts()  # before the runs: the load they start under

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline import storage
 from hades_ray.detect.synthetic import random_detector
-from jobs.bench_common import ENWIKI, peak_rss_mib, scratch, write_results
+from jobs.bench_common import ENWIKI, in_child, peak_rss_mib, scratch, texts_file, write_results
 
 WINDOW = 160  # detect.window's default
 
@@ -74,8 +72,9 @@ def naive(scorer, targets) -> int:
     return words
 
 
-def run_variant(detector: str, texts: list[str], how: str, threads: int) -> dict:
-    """Words/s of one way of scoring, in this (fresh) process."""
+def run_variant(detector: str, data: str, count: int, how: str, threads: int) -> dict:
+    """Words/s of one way of scoring the first ``count`` texts of ``data`` (``texts_file``), in this (fresh)
+    process."""
     import torch
 
     from hades_ray.detect.detector import Detector
@@ -85,40 +84,25 @@ def run_variant(detector: str, texts: list[str], how: str, threads: int) -> dict
 
     torch.set_num_threads(threads)
     nlp = load_pipeline("en")
+    texts = [json.loads(line)["text"] for line in Path(data).read_text(encoding="utf-8").splitlines()[:count]]
     targets = [find_targets(t, "content", nlp, lang=language("en")) for t in texts]
     scorer = Detector.open(detector).scorer()
     scorer.score(targets[:1])  # warm-up
     began, cpu_began = time.perf_counter(), time.process_time()
     words = naive(scorer, targets) if how == "naive" else sum(len(p) for p in scorer.score(targets))
     seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - cpu_began
-    return {
-        "words": words,
-        "seconds": round(seconds, 3),
-        "cpu_seconds": round(cpu_seconds, 3),
-        "words_per_s": round(words / seconds, 2),
-        # This process's CPU time (all its threads): other jobs on shared cores inflate wall time, not this.
-        "words_per_cpu_s": round(words / cpu_seconds, 2),
-        "one_forward": scorer.one_forward,
-        "peak_rss_mib": round(peak_rss_mib(), 1),
-    }
-
-
-def in_fresh_process(*args) -> dict:
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        return pool.submit(run_variant, *args).result()
+    out = {"words": words, "seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 3)}
+    # This process's CPU time (all its threads): other jobs on shared cores inflate wall time, not this.
+    out |= {"words_per_s": round(words / seconds, 2), "words_per_cpu_s": round(words / cpu_seconds, 2)}
+    return out | {"one_forward": scorer.one_forward, "peak_rss_mib": round(peak_rss_mib(), 1)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--texts", type=int, default=12, help="texts scored by the fast paths")
     parser.add_argument("--naive-texts", type=int, default=3, help="texts scored one word at a time (slow)")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads per variant (1: CPU time then counts work, not OpenMP spin-waits on busy cores)",
-    )
+    spins = "1: CPU time then counts work, not OpenMP spin-waits on busy cores"
+    parser.add_argument("--threads", type=int, default=1, help=f"torch threads per variant ({spins})")
     parser.add_argument("--skip-gpt2-sized", action="store_true", help="only the offline kit's models")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -126,6 +110,7 @@ def main() -> None:
 
     texts, source = load_texts(args.texts)
     work = scratch("bench_score_")
+    data = str(texts_file(texts, work / "texts.jsonl"))
     backbones = {"kit GPT-2 (causal)": resolve_model("local:gpt2"), "MiniLM (encoder)": str(minilm_path())}
     if not args.skip_gpt2_sized:
         backbones["GPT-2-sized, random weights (causal)"] = gpt2_sized(work / "gpt2-sized")
@@ -135,22 +120,14 @@ def main() -> None:
         for mode in modes:
             detector = random_detector(work / f"{len(rows)}", backbone, mode)
             print(f"{name}, {mode}: fast path ...", flush=True)
-            fast = in_fresh_process(detector, texts, "fast", args.threads)
-            same = in_fresh_process(detector, texts[: args.naive_texts], "fast", args.threads)
+            fast = in_child(run_variant, detector, data, len(texts), "fast", args.threads)
+            same = in_child(run_variant, detector, data, args.naive_texts, "fast", args.threads)
             print(f"{name}, {mode}: naive, batch 1 ...", flush=True)
-            slow = in_fresh_process(detector, texts[: args.naive_texts], "naive", args.threads)
-            rows.append(
-                {
-                    "backbone": name,
-                    "mode": mode,
-                    "fast": fast,
-                    "fast_same_texts": same,
-                    "naive": slow,
-                    # Ratios on the same texts: a word's cost grows with its view, so other texts would skew them.
-                    "speedup": round(same["words_per_s"] / slow["words_per_s"], 2),
-                    "speedup_cpu": round(same["words_per_cpu_s"] / slow["words_per_cpu_s"], 2),
-                }
-            )
+            slow = in_child(run_variant, detector, data, args.naive_texts, "naive", args.threads)
+            row = {"backbone": name, "mode": mode, "fast": fast, "fast_same_texts": same, "naive": slow}
+            # Ratios on the same texts: a word's cost grows with its view, so other texts would skew them.
+            row["speedup"] = round(same["words_per_s"] / slow["words_per_s"], 2)
+            rows.append(row | {"speedup_cpu": round(same["words_per_cpu_s"] / slow["words_per_cpu_s"], 2)})
             print(json.dumps(rows[-1]), flush=True)
     from hades_ray.plan.machine import machine_facts
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -32,40 +31,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.loopback, jobs.bench_common
 
 from hades_ray.markdown import pipe_table
-from hades_ray.pipeline.laps import Laps
 from hades_ray.detect.synthetic import random_detector
-from jobs.bench_common import (
-    ROOT,
-    Sampler,
-    command_line,
-    machine_words,
-    offline_env,
-    scratch,
-    texts_file,
-    tree_rss_mib,
-    write_results,
-)
+from jobs.bench_common import ROOT, Sampler, job_command, machine_words, offline_env, scratch, score_cli, texts_file
+from jobs.bench_common import tree_rss_mib, write_results
 
 ENV = offline_env(PYTHONPATH=str(ROOT))
 CLI = [sys.executable, "-m", "hades_ray.cli"]
-
-
-def run_score(detector: str, data: Path, out: Path) -> dict:
-    laps = Laps()
-    command = [*CLI, "score", "--model", detector, "--input", str(data), "--output", str(out), "--executor", "local"]
-    subprocess.run(command, check=True, env=ENV, stdout=subprocess.DEVNULL)
-    wall = laps.lap()
-    summary = json.loads((out / "summary.json").read_text())
-    n = summary["scored_texts"]
-    job = summary.get("timings", {}).get("wall_seconds") or summary.get("wall_seconds")
-    return {
-        "texts": n,
-        "end_to_end_seconds": round(wall, 2),
-        "texts_per_s_end_to_end": round(n / wall, 2),
-        "job_seconds": job,
-        "texts_per_s_job": round(n / job, 2) if job else None,
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
-    }
 
 
 def start_serve(detector: str, port: int) -> subprocess.Popen:
@@ -122,14 +93,15 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from hades_ray.io.demo_corpus import read_demo_records
+    from hades_ray.models.registry import resolve_model
     from hades_ray.plan.machine import machine_facts
 
     work = scratch("bench_serve_")
     texts = [r["text"] for r in read_demo_records()[: args.texts]]
     data = texts_file(texts, work / "texts.jsonl")
-    detector = args.detector or _kit_detector(work / "detector")
+    detector = args.detector or random_detector(work / "detector", resolve_model("local:gpt2"), "online")
     print("score ...", flush=True)
-    score = run_score(detector, data, work / "score")
+    score = score_cli(detector, data, work / "score")
     print(json.dumps(score), flush=True)
     scored = [json.loads(line) for line in (work / "score" / "scores.jsonl").read_text().splitlines()]
     expected = [[w["p"] for w in r["words"]] for r in scored]
@@ -137,25 +109,19 @@ def main(argv=None) -> None:
     served = run_serve(detector, texts, args.clients, expected)
     meta = {"detector": args.detector or "kit GPT-2 (local:gpt2), online, random head", "texts": len(texts)}
     meta["machine"] = machine_facts()  # read as the run ends: the 5- and 15-minute load averages cover it
-    meta["command"] = command_line("bench_serve.py", argv)
+    meta["command"] = job_command()
     report = {"meta": meta, "score": score, "serve": served}
     write_results("bench_serve", report, markdown(report))
-
-
-def _kit_detector(folder: Path) -> str:
-    from hades_ray.models.registry import resolve_model
-
-    return random_detector(folder, resolve_model("local:gpt2"), "online")
 
 
 def markdown(report: dict) -> str:
     meta, score, served = report["meta"], report["score"], report["serve"]
     machine = machine_words(meta) if "machine" in meta else f"{meta['cores']} cores"
-    base = score["texts_per_s_end_to_end"]
-    job = score["texts_per_s_job"]
+    base = round(score["texts"] / score["wall_s"], 2)
+    job = round(score["texts"] / score["job_s"], 2) if score["job_s"] else None
     rows = [
-        [f"score, end to end ({score['end_to_end_seconds']} s)", base, "1.00x", "", "", 0, ""],
-        [f"score, the job alone ({score['job_seconds']} s)", job, f"{job / base:.2f}x", "", "", 0, ""],
+        [f"score, end to end ({score['wall_s']} s)", base, "1.00x", "", "", 0, ""],
+        [f"score, the job alone ({score['job_s']} s)", job, f"{job / base:.2f}x" if job else "", "", "", 0, ""],
     ]
     for r in served["levels"]:
         rows.append([f"serve, {r['clients']} clients", r["texts_per_s"], f"{r['texts_per_s'] / base:.2f}x"])

@@ -22,17 +22,16 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-# No hades_ray import at the top: a child measures the hades_ray of the tree it is given (--code).
-from jobs.bench_common import ROOT, child_result, machine_words, peak_rss_mib, print_result, write_results
+# No hades_ray import at the top: a child measures the hades_ray of the tree it runs in (``in_child``).
+from jobs.bench_common import ROOT, in_child, machine_words, peak_rss_mib, write_results
 
 RSS_BLOCK = (80, 200)  # rows x tokens: half of one full 32k-token forward (a full one before: ~13 GB)
 
 
-def stage_rates(code_root: str, docs: int, candidates: int) -> dict:
-    """In this process, with ``code_root``'s hades_ray: seconds per stage over the leads, and a digest."""
-    sys.path.insert(0, code_root)
+def stage_rates(docs: int, candidates: int) -> dict:
+    """In this process: seconds per stage over the leads, and a digest."""
     import pyarrow as pa
 
     from hades_ray.config import load_config
@@ -70,25 +69,8 @@ def stage_rates(code_root: str, docs: int, candidates: int) -> dict:
     }
 
 
-def perplexity_change(before: dict[str, list], after: dict[str, list]) -> dict:
-    """How far the two versions' perplexities of the same candidates lie apart, and whether each lead's
-    most fluent candidate (the one RANK keeps) is still the same."""
-    import numpy as np
-
-    shared = sorted(set(before) & set(after))
-    x = np.concatenate([before[d] for d in shared]) if shared else np.zeros(0)
-    y = np.concatenate([after[d] for d in shared]) if shared else np.zeros(0)
-    same_best = sum(int(np.argmin(before[d]) == np.argmin(after[d])) for d in shared if before[d])
-    return {
-        "leads": len(shared),
-        "max_relative_difference": float(np.max(np.abs(y - x) / np.abs(x))) if len(x) else 0.0,
-        "same_most_fluent": same_best,
-    }
-
-
-def rank_rss(code_root: str) -> dict:
+def rank_rss() -> dict:
     """In this process: RANK's ``perplexities`` on one full block; the process's peak RSS before and after."""
-    sys.path.insert(0, code_root)
     import numpy as np
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -114,12 +96,6 @@ def rank_rss(code_root: str) -> dict:
     }
 
 
-def _side(code_root: str, what: str, docs: int, candidates: int) -> dict:
-    """One measure of one version in a fresh process."""
-    args = ["--one", what, "--code", code_root, "--docs", str(docs), "--candidates", str(candidates)]
-    return child_result([sys.executable, __file__, *args])
-
-
 def _commit(code_root: str) -> str:
     done = subprocess.run(["git", "-C", code_root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
@@ -142,7 +118,10 @@ def markdown(results: dict) -> str:
     same = b["stages"]["output_digest"] == a["stages"]["output_digest"]
     same_texts = b["stages"]["texts_digest"] == a["stages"]["texts_digest"]
     same_ppl = b["rank_rss"]["ppl_digest"] == a["rank_rss"]["ppl_digest"]
+    from hades_ray.perturb.rank import perplexity_change
+
     change = perplexity_change(b["stages"]["perplexities"], a["stages"]["perplexities"])
+    same_best = change["documents"] - len(change["kept_candidate_differs"])
     lines = [
         "# REPLACE and RANK before -> after (candidates per second, higher is better)",
         "",
@@ -156,7 +135,7 @@ def markdown(results: dict) -> str:
         f"- candidates' texts and perplexities {'byte-identical' if same else 'DIFFERENT'} before and after "
         f"(texts {'identical' if same_texts else 'DIFFERENT'}; perplexities at most "
         f"{change['max_relative_difference']:.1e} apart, relative; the most fluent candidate the same for "
-        f"{change['same_most_fluent']} of {change['leads']} leads); "
+        f"{same_best} of {change['documents']} leads); "
         f"the RSS block's perplexities {'identical' if same_ppl else 'DIFFERENT'}",
         f"- stage seconds before {b['stages']['stage_seconds']}, after {a['stages']['stage_seconds']}",
     ]
@@ -168,14 +147,7 @@ def main() -> int:
     parser.add_argument("--before", help="a git worktree of the code to compare against (required unless --one)")
     parser.add_argument("--docs", type=int, default=200, help="demo leads read")
     parser.add_argument("--candidates", type=int, default=4, help="per lead (the job's default is 20)")
-    parser.add_argument("--one", choices=("stages", "rss"), help=argparse.SUPPRESS)
-    parser.add_argument("--code", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one:
-        print_result(
-            stage_rates(args.code, args.docs, args.candidates) if args.one == "stages" else rank_rss(args.code)
-        )
-        return 0
     if not args.before:
         parser.error("--before WORKTREE is required")
     results = {"docs": args.docs, "candidates_per_doc": args.candidates}
@@ -186,8 +158,8 @@ def main() -> int:
     results["machine"] = machine_facts() | {"torch_threads": 1}
     for name, code in (("before", args.before), ("after", str(ROOT))):
         results[name] = {"commit": _commit(code), "code": code}
-        results[name]["stages"] = _side(code, "stages", args.docs, args.candidates)
-        results[name]["rank_rss"] = _side(code, "rss", args.docs, args.candidates)
+        results[name]["stages"] = in_child(stage_rates, args.docs, args.candidates, code=code)
+        results[name]["rank_rss"] = in_child(rank_rss, code=code)
         print(name, json.dumps(results[name]), flush=True)
     write_results("bench_stages", results, markdown(results))
     return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import command_line, offline_env, scratch, write_results  # noqa: E402
+from jobs.bench_common import job_command, offline_env, scratch, write_results  # noqa: E402
 
 ZERO = ("lost", "duplicated", "corrupted", "unaccounted", "quarantine_mismatch", "unmarked_parts", "half_written")
 
@@ -148,7 +148,7 @@ def main() -> None:
         results = campaign(kinds, args.runs_per_kind, args.seed, work, port)
         lock_race = race(args.race_contenders, args.race_trials)
     report = {
-        "command": command_line("chaos.py"),
+        "command": job_command(),
         "runs": len(results),
         "rows": chaos.write_input(work / "count.jsonl"),
         "kinds": kinds,

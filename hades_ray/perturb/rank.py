@@ -103,3 +103,15 @@ def head_nll(head, hidden: torch.Tensor, targets: torch.Tensor, logits_mb: int) 
 def most_fluent(ppls: list[float]) -> int:
     """Index of the lowest perplexity; ties go to the earliest candidate."""
     return min(range(len(ppls)), key=lambda i: (ppls[i], i))
+
+
+def perplexity_change(before: dict[str, list[float]], after: dict[str, list[float]]) -> dict:
+    """How far two runs' perplexities of the same documents' candidates lie apart: the documents both
+    scored, those whose kept (most fluent) candidate differs, the largest relative difference, and how close
+    ``before``'s closest calls were (its best candidate against its second, relative)."""
+    shared = sorted(set(before) & set(after))
+    differ = [d for d in shared if most_fluent(before[d]) != most_fluent(after[d])]
+    largest = max((abs(b - a) / abs(a) for d in shared for a, b in zip(before[d], after[d])), default=0.0)
+    gaps = [(r[1] - r[0]) / r[0] for r in (sorted(before[d]) for d in shared) if len(r) > 1]
+    out = {"documents": len(shared), "kept_candidate_differs": differ, "max_relative_difference": largest}
+    return out | {"smallest_best_gap_relative": min(gaps, default=None), "gaps_below_1e-5": sum(g < 1e-5 for g in gaps)}

@@ -250,3 +250,16 @@ def _layers_of(output) -> list[tuple[torch.Tensor, torch.Tensor]]:
     if hasattr(cache, "key_cache"):  # transformers 4.x DynamicCache
         return list(zip(cache.key_cache, cache.value_cache))
     return [tuple(layer) for layer in cache]  # a legacy tuple of (keys, values)
+
+
+def tokens_run(documents: list[list[list[int]]], share: bool) -> int:
+    """Token positions the model runs for these documents' candidates (exact packing pads none): every
+    candidate whole, or with ``share`` each document's shared prefix once and the remainders longer than
+    one token (a one-token remainder is scored from the prefix's last logits)."""
+    if not share:
+        return sum(len(ids) for candidates in documents for ids in candidates)
+    total = 0
+    for candidates in documents:
+        prefix = shared_prefix_length(candidates)
+        total += prefix + sum(len(ids) - prefix for ids in candidates if len(ids) - prefix > 1)
+    return total

@@ -62,3 +62,14 @@ def test_a_results_page_names_the_commit_that_made_it(tmp_path, monkeypatch):
     assert "| a |" in page
     assert json.loads((tmp_path / "page.json").read_text()) == {"made_at": commit, "figure": 1}
     assert commit.split()[0] != "unknown" or not (bench_common.ROOT / ".git").exists()
+
+
+def test_a_jobs_function_runs_in_a_fresh_process_and_returns_its_figures():
+    from jobs.bench_common import child_command, in_child, peak_rss_mib, rss_mib
+
+    assert in_child(rss_mib) > 0 and in_child(peak_rss_mib) > 0
+    command = child_command(rss_mib, 1)
+    assert command[:2] == [sys.executable, "-c"]
+    assert command[-2:] == ["rss_mib", "[1]"]
+    with pytest.raises(RuntimeError, match="exit 1"):
+        in_child(rss_mib, "not a pid", "one argument too many")

@@ -152,3 +152,25 @@ def test_the_planner_counts_each_prefix_once():
     shapes = shared_forward_shapes([(50, [60, 61, 62]), (0, [30])])
     assert shapes["prefix"] == [(2, 50)]  # one document's prefix, one filler row lifts it to 64 token rows
     assert sorted(width for _, width in shapes["remainder"]) == [10, 11, 12, 30]
+
+
+def test_tokens_run_count_a_shared_prefix_once_and_skip_one_token_remainders():
+    from hades_ray.perturb.rank_prefix import tokens_run
+
+    documents = [[[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 7]], [[9, 8]], [[4, 5, 6], [4, 5, 6, 7]]]
+    assert tokens_run(documents, share=False) == 4 + 5 + 3 + 2 + 3 + 4
+    # shared: one token less than the common prefix; a lone candidate shares nothing; a one-token
+    # remainder (the last document's) is scored from the prefix's last logits
+    assert tokens_run(documents, share=True) == (1 + 3 + 4 + 2) + 2 + (2 + 2)
+
+
+def test_perplexity_change_names_the_documents_whose_pick_moves():
+    from hades_ray.perturb.rank import perplexity_change
+
+    before = {"a": [10.0, 12.0], "b": [5.0, 5.00001], "c": [3.0]}
+    after = {"a": [10.5, 12.0], "b": [5.00002, 5.00001], "d": [1.0]}
+    change = perplexity_change(before, after)
+    assert change["documents"] == 2 and change["kept_candidate_differs"] == ["b"]
+    assert change["max_relative_difference"] == pytest.approx(0.05)
+    assert change["smallest_best_gap_relative"] == pytest.approx(2e-6) and change["gaps_below_1e-5"] == 1
+    assert perplexity_change({}, {})["smallest_best_gap_relative"] is None
