@@ -1,0 +1,126 @@
+"""A stream's cost per feed as its text grows, before and after issue 46, side by side in one run: a text
+of held-out Wikipedia leads fed a word at a time to an online span classifier on an encoder (MiniLM) and
+on a causal backbone (the kit's GPT-2), ``words="all"``. Before: each feed scores the whole text so far
+(``Detector.score``) and keeps the complete words after the last call's (the stream before issue 46);
+after: ``Detector.stream().feed``. At each length the stream is first fed the text up to a few words
+before it (not timed), then ``--feeds`` single-word feeds are timed.
+
+    python jobs/bench_stream.py                  # both arms, both backbones, at 50, 300 and 1,000 words
+    python jobs/bench_stream.py --arms after --at 50 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.bench_common import kit_or_micro, machine_words, peak_rss_mib, scratch, write_results  # noqa: E402
+
+
+class BeforeStream:
+    """The stream before issue 46: every feed scores the whole text so far."""
+
+    def __init__(self, det):
+        self.det, self.since = det, 0
+
+    def feed(self, text: str, final: bool = False) -> list[dict]:
+        words = [w for w in self.det.score(text, words="all")["words"] if w["start"] >= self.since]
+        words = [w for w in words if final or w["end"] < len(text)]
+        self.since = words[-1]["end"] if words else self.since
+        return words
+
+
+ARMS = {"before": BeforeStream, "after": lambda det: det.stream(words="all")}
+
+
+def detectors(kit: bool) -> dict[str, str]:
+    """Random-head online detectors (speed does not depend on the head's weights), window 160 tokens."""
+    from hades_ray.detect.synthetic import random_detector
+    from hades_ray.models.registry import minilm_path, resolve_model
+
+    folder = scratch("hades_bench_stream_")
+    gpt2 = resolve_model("local:gpt2")
+    return {
+        "encoder (MiniLM)": random_detector(folder / "minilm", str(minilm_path()), "online", 160),
+        f"causal ({'kit' if kit else 'micro'} GPT-2)": random_detector(folder / "gpt2", str(gpt2), "online", 160),
+    }
+
+
+def lead_text(words: int) -> list[str]:
+    """Held-out demo leads joined until the text has ``words`` space-separated words; its prefixes by word."""
+    from hades_ray.models.kit import demo_split
+
+    pieces = []
+    for lead in demo_split()[1]:
+        pieces += lead.split()
+        if len(pieces) >= words:
+            break
+    return [" ".join(pieces[: k + 1]) + " " for k in range(words)]
+
+
+def feed_costs(make_stream, prefixes: list[str], at: int, feeds: int) -> list[float]:
+    """Milliseconds of each of ``feeds`` single-word feeds ending at word ``at``, after an untimed feed."""
+    stream = make_stream()
+    stream.feed(prefixes[at - feeds - 1])
+    costs = []
+    for k in range(at - feeds, at):
+        started = time.perf_counter()
+        stream.feed(prefixes[k])
+        costs.append((time.perf_counter() - started) * 1000)
+    return costs
+
+
+def markdown(report: dict) -> str:
+    at = report["at"]
+    head = "| detector | arm | " + " | ".join(f"ms per feed at {n} words" for n in at) + f" | {at[-1]} / {at[0]} |"
+    rows = [head, "|" + "---|" * (len(at) + 3)]
+    for name, arms in report["detectors"].items():
+        for arm, cells in arms.items():
+            medians = [cells[str(n)]["median_ms"] for n in at]
+            rows.append(
+                f"| {name} | {arm} | "
+                + " | ".join(f"{m:.1f}" for m in medians)
+                + f" | {medians[-1] / medians[0]:.2f}x |"
+            )
+    return "\n".join([
+        "# A stream's cost per feed as its text grows\n",
+        f"On {machine_words(report)}; peak memory {report['peak_rss_mib']} MiB. The median of {report['feeds']} "
+        "single-word feeds at each length; the kit's GPT-2 where it is built, else the micro one.\n",
+        *rows, "",
+    ])  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="which streams to time")
+    parser.add_argument("--at", nargs="+", type=int, default=[50, 300, 1000], help="text lengths in words")
+    parser.add_argument("--feeds", type=int, default=5, help="timed single-word feeds at each length")
+    args = parser.parse_args()
+    import torch
+
+    from hades_ray import Detector
+
+    torch.set_num_threads(1)  # as detect.torch_threads: what Detector.score and the stream run with
+    kit = kit_or_micro()
+    prefixes = lead_text(max(args.at))
+    report = {"at": args.at, "feeds": args.feeds, "kit": kit, "detectors": {}}
+    for name, folder in detectors(kit).items():
+        det = Detector.open(folder)
+        for arm in args.arms:
+            cells = {}
+            for n in args.at:
+                costs = feed_costs(lambda: ARMS[arm](det), prefixes, n, args.feeds)
+                cells[str(n)] = {"median_ms": round(statistics.median(costs), 2), "ms": [round(c, 2) for c in costs]}
+                print(name, arm, n, cells[str(n)], flush=True)
+            report["detectors"].setdefault(name, {})[arm] = cells
+    report["peak_rss_mib"] = round(peak_rss_mib())
+    write_results("bench_stream", report, markdown(report))
+
+
+if __name__ == "__main__":
+    main()
