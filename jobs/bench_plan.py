@@ -65,22 +65,8 @@ def _short(path: str) -> str:
     return os.path.relpath(path, ROOT)
 
 
-def plans_for(sample: dict, throughput: dict, shares: dict[str, float]) -> list[dict]:
-    """The paper's pool and Wiki-40B-en with the sample's work per perturbed document and the given
-    throughput; Wiki-40B's share passing the filters from each source in ``shares``."""
-    from hades_ray.plan.budget import Throughput, make_plan, needed_throughput
-    from hades_ray.plan.count import SampleCounts
-
-    counts, speed = SampleCounts(**sample), Throughput(**throughput)
-    pool = make_plan(counts, speed, 1, perturbed_docs=PAPER_POOL)
-    rows = [{"corpus": "paper's pool, 1M segments", **pool, "to_fit": needed_throughput(pool, H200_AIM_HOURS)}]
-    for name, share in shares.items():
-        plan = make_plan(counts, speed, 1, corpus_docs=WIKI40B_EN_TRAIN, kept_share=share)
-        rows.append({"corpus": f"Wiki-40B-en, 2.9M leads, pass share of {name}", **plan})
-    return rows
-
-
 def run_all(args, tmp: Path) -> dict:
+    from hades_ray.plan.budget import corpus_plans
     from hades_ray.plan.machine import machine_facts
 
     machine = machine_facts()  # before the runs: the load they start under
@@ -110,44 +96,30 @@ def run_all(args, tmp: Path) -> dict:
         f"the enwiki sample ({_share(paper)}; pre-filtered to 5+ regex sentences: an upper bound)": _kept(paper),
         f"the demo corpus ({_share(demo)}; unfiltered Wikipedia summaries: a lower bound)": _kept(demo),
     }
+
+    def plans_for(run: dict) -> list[dict]:
+        corpus = ("Wiki-40B-en, 2.9M leads", WIKI40B_EN_TRAIN)
+        return corpus_plans(run["sample"], run["throughput"], PAPER_POOL, corpus, shares, H200_AIM_HOURS)
+
     return {
         "machine": machine,
         "runs": {"paper_sized": paper, "kit": kit, "demo_counts": demo},
         "replace_batch_size": batch_size_lever(args.shard_rows, [32, 128, args.shard_rows]),
         "plans": {
-            "paper_sized_cpu_core": plans_for(paper["sample"], paper["throughput"], shares),
-            "kit_cpu_core": plans_for(kit["sample"], kit["throughput"], shares),
+            "paper_sized_cpu_core": plans_for(paper),
+            "kit_cpu_core": plans_for(kit),
         },
     }
 
 
 def batch_size_lever(limit: int, sizes: list[int]) -> list[dict]:
-    """REPLACE's forwards per document and tokens per forward as the REPLACE batch grows, on one
-    shard of ``limit`` rows as the job would cut it (counts only; the token-forwards do not change)."""
+    """REPLACE's forwards as its batch grows (``batch_size_counts``), on one shard of ``limit`` enwiki rows."""
     from hades_ray.config import load_config
-    from hades_ray.plan.count import count_prepared, load_tokenizers, prepare_sample
+    from hades_ray.plan.count import batch_size_counts, load_tokenizers
 
-    # one shard of ``limit`` rows: with perturb.read.shard_size auto the shards would be smaller than
-    # the larger batches, and the batches could not grow
     overrides = [item for item in KIT if item != "--set"] + [f"perturb.read.shard_size={limit}"]
     config = load_config("paper", overrides=overrides)
-    tokenizers = load_tokenizers(config, lm_context=1024)
-    prepared = prepare_sample(config, str(ENWIKI), tokenizers, limit=limit)
-    rows = []
-    for size in sizes:
-        config.perturb.resources.replace.batch_size = size
-        counts = count_prepared(prepared, config, tokenizers)
-        rows.append(
-            {
-                "replace_batch_size": size,
-                "perturbed": counts.perturbed,
-                "mlm_token_forwards": counts.mlm_token_forwards_done,
-                "mlm_forward_calls": counts.mlm_forward_calls,
-                "tokens_per_forward": round(counts.mlm_token_forwards_done / counts.mlm_forward_calls),
-                "rows_per_forward": round(sum(r for r, _ in counts.mlm_shapes) / counts.mlm_forward_calls, 1),
-            }
-        )
-    return rows
+    return batch_size_counts(config, str(ENWIKI), load_tokenizers(config, lm_context=1024), limit, sizes)
 
 
 def _kept(run: dict) -> float:
@@ -307,14 +279,9 @@ def _aim_lines(results: dict) -> list[str]:
     ]
 
 
-def flops_per_token(layers: int, width: int, context: float, head: int = 0) -> float:
-    """Forward FLOPs per token of a transformer: 2 x the layers' weights (12 width^2 each), the
-    attention over ``context`` tokens (4 x context x width per layer), and a vocabulary head of
-    ``head`` rows where every position needs it (GPT-2 in RANK; REPLACE's head runs at one position)."""
-    return 2 * layers * 12 * width**2 + 4 * layers * context * width + 2 * width * head
-
-
 def _flops_lines(results: dict) -> list[str]:
+    from hades_ray.plan.budget import flops_per_token
+
     s, work = results["runs"]["paper_sized"]["sample"], results["plans"]["paper_sized_cpu_core"][0]["work"]
     mlm_context = s["mlm_token_forwards_ideal"] / s["mlm_steps"]
     lm_context = s["lm_tokens"] / s["candidates"]

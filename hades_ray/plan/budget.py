@@ -116,3 +116,25 @@ def rank_shared_prefix(counts: SampleCounts, per_doc: float, lm_tokens_per_s: fl
         **sides,
         "ratio": round(counts.lm_token_forwards_shared / whole, 3),
     }
+
+
+def flops_per_token(layers: int, width: int, context: float, head: int = 0) -> float:
+    """Forward FLOPs per token of a transformer: 2 x the layers' weights (12 width^2 each), the attention
+    over ``context`` tokens (4 x context x width per layer), and a vocabulary head of ``head`` rows where
+    every position needs it (GPT-2 in RANK; REPLACE's head runs at one position)."""
+    return 2 * layers * 12 * width**2 + 4 * layers * context * width + 2 * width * head
+
+
+def corpus_plans(
+    sample: dict, throughput: dict, pool: int, corpus: tuple[str, int], shares: dict[str, float], aim_hours: float
+) -> list[dict]:
+    """Plans at one throughput from a sample's counts (``SampleCounts.to_dict``): a pool of ``pool`` perturbed
+    documents (with the throughput that fits it in ``aim_hours``), then a corpus ``(name, documents)`` at
+    each share of documents passing the filters in ``shares`` (its name -> the share)."""
+    counts, speed = SampleCounts(**sample), Throughput(**throughput)
+    plan = make_plan(counts, speed, 1, perturbed_docs=pool)
+    rows = [{"corpus": f"paper's pool, {pool / 1e6:g}M segments", **plan, "to_fit": needed_throughput(plan, aim_hours)}]
+    for name, share in shares.items():
+        plan = make_plan(counts, speed, 1, corpus_docs=corpus[1], kept_share=share)
+        rows.append({"corpus": f"{corpus[0]}, pass share of {name}", **plan})
+    return rows

@@ -253,3 +253,20 @@ def count_sample(config: HadesConfig, input_path: str, tokenizers: Tokenizers, l
     """Read ``input_path`` as the job does, run MASK, and count the model work (``options``: ``count_prepared``'s)."""
     prepared = prepare_sample(config, input_path, tokenizers, limit, sample)
     return count_prepared(prepared, config, tokenizers, **options)
+
+
+def batch_size_counts(config: HadesConfig, input_path: str, tokenizers: Tokenizers, limit: int, sizes) -> list[dict]:
+    """REPLACE's forwards and tokens per forward as its batch grows through ``sizes``, on the first ``limit``
+    rows of ``input_path`` as the job cuts them (counts only: the token-forwards do not change). The config's
+    ``perturb.read.shard_size`` should be ``limit``: with smaller shards the batches could not grow."""
+    prepared = prepare_sample(config, input_path, tokenizers, limit=limit)
+    rows = []
+    for size in sizes:
+        config.perturb.resources.replace.batch_size = size
+        counts = count_prepared(prepared, config, tokenizers)
+        calls = counts.mlm_forward_calls
+        rows.append({"replace_batch_size": size, "perturbed": counts.perturbed,
+                     "mlm_token_forwards": counts.mlm_token_forwards_done, "mlm_forward_calls": calls,
+                     "tokens_per_forward": round(counts.mlm_token_forwards_done / calls),
+                     "rows_per_forward": round(sum(r for r, _ in counts.mlm_shapes) / calls, 1)})  # fmt: skip
+    return rows

@@ -294,3 +294,27 @@ def test_counts_on_cuda_are_the_binned_forwards_the_job_makes_there(micro_home, 
     config.perturb.replace.packing = config.perturb.rank.packing = "exact"
     exact = count_sample(config, str(sample), tokenizers, device="cuda")
     assert exact.mlm_shapes == counted.mlm_shapes and exact.lm_shapes == counted.lm_shapes
+
+
+def test_a_larger_replace_batch_makes_fewer_forwards_of_the_same_work(micro_home, sample):
+    from hades_ray.plan.count import batch_size_counts
+
+    config = _config()
+    config.perturb.read.shard_size = 40
+    rows = batch_size_counts(config, str(sample), load_tokenizers(config), 40, [1, 40])
+    assert [r["replace_batch_size"] for r in rows] == [1, 40] and rows[0]["perturbed"] == rows[1]["perturbed"] > 0
+    assert rows[1]["mlm_forward_calls"] < rows[0]["mlm_forward_calls"]
+    assert rows[1]["rows_per_forward"] > rows[0]["rows_per_forward"]  # batch 1: one document's candidates
+
+
+def test_corpus_plans_give_the_pool_its_aim_and_the_corpus_a_plan_per_pass_share(counted):
+    from hades_ray.plan.budget import corpus_plans, flops_per_token
+
+    speed = {"mlm_tokens_per_s": 1e4, "lm_tokens_per_s": 1e4, "prepare_docs_per_s": 10.0, "source": "given"}
+    speed["device_kind"] = "CPU core"
+    rows = corpus_plans(counted.to_dict(), speed, 1_000_000, ("Wiki", 2_000_000), {"half": 0.5, "all": 1.0}, 5.0)
+    names = ["paper's pool, 1M segments", "Wiki, pass share of half", "Wiki, pass share of all"]
+    assert [r["corpus"] for r in rows] == names
+    assert rows[0]["to_fit"]["device_hours"] == 5.0
+    assert rows[1]["device_hours"] == pytest.approx(rows[2]["device_hours"] / 2, rel=0.01)
+    assert flops_per_token(1, 2, 3, head=5) == 2 * 12 * 4 + 4 * 3 * 2 + 2 * 2 * 5
