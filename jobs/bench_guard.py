@@ -33,12 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hades_ray.guard.metrics import cost_floor, detector_p, distinct_n, final_text_check, flag_agreement
 from hades_ray.guard.metrics import (
-    cost_floor,
-    detector_p,
-    distinct_n,
-    final_text_check,
-    flag_agreement,
     flag_figures,
     flag_share_change_ci,
     generation_perplexity,
@@ -51,16 +47,8 @@ from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
 from hades_ray.train.learnability import learnability_files
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prompts (ENWIKI)
-from jobs.bench_common import (
-    ENWIKI,
-    RESULTS,
-    ForwardClock,
-    Sampler,
-    job_command,
-    kit_or_micro,
-    machine_words,
-    write_results,
-)
+from jobs.bench_common import ENWIKI, RESULTS, ForwardClock, Sampler, job_command, kit_or_micro, machine_words
+from jobs.bench_common import write_results
 
 ARMS = ("plain", "scored", "guarded", "causal_scored", "causal_guarded", "causal_word_scored", "causal_word_guarded")
 ARMS += ("small_scored", "small_guarded")
@@ -497,17 +485,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     flag("--max-retries", type=int, default=3, help="resamples per flagged word")
     flag("--threshold", type=float, default=None, help="judge threshold (default: the stored one)")
     flag("--top-k", type=int, default=50, help="sampling top-k, every arm")
-    flag(
-        "--allow-end", action="store_true", help="let generations stop at the end token (default: all are full length)"
-    )
+    flag("--allow-end", action="store_true", help="let generations stop at the end token (default: full length)")
     flag("--batch-size", type=int, default=20, help="prompts per batch (one seed per batch)")
-    flag(
-        "--slots",
-        type=int,
-        default=20,
-        help="guarded arms: rows in flight, a done row's slot taking the next prompt (guard.slots); "
-        "0: batch by batch, as plain",
-    )
+    slots = "guarded arms: rows in flight, a done row's slot taking the next prompt (guard.slots); 0: batches, as plain"
+    flag("--slots", type=int, default=20, help=slots)
     flag("--repeats", type=int, default=3, help="runs of every arm, in turn; times are each arm's medians")
     flag("--label", default="", help="this run's name in the before -> after table of later runs")
     flag("--agreement-outputs", type=int, default=30, help="outputs the (slow) LR detector scores")
