@@ -63,9 +63,9 @@ def lead_text(words: int) -> list[str]:
     return [" ".join(pieces[: k + 1]) + " " for k in range(words)]
 
 
-def feed_costs(make_stream, prefixes: list[str], at: int, feeds: int) -> list[float]:
-    """Milliseconds of each of ``feeds`` single-word feeds ending at word ``at``, after an untimed feed."""
-    stream = make_stream()
+def feed_costs(stream, prefixes: list[str], at: int, feeds: int) -> list[float]:
+    """Milliseconds of each of ``feeds`` single-word feeds of a new ``stream`` ending at word ``at``, after an
+    untimed feed of the text before them."""
     stream.feed(prefixes[at - feeds - 1])
     costs = []
     for k in range(at - feeds, at):
@@ -114,7 +114,7 @@ def main() -> None:
         for arm in args.arms:
             cells = {}
             for n in args.at:
-                costs = feed_costs(lambda: ARMS[arm](det), prefixes, n, args.feeds)
+                costs = feed_costs(ARMS[arm](det), prefixes, n, args.feeds)
                 cells[str(n)] = {"median_ms": round(statistics.median(costs), 2), "ms": [round(c, 2) for c in costs]}
                 print(name, arm, n, cells[str(n)], flush=True)
             report["detectors"].setdefault(name, {})[arm] = cells
