@@ -202,130 +202,102 @@ ARM_ROWS = (
     ("90th percentile p(H) (judge)", "p90_p"),
     ("share flagged at the judge's threshold", "share_flagged"),
     ("perplexity under the generator", "perplexity"),
-    ("distinct-1", "distinct_1"),
-    ("distinct-2", "distinct_2"),
-    ("new tokens", "new_tokens"),
-    ("tokens/s", "tokens_per_s"),
-    ("CPU seconds of this process", "cpu_seconds"),
-    ("generator forwards (steps)", "generator_forwards"),
-    ("judge forwards", "judge_forwards"),
-    ("seconds in the judge's forwards", "judge_forward_seconds"),
-    ("resident memory before the arm, MiB", "rss_before_mib"),
-    ("peak resident memory during the arm, MiB", "peak_rss_mib"),
-    ("interventions (rejected words)", "interventions"),
+    *((key.replace("_", "-"), key) for key in ("distinct_1", "distinct_2")),
+    *((key.replace("_", " "), key) for key in ("new_tokens", "tokens_per_s", "cpu_seconds", "generator_forwards")),
+    *((key.replace("_", " "), key) for key in ("judge_forwards", "judge_forward_seconds", "interventions")),
+    ("resident memory before / peak during the arm, MiB", ("rss_before_mib", "peak_rss_mib")),
     ("word positions replaced", "words_replaced"),
-    ("flagged words left in the text (judge only: all it flags)", "flagged_kept_after_retries"),
+    ("flagged words left in the text", "flagged_kept_after_retries"),
 )
-AGREEMENT_ROWS = ("lr_mean_p", "lr_share_flagged", "share_outputs_agreeing")
+AGREEMENT_ROWS = ("lr_mean_p", "lr_share_flagged", "share_outputs_agreeing", "agreeing_with_no_flags")
 AGREEMENT_ROWS += ("share_agreeing_among_outputs_the_judge_flags", "word_kappa")
 AGREEMENT_ROWS += ("lr_flags_where_judge_flags", "lr_flags_where_judge_does_not")
-FLOOR_COLUMNS = ("arm", "overhead", "overhead in CPU time", "floor", "judge forwards per step")
-FLOOR_COLUMNS += ("ms per judge forward", "ms per generator step (plain)", "steps against plain")
+FLOOR = {"overhead": "overhead", "cpu_overhead": "overhead in CPU time", "overhead_floor": "floor"}
+FLOOR |= {"judge_forwards_per_step": "judge forwards per step", "judge_forward_ms": "ms per judge forward"}
+FLOOR |= {"generator_step_ms": "ms per generator step (plain)", "extra_steps": "steps against plain"}
+HISTORY_ARMS = ("scored", "guarded", "causal_scored", "causal_guarded", "causal_word_scored", "causal_word_guarded")
 
 
-def _checks(checks: dict, moved: bool = False) -> str:
+def _cell(figures: dict, key) -> str:
+    return " / ".join(_fmt(figures.get(k)) for k in key) if isinstance(key, tuple) else _fmt(figures.get(key))
+
+
+def _clauses(checks: dict) -> str:
     """Recorded p(H) against score's, one clause per arm."""
     return "; ".join(
         f"{k} {v['max_abs_diff']:.1e} over {v['words']} words, {v['flags_differing']} flags"
-        + (f", {v['unaligned']} words whose characters moved" if moved and v["unaligned"] else "")
+        + (f", {v['unaligned']} words moved" if v.get("unaligned") else "")
         for k, v in checks.items()
     )
 
 
 def markdown(report: dict) -> str:
-    arms, det, agree = report["arms"], report["detectors"], report["agreement"]
-    arm_columns = ["", NAMES["plain"], f"{NAMES['scored']} (retries 0)", *(NAMES[a] for a in ARMS[2:])]
+    arms, det, agree, x = report["arms"], report["detectors"], report["agreement"], "{:.2f}x".format
     floors = [
-        [name, f"{report[f'overhead_{name}']:.2f}x", f"{report[f'cpu_overhead_{name}']:.2f}x"]
-        + [f"{f['overhead_floor']:.2f}x", f"{f['judge_forwards_per_step']:.2f}", f"{f['judge_forward_ms']:.2f}"]
-        + [f"{f['generator_step_ms']:.2f}", f"{f['extra_steps']:.2f}"]
-        for name, f in report["floor"].items()
+        [n, x(report[f"overhead_{n}"]), x(report[f"cpu_overhead_{n}"]), *(f"{f[k]:.2f}" for k in list(FLOOR)[2:])]
+        for n, f in report["floor"].items()
     ]
+    runs = report.get("history", [])
+    history = [[r["run"], *(x(r[k]) if k in r else "n/a" for k in HISTORY_ARMS)] for r in runs]
+    history += [["this run", *(x(report[f"overhead_{k}"]) for k in HISTORY_ARMS)]] if runs else []
+    same = all(a.get("same_each_time", True) for a in report["arms"].values())
+    lo, hi = report["lr_flag_share_change_ci"]
     lines = [
         "# Online guard benchmark",
         "",
         f"Machine: {machine_words(report)}; torch threads {report['torch_threads']}. {report['note']}",
         f"Command: `{report['command']}`",
         "",
-        f"{report['prompts']} held-out prompts ({report['prompts_skipped_too_long']} leads passed over: prompt plus "
-        f"new tokens longer than the generator's context), {report['max_new_tokens']} new tokens each, sampling "
-        f"{report['sampling']}, max retries {report['max_retries']}, judge thresholds {report['threshold']:.3f} "
-        f"(encoder) and {report['causal_threshold']:.3f} (causal) ({report['threshold_source']}). {_batching(report)} "
-        f"{_repeats(report)}",
+        f"{report['prompts']} held-out prompts ({report['prompts_skipped_too_long']} longer than the generator's "
+        f"context passed over), {report['max_new_tokens']} new tokens each, sampling {report['sampling']}, max "
+        f"retries {report['max_retries']}, thresholds {report['threshold']:.3f} (encoder), "
+        f"{report['causal_threshold']:.3f} (causal), {report['small_threshold']:.3f} (small: the quantile that "
+        f"flags the causal judge's share) ({report['threshold_source']}); batches of {report['batch_size']} (a "
+        f"seed each), guarded arms through {report.get('slots', 0)} slots (0: batches); {report.get('repeats', 1)} "
+        f"runs of every arm in turn, times their medians, the same tokens each run: **{same}**.",
         "",
-        "Judges: the encoder, an online MiniLM span classifier with a "
-        f"{report['judge_window']}-token window (one forward per judged word and per retry, all rows' words of "
-        "a step in one call); the causal one, an online span classifier on the offline kit's GPT-2 with a "
-        f"{report['causal_window']}-token window and stride {report['causal_stride']} (hades-ray score's "
-        "windows), scored with each row's key/value cache; and, as before that cache, the same causal "
-        "detector with one forward per word over its own view (`per word`); and a small causal judge (below). "
-        "p(H) rows: the encoder judge's for the first three columns, the causal detector's for the next four, "
-        "the small judge's (noise: a random head) for the last two.",
+        f"Judges: encoder, an online MiniLM span classifier ({report['judge_window']}-token window, a forward per "
+        f"judged word); causal, the same on the kit's GPT-2 ({report['causal_window']}-token window, stride "
+        f"{report['causal_stride']}) with each row's key/value cache, and `per word` without it; small, the micro "
+        "kit's GPT-2 under a random head (its p(H) is noise; it measures cost only).",
         "",
-        *pipe_table(arm_columns, ([label, *(_fmt(arms[a][key]) for a in ARMS)] for label, key in ARM_ROWS)),
+        *pipe_table(
+            ["", *(NAMES[a] for a in ARMS)], ([label, *(_cell(arms[a], k) for a in ARMS)] for label, k in ARM_ROWS)
+        ),
         "",
         f"Judge-only tokens equal plain `generate`'s: **{report['scored_equals_plain']}** (encoder), "
-        f"**{report['causal_scored_equals_plain']}** (causal). Guard overhead (plain tokens/s / guarded "
-        f"tokens/s): causal judge **{report['overhead_causal_guarded']:.2f}x**, judging alone "
-        f"**{report['overhead_causal_scored']:.2f}x** (the same detector one forward per word, as before its "
-        f"cache: {report['overhead_causal_word_guarded']:.2f}x, judging alone "
-        f"{report['overhead_causal_word_scored']:.2f}x); encoder judge **{report['overhead_guarded']:.2f}x**, "
-        f"judging alone {report['overhead_scored']:.2f}x. A judge smaller than the generator (the micro kit's "
-        f"2-layer, 32-wide GPT-2 under a random head, threshold {report['small_threshold']:.3f}: the quantile "
-        "that flags the share the causal judge flags, so it rejects about as often; its p(H) means nothing): "
-        f"**{report['overhead_small_guarded']:.2f}x** guarded, {report['overhead_small_scored']:.2f}x judging "
-        "alone.",
+        f"**{report['causal_scored_equals_plain']}** (causal). The floor: an arm's cost if its only extras were its "
+        "judge's forwards and its extra generator steps, at plain's time per step:",
         "",
-        "The floor: what each arm would cost if the guard added nothing to plain generation but its judge's "
-        "forwards (timed by hooks on the judge's backbone) and its extra generator steps (a rejected word's "
-        "tokens are drawn again, and a batch waits for its slowest prompt), at plain `generate`'s time per "
-        "step (overhead in CPU time: the arm's CPU seconds over plain generation's, which the other jobs on "
-        "the shared cores inflate less than wall time):",
+        *pipe_table(["arm", *FLOOR.values()], floors),
         "",
-        *pipe_table(FLOOR_COLUMNS, floors),
-        "",
-        *_history(report),
-        "p(H) the loop recorded against `hades-ray score`'s scorer (hades_ray/detect/scorer.py) on the same "
-        "text with the same judge, every judged word including the rejected ones (max |diff|, flags that "
-        "differ at the judge's threshold): "
-        + _checks(report["score_check"])
-        + ". The causal judge's forwards extend each row's cache instead of running the whole window, so "
-        "the same arithmetic rounds differently in the last bits; one view per word (causal_word) gives each "
-        "word exactly `window` tokens of context, where score's windows give it between window - stride and "
-        "window, so it matches score only while a text fits one window. Against the final texts (the words that "
-        "stayed): "
-        + _checks(report["final_text_check"], moved=True)
-        + " (a word's left context decodes differently once later tokens arrive where a token ends inside "
-        "a character or the tokenizer's clean-up joins spaces, so the judge saw another text there).",
-        "",
-        f"The causal judge on the plain texts: mean p(H) {_fmt(report['causal_on_plain']['mean_p'])}, share "
+        *([*pipe_table(["run", *(NAMES[k] for k in HISTORY_ARMS)], history), ""] if history else []),
+        "Recorded p(H) against `hades-ray score`'s scorer on the same text and judge (max |diff|, flags that "
+        f"differ): {_clauses(report['score_check'])}. Against the final texts: "
+        f"{_clauses(report['final_text_check'])}. Rescored per word afterwards (encoder): "
+        + ", ".join(f"{k} {v:.1e}" for k, v in report["rescoring_max_abs_diff"].items())
+        + f". Causal judge on the plain texts: mean p(H) {_fmt(report['causal_on_plain']['mean_p'])}, share "
         f"flagged {_fmt(report['causal_on_plain']['share_flagged'])}.",
-        "",
-        "p(H) recorded by the loop against the same words scored again per word afterwards (encoder, first "
-        "outputs, max |diff|): " + ", ".join(f"{k} {v:.1e}" for k, v in report["rescoring_max_abs_diff"].items()) + ".",
         "",
         f"## Independent check: the LR detector on the first {agree['guarded']['outputs']} outputs",
         "",
         *pipe_table(
             ["", "plain", "guarded"], ([k, _fmt(agree["plain"][k]), _fmt(agree["guarded"][k])] for k in AGREEMENT_ROWS)
         ),
-    ]
-    lo, hi = report["lr_flag_share_change_ci"]
-    lines += [
         "",
-        f"LR threshold {report['lr_threshold']:.3g} (stored in its folder). Change in the LR flag share, guarded "
-        f"minus plain: 95% bootstrap interval over outputs [{lo:+.3f}, {hi:+.3f}].",
+        f"LR threshold {report['lr_threshold']:.3g}. LR flag share, guarded minus plain: 95% bootstrap interval "
+        f"[{lo:+.3f}, {hi:+.3f}].",
         "",
         "## Detectors (trained in this run)",
         "",
-        f"Instances from perturbing {report['train_docs']} other leads: {det['instances']}; "
-        f"perturbation {det.get('perturb_seconds', 0):.0f} s"
-        + (f" (detectors reused from {det['reused_from']})." if det.get("reused_from") else "."),
+        f"Instances from {report['train_docs']} other leads: {det['instances']}; perturbation "
+        f"{det.get('perturb_seconds', 0):.0f} s"
+        + (f"; reused from {det['reused_from']}." if det.get("reused_from") else "."),
         "",
         *(
-            f"- {name}: validation G-Mean {_fmt(det[name]['valid'].get('gmean'))}, AUC "
-            f"{_fmt(det[name]['valid'].get('auc'))}, trained in {det[name]['seconds']:.0f} s"
-            for name in DETECTORS
+            f"- {n}: validation G-Mean {_fmt(det[n]['valid'].get('gmean'))}, AUC {_fmt(det[n]['valid'].get('auc'))}, "
+            f"trained in {det[n]['seconds']:.0f} s"
+            for n in DETECTORS
         ),
         "",
         "## What this means, and what it does not",
@@ -335,31 +307,6 @@ def markdown(report: dict) -> str:
         f"Whole run: {report['wall_seconds']:.0f} s.",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _repeats(report: dict) -> str:
-    repeats = report.get("repeats", 1)
-    if repeats < 2:
-        return ""
-    same = all(a.get("same_each_time", True) for a in report["arms"].values())
-    return (
-        f"Every arm ran {repeats} times, the arms in turn; times are each arm's medians (a shared machine's "
-        f"speed drifts by several percent from minute to minute), and every run gave the same tokens: **{same}**."
-    )
-
-
-def _batching(report: dict) -> str:
-    size, slots = report["batch_size"], report.get("slots", 0)
-    if not slots:
-        return f"Seeds per batch of {size}: the same in every arm."
-    return (
-        f"Plain and judge-only arms: batches of {size}, a seed per batch, the same in every arm; guarded arms: "
-        f"every prompt through {slots} slots (`guard.slots`: a slot whose prompt is done takes the next one at "
-        "once) under the first batch's seed."
-    )
-
-
-HISTORY_ARMS = ("scored", "guarded", "causal_scored", "causal_guarded", "causal_word_scored", "causal_word_guarded")
 
 
 def carried_history(path: Path) -> list[dict]:
@@ -372,108 +319,36 @@ def carried_history(path: Path) -> list[dict]:
     return [*last.get("history", []), entry]
 
 
-def _history(report: dict) -> list[str]:
-    """Earlier runs' overheads beside this one's (``history`` in bench_guard.json: what each run measured,
-    with the commit it ran on), so before -> after stays in the results."""
-    runs = report.get("history", [])
-    if not runs:
-        return []
-    rows = [[run["run"], *(f"{run[k]:.2f}x" if k in run else "n/a" for k in HISTORY_ARMS)] for run in runs]
-    rows.append(["this run", *(f"{report[f'overhead_{k}']:.2f}x" for k in HISTORY_ARMS)])
-    return [
-        "Before -> after (wall-clock overhead against plain `generate`, same 100 prompts; the per-word causal "
-        "judge's code did not change between the last two runs, so its columns show how much the shared "
-        "cores moved the figures):",
-        "",
-        *pipe_table(["run", *(NAMES[k] for k in HISTORY_ARMS)], rows),
-        "",
-    ]
-
-
 def reading(report: dict) -> list[str]:
     """The plain-words reading of the figures; each sentence follows from a number in the report."""
     plain, guarded = report["arms"]["plain"], report["arms"]["guarded"]
     lr_plain, lr_guarded = report["agreement"]["plain"], report["agreement"]["guarded"]
-    gmean = report["detectors"]["online"]["valid"].get("gmean", float("nan"))
-    lr_valid = report["detectors"]["lr"]["valid"]
     lo, hi = report["lr_flag_share_change_ci"]
-    lr_verdict = (
-        "lower after guarding, and the interval excludes no change"
-        if hi < 0
-        else "higher after guarding, and the interval excludes no change"
-        if lo > 0
-        else "not distinguishable from no change (the interval spans 0)"
-    )
-    ppl_verdict = "lower" if guarded["perplexity"] < plain["perplexity"] else "higher"
+    verdict = "lower after guarding" if hi < 0 else "higher after guarding" if lo > 0 else "no clear change (spans 0)"
+    kappa = lr_guarded["word_kappa"]
+    kappa_words = "n/a" if kappa is None else "barely" if kappa < 0.2 else "weakly" if kappa < 0.4 else "moderately+"
+    floor = report["floor"]
     return [
-        f"- The judge's own p(H) falls from {plain['mean_p']:.3f} to {guarded['mean_p']:.3f} (mean) and its flag "
-        f"share from {plain['share_flagged']:.3f} to {guarded['share_flagged']:.3f}. This is by construction: the "
-        "guard rejects exactly what this detector scores high, so the same detector judging the result is a "
-        "biased measure. It shows the guard does what it says, not that the text is more faithful.",
-        f"- The judge is weak: validation G-Mean {gmean:.3f} on synthetic labels (replaced words against "
-        "untouched ones, from the offline kit's small MLM), not human judgments of hallucination; p(H) here "
-        "means 'looks like a REPLACE substitution to this model'.",
-        f"- The independent LR detector (offline features, threshold {report['lr_threshold']:.3g}) flags "
-        f"{lr_plain['lr_share_flagged']:.3f} of the plain words and {lr_guarded['lr_share_flagged']:.3f} of the "
-        f"guarded ones on the first {lr_guarded['outputs']} outputs: a change of "
-        f"{lr_guarded['lr_share_flagged'] - lr_plain['lr_share_flagged']:+.3f}, 95% bootstrap interval over "
-        f"outputs [{lo:+.3f}, {hi:+.3f}], {lr_verdict}. The LR detector is weak too (validation G-Mean "
-        f"{_fmt(lr_valid.get('gmean'))}, AUC {_fmt(lr_valid.get('auc'))}).",
-        f"- The two detectors {_kappa_words(lr_guarded['word_kappa'])} on which words they flag (word-level "
-        f"Cohen's kappa {_fmt(lr_guarded['word_kappa'])} on guarded outputs, {_fmt(lr_plain['word_kappa'])} on "
-        f"plain ones). " + _same_sets(lr_guarded),
-        f"- Fluency: perplexity under the generator is {ppl_verdict} with the guard ({plain['perplexity']:.1f} -> "
-        f"{guarded['perplexity']:.1f}), distinct-1/2 {plain['distinct_1']:.3f}/{plain['distinct_2']:.3f} -> "
-        f"{guarded['distinct_1']:.3f}/{guarded['distinct_2']:.3f}. "
-        + (
-            "Replacements are drawn again from the generator's own distribution, which can favour likelier words; "
-            if guarded["perplexity"] < plain["perplexity"]
-            else "Resampling takes away words the generator drew, which can cost likelihood; "
-        )
-        + "perplexity under the generator that was steered is not a quality measure by itself.",
-        f"- Cost: with the encoder judge the guard runs at {guarded['tokens_per_s']:.1f} tokens/s against "
-        f"{plain['tokens_per_s']:.1f} ({report['overhead_guarded']:.2f}x slower; judging without resampling "
-        f"{report['overhead_scored']:.2f}x) on 2 shared CPU cores: it costs one detector forward over the word's "
-        "window per content word (and per retry), batched across prompts but not shared between words, so the "
-        "ratio is at its worst here, a 4-layer generator beside a 6-layer judge. The causal judge extends each "
-        "row's key/value cache by the new words' tokens, and encodes a window afresh only where a word falls "
-        f"past the current one: {report['arms']['causal_guarded']['tokens_per_s']:.1f} tokens/s guarded "
-        f"({report['overhead_causal_guarded']:.2f}x), {report['overhead_causal_scored']:.2f}x judging alone. "
-        "All rows' new tokens of a step, cache extensions and fresh windows alike, run packed in one forward. "
-        "That judge is the generator's own size (the kit's 4-layer GPT-2), so its one forward per step costs "
-        f"{report['floor']['causal_scored']['judge_forward_ms']:.1f} ms against a whole generator step's "
-        f"{report['floor']['causal_scored']['generator_step_ms']:.1f} ms (forward, processors, sampling), and "
-        "at these sizes a "
-        "forward's fixed cost dominates on a CPU: judging alone cannot cost less than "
-        f"{report['floor']['causal_scored']['overhead_floor']:.2f}x here, guarding not less than "
-        f"{report['floor']['causal_guarded']['overhead_floor']:.2f}x (the table above). The ratio falls toward "
-        "1 + (judge forward / generator step) as the judge gets smaller than the generator: the micro judge "
-        f"costs {report['overhead_small_scored']:.2f}x judging alone, but {report['overhead_small_guarded']:.2f}x "
-        "guarded: with a free judge guarding still costs its steps against plain "
-        f"({report['floor']['causal_guarded']['extra_steps']:.2f}x with the causal judge), so 2x needs a judge "
-        "well under half a generator step and fewer or cheaper resamples. A guarded run also draws again every "
-        "rejected word "
-        f"({report['arms']['causal_guarded']['interventions']} here), and a batch waits for its slowest "
-        "prompt; timings on a shared machine also move with its load.",
-        "- Not measured: factual accuracy of the generations (no human or reference check), and any generator "
-        "or detector other than the offline kit's.",
+        f"- The judge's own p(H) falls {plain['mean_p']:.3f} -> {guarded['mean_p']:.3f}, its flag share "
+        f"{plain['share_flagged']:.3f} -> {guarded['share_flagged']:.3f}: by construction (it rejects what it "
+        "scores high), so it shows the guard works, not that the text is more faithful.",
+        f"- The judges are weak (encoder validation G-Mean "
+        f"{_fmt(report['detectors']['online']['valid'].get('gmean'))}, on synthetic REPLACE labels, not human ones).",
+        f"- The independent LR detector flags {lr_plain['lr_share_flagged']:.3f} of plain words, "
+        f"{lr_guarded['lr_share_flagged']:.3f} of guarded ones: interval [{lo:+.3f}, {hi:+.3f}], {verdict}; "
+        f"it agrees {kappa_words} with the encoder judge (word kappa {_fmt(kappa)}).",
+        f"- Fluency: perplexity {plain['perplexity']:.1f} -> {guarded['perplexity']:.1f}, distinct-1/2 "
+        f"{plain['distinct_1']:.3f}/{plain['distinct_2']:.3f} -> {guarded['distinct_1']:.3f}/"
+        f"{guarded['distinct_2']:.3f} (under the generator that was steered: not a quality measure by itself).",
+        f"- Cost: {report['overhead_guarded']:.2f}x guarded with the encoder ({report['overhead_scored']:.2f}x "
+        f"judging alone), {report['overhead_causal_guarded']:.2f}x with the cached causal judge "
+        f"({report['overhead_causal_scored']:.2f}x), {report['overhead_small_guarded']:.2f}x with the small one "
+        f"({report['overhead_small_scored']:.2f}x). A judge the generator's size cannot cost less than "
+        f"{floor['causal_scored']['overhead_floor']:.2f}x judging, {floor['causal_guarded']['overhead_floor']:.2f}x "
+        f"guarding; the ratio falls toward 1 + judge forward / generator step, plus the resampled steps "
+        f"({floor['causal_guarded']['extra_steps']:.2f}x); shared cores move timings.",
+        "- Not measured: factual accuracy, and any generator or detector other than the offline kit's.",
     ]
-
-
-def _same_sets(figures: dict) -> str:
-    share, outputs = figures["share_outputs_agreeing"], figures["outputs"]
-    if not share:
-        return f"None of the first {outputs} guarded outputs has the same flagged set under both."
-    return (
-        f"{share:.3f} of the first {outputs} guarded outputs have the same flagged set under both; of those, "
-        f"{figures['agreeing_with_no_flags']:.3f} are outputs where neither flags anything."
-    )
-
-
-def _kappa_words(kappa: float | None) -> str:
-    if kappa is None:
-        return "cannot be compared"
-    return "barely agree" if kappa < 0.2 else "agree weakly" if kappa < 0.4 else "agree moderately or better"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
