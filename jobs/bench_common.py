@@ -282,3 +282,16 @@ def write_results(name: str, report, markdown: str | None = None) -> None:
         markdown = f"{title}\n\n{stamp}\n{sep}{rest}" if title.startswith("# ") else f"{stamp}\n\n{markdown}"
         storage.write(RESULTS / f"{name}.md", markdown)
         print(markdown)
+
+
+def spec_table(spec: dict, items, align: str = "") -> list[str]:
+    """A pipe table (``hades_ray.markdown.pipe_table``) from ``spec``: column header -> a function of one of
+    ``items`` giving its cell; a results page's tables without a hand-built row per item."""
+    from hades_ray.markdown import pipe_table
+
+    return pipe_table(list(spec), ([cell(item) for cell in spec.values()] for item in items), align=align)
+
+
+def cell(key: str, fmt: str = ""):
+    """A ``spec_table`` column: an item's ``key`` formatted with ``fmt`` (``","``, ``".1f"``, ...)."""
+    return lambda item: format(item[key], fmt)

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hades_ray.pipeline import storage
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
-from jobs.bench_common import ENWIKI, ROOT, offline_env, write_results
+from jobs.bench_common import ENWIKI, ROOT, cell, offline_env, spec_table, write_results
 
 PAPER_POOL = 1_000_000  # segments the paper perturbs
 WIKI40B_EN_TRAIN = 2_900_000  # Wiki-40B-en training articles, about 2.9M (issue 11)
@@ -144,237 +144,154 @@ def main(argv=None) -> int:
     return 0
 
 
-def _throughput_rows(results: dict) -> list[str]:
-    columns = ["models", "stage", "dtype", "tokens per CPU-second", "tokens per wall-second"]
-    columns += ["token-forwards timed", "forward calls", "wall s", "CPU s", "peak RSS (MiB)"]
+PAIRS = (("paper_sized", "paper-sized"), ("kit", "offline kit"))
+PER_DOC = lambda key, f=",.0f": lambda s: f"{s[key] / max(s['perturbed'], 1):{f}}"  # noqa: E731
+THROUGHPUT = {"models": cell("model"), "stage": cell("stage"), "dtype": cell("dtype")}
+THROUGHPUT |= {"tokens per CPU-second": cell("tokens_per_cpu_s", ",.0f")}
+THROUGHPUT |= {"tokens per wall-second": cell("tokens_per_wall_s", ",.0f")}
+THROUGHPUT |= {"token-forwards timed": cell("token_forwards", ","), "forward calls": cell("forward_calls")}
+THROUGHPUT |= {"wall s": cell("wall_seconds", ".1f"), "CPU s": cell("cpu_seconds", ".1f")}
+THROUGHPUT |= {"peak RSS (MiB)": cell("process_peak_rss_mib", ",.0f")}
+SAMPLE = {"sample (settings)": cell("label"), "read": cell("read")}
+SAMPLE |= {"perturbed": lambda s: f"{s['perturbed']} ({s['perturbed'] / s['read']:.1%})"}
+SAMPLE |= {"filtered out": lambda s: ", ".join(f"{k} {v}" for k, v in s["filtered"].items()) or "none"}
+SAMPLE |= {"spaCy words / read doc": lambda s: f"{s['spacy_words'] / s['read']:.0f}"}
+SAMPLE |= {
+    "MLM token-forwards / doc (ideal = done)": lambda s: (
+        PER_DOC("mlm_token_forwards_done")(s)
+        + (" (=)" if s["mlm_token_forwards_ideal"] == s["mlm_token_forwards_done"] else " (!=)")
+    )
+}
+SAMPLE |= {"MLM calls / doc": PER_DOC("mlm_forward_calls", ".1f")}
+SAMPLE |= {"tokens per MLM call": lambda s: f"{s['mlm_token_forwards_done'] / max(s['mlm_forward_calls'], 1):,.0f}"}
+SAMPLE |= {"GPT-2 tokens / doc": PER_DOC("lm_tokens"), "GPT-2 calls / doc": PER_DOC("lm_forward_calls", ".2f")}
+PLAN = {"throughput": lambda p: p["label"], "corpus": lambda p: p["corpus"]}
+PLAN |= {"read": cell("documents_read", ","), "perturbed": cell("documents_perturbed", ",")}
+PLAN |= {"candidates": cell("candidates", ","), "REPLACE core-h": cell("replace_device_hours", ",.0f")}
+PLAN |= {"RANK core-h": cell("rank_device_hours", ",.0f"), "total core-h": cell("device_hours", ",.0f")}
+PLAN |= {
+    "REPLACE:RANK actors per 4 cores": lambda p: (
+        f"{p['balance']['replace_actors_per_device']}:{p['balance']['rank_actors_per_device']}"
+    )
+}
+PLAN |= {"MASK core-h": cell("prepare_cpu_core_hours", ",.1f")}
+BATCH = {"REPLACE batch (documents)": cell("replace_batch_size")}
+BATCH |= {"MLM token-forwards": cell("mlm_token_forwards", ","), "forward calls": cell("mlm_forward_calls", ",")}
+BATCH |= {"rows per forward": cell("rows_per_forward"), "tokens per forward": cell("tokens_per_forward", ",")}
+
+
+def _before_after(results: dict) -> list[list]:
+    """RANK for the 1M-segment pool without and with the shared prefix, and the rounds' screening of a 1M pool
+    without reuse and with the store: (work, throughput, before, after, after / before) rows."""
     rows = []
-    for key in ("paper_sized", "kit"):
-        for stage, m in ((stage, results["runs"][key]["measured"][stage]) for stage in ("replace", "rank")):
-            rows.append([m["model"], stage.upper(), m["dtype"], f"{m['tokens_per_cpu_s']:,.0f}"])
-            rows[-1] += [f"{m['tokens_per_wall_s']:,.0f}", f"{m['token_forwards']:,}", m["forward_calls"]]
-            rows[-1] += [f"{m['wall_seconds']:.1f}", f"{m['cpu_seconds']:.1f}", f"{m['process_peak_rss_mib']:,.0f}"]
-    paper, kit = results["runs"]["paper_sized"]["measured"], results["runs"]["kit"]["measured"]
-    ratios = {s: kit[s]["tokens_per_s"] / paper[s]["tokens_per_s"] for s in ("replace", "rank")}
-    return [
-        *pipe_table(columns, rows),
-        "",
-        f"Plans use tokens per CPU-second (one core's own speed, whatever the neighbours do). "
-        f"The offline kit is {ratios['replace']:.1f}x faster per token in REPLACE and {ratios['rank']:.1f}x in "
-        "RANK than the paper-sized models (peak RSS is the process's peak so far: the RANK row includes "
-        "REPLACE's model).",
-    ]
-
-
-def _sample_rows(results: dict) -> list[str]:
-    columns = ["sample (settings)", "read", "perturbed", "filtered out", "spaCy words / read doc"]
-    columns += ["MLM token-forwards / doc (ideal = done)", "MLM calls / doc", "tokens per MLM call"]
-    columns += ["GPT-2 tokens / doc", "GPT-2 calls / doc"]
-    names = {"paper_sized": "enwiki, paper settings, context 1024", "kit": "enwiki, paper settings, kit context 256"}
-    names["demo_counts"] = "demo corpus, paper settings, context 1024"
-    rows = []
-    for key, label in names.items():
-        s = results["runs"][key]["sample"]
-        n = max(s["perturbed"], 1)
-        per_call = s["mlm_token_forwards_done"] / max(s["mlm_forward_calls"], 1)
-        same = "=" if s["mlm_token_forwards_ideal"] == s["mlm_token_forwards_done"] else "!="
-        filtered = ", ".join(f"{k} {v}" for k, v in s["filtered"].items()) or "none"
-        rows.append([label, s["read"], f"{s['perturbed']} ({s['perturbed'] / s['read']:.1%})", filtered])
-        rows[-1] += [f"{s['spacy_words'] / s['read']:.0f}", f"{s['mlm_token_forwards_done'] / n:,.0f} ({same})"]
-        rows[-1] += [f"{s['mlm_forward_calls'] / n:.1f}", f"{per_call:,.0f}", f"{s['lm_tokens'] / n:,.0f}"]
-        rows[-1].append(f"{s['lm_forward_calls'] / n:.2f}")
-    return pipe_table(columns, rows)
-
-
-def _plan_rows(results: dict) -> list[str]:
-    columns = ["throughput", "corpus", "read", "perturbed", "candidates", "REPLACE core-h", "RANK core-h"]
-    columns += ["total core-h", "REPLACE:RANK actors per 4 cores", "MASK core-h"]
-    rows = []
-    for key, label in (("paper_sized_cpu_core", "paper-sized"), ("kit_cpu_core", "offline kit")):
-        for p in results["plans"][key]:
-            b = p["balance"]
-            rows.append([label, p["corpus"], f"{p['documents_read']:,}", f"{p['documents_perturbed']:,}"])
-            rows[-1] += [f"{p['candidates']:,}", f"{p['replace_device_hours']:,.0f}", f"{p['rank_device_hours']:,.0f}"]
-            rows[-1] += [f"{p['device_hours']:,.0f}", f"{b['replace_actors_per_device']}:{b['rank_actors_per_device']}"]
-            rows[-1].append(f"{p['prepare_cpu_core_hours']:,.1f}")
-    return pipe_table(columns, rows)
-
-
-def _before_after_rows(results: dict) -> list[str]:
-    """RANK for the 1M-segment pool without and with the shared prefix (``perturb.rank.share_prefix``),
-    and the paper's 14 rounds' screening of a 1M pool without reuse and with the store
-    (``detect.reuse_frozen``), side by side, CPU core-hours at each run's measured throughput."""
-    columns = ["work", "throughput", "before", "after", "after / before"]
-    rows = []
-    for plans, label in (("paper_sized_cpu_core", "paper-sized"), ("kit_cpu_core", "offline kit")):
-        r = results["plans"][plans][0]["rank_shared_prefix"]
-        rows.append(
-            [
-                f"RANK, 1M segments x 20 candidates, core-h ({r['prefix_tokens_per_document']:,.0f} prefix tokens/doc)",
-                label,
-                f"{r['without']['device_hours']:,.1f}",
-                f"{r['with']['device_hours']:,.1f}",
-                f"{r['ratio']:.2f}x",
-            ]
-        )
-        rows.append(
-            [
-                "RANK GPT-2 token-forwards",
-                label,
-                f"{r['without']['lm_token_forwards']:,}",
-                f"{r['with']['lm_token_forwards']:,}",
-                f"{r['ratio']:.2f}x",
-            ]
-        )
+    for key, label in PAIRS:
+        r = results["plans"][f"{key}_cpu_core"][0]["rank_shared_prefix"]
+        work = f"RANK, 1M segments x 20 candidates, core-h ({r['prefix_tokens_per_document']:,.0f} prefix tokens/doc)"
+        rows.append([work, label, f"{r['without']['device_hours']:,.1f}", f"{r['with']['device_hours']:,.1f}"])
+        rows.append(["RANK GPT-2 token-forwards", label, f"{r['without']['lm_token_forwards']:,}"])
+        rows[-1] += [f"{r['with']['lm_token_forwards']:,}"]
+        rows[-2].append(f"{r['ratio']:.2f}x"), rows[-1].append(f"{r['ratio']:.2f}x")
     for key, label in (("paper_sized", "bert-base-sized"), ("kit", "offline kit MiniLM")):
         s = results["runs"][key]["screening"]
-        before, after = s["without_reuse"], s["with_store"]
-        rows.append(
-            [
-                f"screening, {s['rounds']} rounds over a {s['pool_instances']:,} pool: backbone forwards",
-                label,
-                f"{before['backbone_forwards']:,}",
-                f"{after['backbone_forwards']:,}",
-                f"{after['backbone_forwards'] / before['backbone_forwards']:.3f}x",
-            ]
-        )
-        rows.append(
-            [
-                "screening core-h (head passes included)",
-                label,
-                f"{before['device_hours']:,.1f}",
-                f"{after['device_hours']:,.1f}",
-                f"{s['ratio']:.3f}x",
-            ]
-        )
-    return [
-        *pipe_table(columns, rows),
-        "",
-        "RANK's after counts each document's shared prefix (the tokens before the first span MASK chose in "
-        "any candidate) once instead of once per candidate, at the same tokens per second; "
-        "`jobs/results/bench_rank.md` measures the busy seconds of both on the demo's leads. The screening "
-        "rows: without reuse every round runs the round detector (backbone and head) over every unjudged pool "
-        "instance; with the store the pool's span representations are made once and each round runs only "
-        "the MLP head (its throughput measured on stored-size representations); reading the store is not counted.",
-    ]
+        b, a = s["without_reuse"], s["with_store"]
+        work = f"screening, {s['rounds']} rounds over a {s['pool_instances']:,} pool: backbone forwards"
+        ratio = a["backbone_forwards"] / b["backbone_forwards"]
+        rows.append([work, label, f"{b['backbone_forwards']:,}", f"{a['backbone_forwards']:,}", f"{ratio:.3f}x"])
+        rows.append(["screening core-h (head passes included)", label, f"{b['device_hours']:,.1f}"])
+        rows[-1] += [f"{a['device_hours']:,.1f}", f"{s['ratio']:.3f}x"]
+    return rows
 
 
 def _aim_lines(results: dict) -> list[str]:
+    from hades_ray.plan.budget import flops_per_token
+
     pool = results["plans"]["paper_sized_cpu_core"][0]
     fit, work, speed = pool["to_fit"], pool["work"], results["runs"]["paper_sized"]["throughput"]
-    share = pool["balance"]["replace_share_of_work"]
+    s = results["runs"]["paper_sized"]["sample"]
+    mlm = work["mlm_token_forwards"] * flops_per_token(12, 768, s["mlm_token_forwards_ideal"] / s["mlm_steps"])
+    lm = work["lm_token_forwards"] * flops_per_token(12, 768, s["lm_tokens"] / s["candidates"], head=50257)
+    at_peak = (mlm + lm) / (H200_BF16_DENSE_TFLOPS * 1e12) / 3600
+    steps, length = s["mlm_steps"] / s["candidates"], s["mlm_token_forwards_ideal"] / s["mlm_steps"]
+    gpu = results["machine"].get("gpu") or {}
     return [
         f"The paper's pool (1M segments x 20 candidates) is {work['mlm_token_forwards']:,} MLM token-forwards in "
         f"{work['mlm_forward_calls']:,} forwards and {work['lm_token_forwards']:,} GPT-2 token-forwards in "
-        f"{work['lm_forward_calls']:,} forwards. REPLACE dominates ({share:.0%} of the model time at the "
-        "paper-sized CPU speeds).",
-        f"To fit {fit['device_hours']:g} H200-hours, one H200 must sustain {fit['mlm_tokens_per_s']:,} MLM tokens/s "
-        f"in REPLACE and {fit['lm_tokens_per_s']:,} GPT-2 tokens/s in RANK (with these shares of the time): "
+        f"{work['lm_forward_calls']:,} forwards; REPLACE is {pool['balance']['replace_share_of_work']:.0%} of the "
+        f"model time. To fit {fit['device_hours']:g} H200-hours one H200 must sustain {fit['mlm_tokens_per_s']:,} "
+        f"MLM tokens/s and {fit['lm_tokens_per_s']:,} GPT-2 tokens/s: "
         f"{fit['mlm_tokens_per_s'] / speed['mlm_tokens_per_s']:,.0f}x and "
-        f"{fit['lm_tokens_per_s'] / speed['lm_tokens_per_s']:,.0f}x one CPU core's paper-sized figures here. "
-        f"Not measured on a GPU ({_gpu_words(results['machine'])}): these are CPU figures.",
+        f"{fit['lm_tokens_per_s'] / speed['lm_tokens_per_s']:,.0f}x one CPU core here ("
+        + (f"GPU present: {gpu.get('name', 'yes')}" if gpu.get("present") else "no GPU on the machine")
+        + ": CPU figures).",
         "",
-        *_flops_lines(results),
-        "",
-        *_levers(results),
-    ]
-
-
-def _flops_lines(results: dict) -> list[str]:
-    from hades_ray.plan.budget import flops_per_token
-
-    s, work = results["runs"]["paper_sized"]["sample"], results["plans"]["paper_sized_cpu_core"][0]["work"]
-    mlm_context = s["mlm_token_forwards_ideal"] / s["mlm_steps"]
-    lm_context = s["lm_tokens"] / s["candidates"]
-    mlm = work["mlm_token_forwards"] * flops_per_token(12, 768, mlm_context)
-    lm = work["lm_token_forwards"] * flops_per_token(12, 768, lm_context, head=50257)
-    at_peak = (mlm + lm) / (H200_BF16_DENSE_TFLOPS * 1e12) / 3600
-    return [
         f"Arithmetic, not a measurement: at bert-base's and gpt2's sizes the pool is {mlm / 1e18:.2f} EFLOP in "
         f"REPLACE and {lm / 1e18:.2f} EFLOP in RANK, {at_peak:.1f} hours at an H200's {H200_BF16_DENSE_TFLOPS} "
-        f"dense bf16 TFLOP/s; {H200_AIM_HOURS:g} H200-hours needs {at_peak / H200_AIM_HOURS:.0%} of that peak "
-        "sustained over the whole run, at the small forwards counted above.",
+        f"dense bf16 TFLOP/s; {H200_AIM_HOURS:g} H200-hours needs {at_peak / H200_AIM_HOURS:.0%} of that peak.",
+        "",
+        f"REPLACE's levers (not measured): a candidate takes {steps:.1f} steps (one per masked token), each over "
+        f"the whole lead ({length:.0f} tokens), so 20 x {steps:.1f} x {length:.0f} token-forwards a document: a "
+        "window around the masked spans, fewer candidates, larger batches (below), bf16 on a GPU. RANK's float32 "
+        "logits over 50,257 tokens set its peak memory (about 6.6 GB for a 32,768-token chunk).",
     ]
-
-
-def _levers(results: dict) -> list[str]:
-    s = results["runs"]["paper_sized"]["sample"]
-    steps = s["mlm_steps"] / s["candidates"]
-    length = s["mlm_token_forwards_ideal"] / s["mlm_steps"]
-    return [
-        f"What drives REPLACE: each candidate takes {steps:.1f} model steps (one per masked token, left to right) "
-        f"and each step runs the whole lead, {length:.0f} tokens on average, so a document costs "
-        f"20 x {steps:.1f} x {length:.0f} token-forwards. What would bring it down (not measured here): a "
-        "window of the lead around the masked spans instead of all of it (the cost falls with the window); "
-        "fewer candidates (both stages scale with them); a larger REPLACE batch, so more sequences of one "
-        "length share a forward (the table below: same work, fewer and larger forwards, which a GPU runs "
-        "closer to its peak); bf16 on the GPU (the paper preset's `dtype: auto`). RANK materialises float32 "
-        "logits over GPT-2's 50,257 tokens for every position of a forward: its peak memory above comes from "
-        "that, and a 32,768-token chunk (`MAX_BATCH_TOKENS`) would need about 6.6 GB for the logits alone.",
-    ]
-
-
-def _batch_rows(results: dict) -> list[str]:
-    columns = ["REPLACE batch (documents)", "MLM token-forwards", "forward calls", "rows per forward"]
-    rows = [
-        [r["replace_batch_size"], f"{r['mlm_token_forwards']:,}", f"{r['mlm_forward_calls']:,}", r["rows_per_forward"]]
-        + [f"{r['tokens_per_forward']:,}"]
-        for r in results["replace_batch_size"]
-    ]
-    return pipe_table([*columns, "tokens per forward"], rows)
-
-
-def _gpu_words(machine: dict) -> str:
-    gpu = machine.get("gpu") or {}
-    return f"GPU present: {gpu.get('name', 'yes')}" if gpu.get("present") else "no GPU on the machine"
 
 
 def markdown(results: dict) -> str:
     from hades_ray.plan.machine import describe_machine
 
-    m = results["machine"]
+    m, runs = results["machine"], results["runs"]
+    measured = [
+        runs[k]["measured"][stage] | {"stage": stage.upper()} for k, _ in PAIRS for stage in ("replace", "rank")
+    ]
+    ratio = {
+        s: runs["kit"]["measured"][s]["tokens_per_s"] / runs["paper_sized"]["measured"][s]["tokens_per_s"]
+        for s in ("replace", "rank")
+    }
+    names = {"paper_sized": "enwiki, paper settings, context 1024", "kit": "enwiki, paper settings, kit context 256"}
+    names["demo_counts"] = "demo corpus, paper settings, context 1024"
+    plans = [p | {"label": label} for key, label in PAIRS for p in results["plans"][f"{key}_cpu_core"]]
     lines = [
         "# Capacity planner benchmark (hades-ray plan), CPU only",
         "",
         f"Machine at the start: {describe_machine(m)}. Load average at the end: {m['load_average_at_end'][0]:.1f}. "
-        f"Native bf16: {m['cpu_bf16_native']} (dtype auto runs float32 on a CPU either way). Throughput is one "
-        "actor with one torch thread (one core), so hours are CPU core-hours; a high load average makes these "
-        "figures low, not high.",
+        f"Native bf16: {m['cpu_bf16_native']}. One actor with one torch thread: hours are CPU core-hours.",
         "",
-        "## Throughput per CPU core (REPLACE: `fill_masks` on the sample's masked sequences; RANK: `perplexities`)",
+        "## Throughput per CPU core (REPLACE: `fill_masks`; RANK: `perplexities`)",
         "",
-        *_throughput_rows(results),
+        *spec_table(THROUGHPUT, measured),
         "",
-        "## The samples' counts (the job's own batching; MASK ran, the models did not)",
+        f"The kit is {ratio['replace']:.1f}x faster per token in REPLACE and {ratio['rank']:.1f}x in RANK than the "
+        "paper-sized models; the RANK row's peak RSS includes REPLACE's model.",
         "",
-        *_sample_rows(results),
+        "## The samples' counts (MASK ran, the models did not)",
         "",
-        "The enwiki file holds leads already kept by a regex for 5+ sentences, so its pass share (spaCy's "
-        "sentences, the job's filter) is an upper bound for raw Wikipedia; the demo corpus holds unfiltered, "
-        "shorter Wikipedia summaries, a lower bound. Counts use the offline kit's tokenizers (MLM: a 30,522 "
-        "WordPiece vocabulary like bert-base's; GPT-2 side: a 4,096 BPE, so more tokens per text than GPT-2's "
-        "50,257) and count each RANK candidate at its original text's length.",
+        *spec_table(SAMPLE, [runs[k]["sample"] | {"label": label} for k, label in names.items()]),
+        "",
+        "enwiki's leads are pre-filtered (5+ regex sentences): its pass share is an upper bound; the demo "
+        "corpus's, a lower one. Counts use the kit's tokenizers.",
         "",
         "## Plans (CPU core-hours; wall time is hours / cores)",
         "",
-        *_plan_rows(results),
+        *spec_table(PLAN, plans),
         "",
         "## Before / after (issue 35): RANK's shared prefix, and the rounds' screening with the store",
         "",
-        *_before_after_rows(results),
+        *pipe_table(["work", "throughput", "before", "after", "after / before"], _before_after(results)),
+        "",
+        "RANK's after counts each document's shared prefix once (`jobs/results/bench_rank.md` measures it); "
+        "with the store each round runs only the MLP head over stored span representations.",
         "",
         "## The aim: at most 5 H200-hours for a 1M-segment pool",
         "",
         *_aim_lines(results),
         "",
         f"REPLACE's batches on one shard of the first {results['replace_batch_size'][-1]['replace_batch_size']} "
-        "enwiki rows (paper settings; the job sorts a shard by length, and only sequences of one length share "
-        "a forward, so a larger batch finds more equal lengths; the work itself does not change):",
+        "enwiki rows (sequences of one length share a forward; the work does not change):",
         "",
-        *_batch_rows(results),
+        *spec_table(BATCH, results["replace_batch_size"]),
         "",
         "## Commands",
         "",
-        *[f"- `{run['command']}` ({run['wall_s']} s)" for run in results["runs"].values()],
+        *[f"- `{run['command']}` ({run['wall_s']} s)" for run in runs.values()],
         f"- whole benchmark: `python jobs/bench_plan.py` ({results['wall_s']} s)",
     ]
     return "\n".join(lines) + "\n"
