@@ -94,13 +94,37 @@ HEAD_CONFIGS = [
 ]
 
 
+def _fit(model, lr: float, epochs: int, batches, validate) -> None:
+    """``epochs`` of Adam over ``batches()`` (inputs, labels: a dict is the model's keywords), ``validate()``
+    after each: the training loop both arms of ``heads`` run."""
+    import torch
+
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    for _epoch in range(epochs):
+        model.train()
+        for inputs, labels in batches():
+            logits = model(**inputs) if isinstance(inputs, dict) else model(inputs)
+            loss = torch.nn.functional.cross_entropy(logits, labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        validate()
+
+
 def bench_heads(work: Path, args) -> dict:
     """The sweep's work without Ray Tune's per-trial processes: 16 head configurations x ``--epochs`` epochs
     in this process, each epoch's train batches and validation as ``train/loop.py`` runs them: the frozen
     backbone every batch (train mode, as before) against the store made once (``file_store``, in-process
     executor) and the head alone."""
+    import torch
+
     from hades_ray.config import load_config
+    from hades_ray.detect.model import SpanHead, build_classifier, load_tokenizer
+    from hades_ray.detect.reps import head_scores, instance_vectors
+    from hades_ray.detect.spans import encode_spans
+    from hades_ray.detect.views import score_spans
     from hades_ray.io.hades_format import write_instances
+    from hades_ray.models.registry import resolve_model
     from hades_ray.pipeline.executor import Executor
     from hades_ray.train.transformer import detector_settings
 
@@ -110,46 +134,26 @@ def bench_heads(work: Path, args) -> dict:
     train_items, valid_items = wiki_instances(args.train, 1, leads), wiki_instances(args.valid, 2, leads)
     train, valid = write_instances(train_items, data / "train.txt"), write_instances(valid_items, data / "valid.txt")
     config = load_config("local", None, [f"detect.window={args.window}", f"detect.epochs={args.epochs}"])
-    settings = detector_settings(config, "offline")
-    results = {}
+    settings, size = detector_settings(config, "offline"), config.detect.batch_size
+    labels = torch.tensor([i.label for i in train_items])
+    chunks, window = [(lo, lo + size) for lo in range(0, len(train_items), size)], args.window
+    train_rows, valid_rows = (
+        [{"words": i.words, "start": i.start, "end": i.end} for i in b] for b in (train_items, valid_items)
+    )
+    torch.set_num_threads(1)
 
     def live():
-        import torch
-
-        from hades_ray.detect.model import build_classifier
-        from hades_ray.detect.spans import encode_spans
-        from hades_ray.detect.views import score_spans
-        from hades_ray.models.registry import resolve_model
-
-        torch.set_num_threads(1)
-        forwards = 0
         for head in HEAD_CONFIGS:
+            tokenizer = load_tokenizer(resolve_model(settings["backbone"]), settings.get("revision"))
             torch.manual_seed(0)
             _, model = build_classifier(resolve_model(settings["backbone"]), {**settings, **head})
-            tokenizer = _tokenizer(settings)
-            optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=head["lr"])
-            for _epoch in range(args.epochs):
-                model.train()
-                for lo in range(0, len(train_items), config.detect.batch_size):
-                    batch = train_items[lo : lo + config.detect.batch_size]
-                    enc = encode_spans(tokenizer, [_item(i) for i in batch], "offline", args.window)
-                    loss = torch.nn.functional.cross_entropy(model(**enc), torch.tensor([i.label for i in batch]))
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                    forwards += len(batch)
-                score_spans(model, tokenizer, [_item(i) for i in valid_items], "offline", args.window)
-                forwards += len(valid_items)
-        return {"backbone_forwards": forwards}
+            encoded = lambda lo, hi, t=tokenizer: encode_spans(t, train_rows[lo:hi], "offline", window)  # noqa: E731
+            batches = lambda e=encoded: ((e(lo, hi), labels[lo:hi]) for lo, hi in chunks)  # noqa: E731
+            validate = lambda m=model, t=tokenizer: score_spans(m, t, valid_rows, "offline", window)  # noqa: E731
+            _fit(model, head["lr"], args.epochs, batches, validate)
+        return {"backbone_forwards": len(HEAD_CONFIGS) * args.epochs * (len(train_items) + len(valid_items))}
 
     def stored():
-        import numpy as np
-        import torch
-
-        from hades_ray.detect.model import SpanHead
-        from hades_ray.detect.reps import head_scores, instance_vectors
-
-        torch.set_num_threads(1)
         storage.delete(data / "_reps")  # the store's making counts
         made = 0
         for head in HEAD_CONFIGS:
@@ -159,40 +163,20 @@ def bench_heads(work: Path, args) -> dict:
             made += s1.made_now + s2.made_now
             torch.manual_seed(0)
             model = SpanHead(x.shape[1], head["mlp_layers"], head["mlp_hidden"])
-            optimizer = torch.optim.Adam(model.parameters(), lr=head["lr"])
-            labels, size = torch.tensor([i.label for i in train_items]), config.detect.batch_size
-            for _epoch in range(args.epochs):
-                model.train()
-                for lo in range(0, len(train_items), size):
-                    logits = model(torch.as_tensor(x[lo : lo + size]))
-                    loss = torch.nn.functional.cross_entropy(logits, labels[lo : lo + size])
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                np.asarray(head_scores(model.head.eval(), v))
+            batches = lambda x=x: ((torch.as_tensor(x[lo:hi]), labels[lo:hi]) for lo, hi in chunks)  # noqa: E731
+            _fit(model, head["lr"], args.epochs, batches, lambda m=model, v=v: head_scores(m.head.eval(), v))
         return {"backbone_forwards": len(train_items) + len(valid_items), "store_shards_made": made}
 
-    results["reuse"] = measured(stored)
-    print("reuse", results["reuse"], flush=True)
-    results["no_reuse"] = measured(live)
-    print("no_reuse", results["no_reuse"], flush=True)
+    results = {}
+    for arm, fn in (("reuse", stored), ("no_reuse", live)):
+        results[arm] = measured(fn)
+        print(arm, results[arm], flush=True)
     store = next((data / "_reps").glob("train.txt-*"), None)
     results["store_bytes_per_instance"] = _bytes_per_instance(store, args.train) if store else None
     results["setup"] = {"configs": len(HEAD_CONFIGS), "epochs": args.epochs, "train": args.train,
                         "valid": args.valid, "window_tokens": args.window,
                         "backbone": settings["backbone"]}  # fmt: skip
     return results
-
-
-def _item(instance) -> dict:
-    return {"words": instance.words, "start": instance.start, "end": instance.end}
-
-
-def _tokenizer(settings: dict):
-    from hades_ray.detect.model import load_tokenizer
-    from hades_ray.models.registry import resolve_model
-
-    return load_tokenizer(resolve_model(settings["backbone"]), settings.get("revision"))
 
 
 def _bytes_per_instance(store: Path, n: int) -> float:
