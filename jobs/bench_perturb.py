@@ -56,39 +56,25 @@ def _prepared_rows(config, docs: int) -> list[dict]:
     return kept
 
 
-def _copy(rows):
-    return [dict(r) for r in rows]
-
-
-def run_pipeline(rows, config, model, tokenizer, recorder=None) -> tuple[float, float]:
-    """(wall seconds, seconds inside forwards) of the REPLACE stage over ``rows`` in batches."""
-    from hades_ray.perturb.replace import vocabulary_bans
-    from hades_ray.perturb.steps import replace_rows
-
-    bans = vocabulary_bans(tokenizer, model.config.vocab_size)
-    size = config.perturb.resources.replace.batch_size
-    timings = {"forward": 0.0}
-    rows = _copy(rows)
-    laps = Laps()
-    for begin in range(0, len(rows), size):
-        replace_rows(rows[begin : begin + size], model, tokenizer, bans, config, timings)
-    return laps.lap(), timings["forward"]
-
-
-def run_padded(rows, config, model, tokenizer) -> float:
-    """The same batches filled the way the job did before it grouped equal lengths: every candidate of
-    the batch in one padded fill (faster on a CPU, but padding makes bf16 results batch-dependent)."""
+def run_batches(rows, config, model, tokenizer, padded: bool = False) -> tuple[float, float]:
+    """(wall seconds, seconds inside forwards) of the REPLACE stage over ``rows`` in its batches; ``padded``:
+    the same batches filled the way the job did before it grouped equal lengths, every candidate of a batch
+    in one padded fill (faster on a CPU, but padding makes bf16 results batch-dependent)."""
     from hades_ray.perturb.replace import fill_masks, vocabulary_bans
-    from hades_ray.perturb.steps import masked_sequences
+    from hades_ray.perturb.steps import masked_sequences, replace_rows
 
     bans = vocabulary_bans(tokenizer, model.config.vocab_size)
-    size = config.perturb.resources.replace.batch_size
+    size, timings, rows = config.perturb.resources.replace.batch_size, {"forward": 0.0}, [dict(r) for r in rows]
     laps = Laps()
-    for begin in range(0, len(rows), size):
-        sequences = [s for r in rows[begin : begin + size] for s in masked_sequences(r, tokenizer.mask_token_id, 0)]
-        sequences.sort(key=lambda s: len(s.input_ids))
+    for batch in (rows[begin : begin + size] for begin in range(0, len(rows), size)):
+        if not padded:
+            replace_rows(batch, model, tokenizer, bans, config, timings)
+            continue
+        sequences = sorted(
+            (s for r in batch for s in masked_sequences(r, tokenizer.mask_token_id, 0)), key=lambda s: len(s.input_ids)
+        )
         fill_masks(model, sequences, config.perturb.replace, bans, tokenizer.pad_token_id)
-    return laps.lap()
+    return laps.lap(), timings["forward"]
 
 
 class Recorder(torch.nn.Module):
@@ -103,12 +89,13 @@ class Recorder(torch.nn.Module):
         return self.base(**kwargs)
 
 
-def model_only(model, calls, head_inputs) -> float:
-    laps = Laps()
+def model_only(model, calls) -> float:
+    """The recorded encoder inputs replayed, the head at one position per row as the stage does."""
+    head, laps = (model.cls if hasattr(model, "cls") else model.lm_head), Laps()
     with torch.inference_mode():
-        for call, (rows, cols) in zip(calls, head_inputs):
-            hidden = model.base_model(**call)[0]
-            model.cls(hidden[rows, cols]) if hasattr(model, "cls") else model.lm_head(hidden[rows, cols])
+        for call in calls:
+            rows = call["input_ids"].shape[0]
+            head(model.base_model(**call)[0][torch.arange(rows), torch.zeros(rows, dtype=torch.long)])
     return laps.lap()
 
 
@@ -116,48 +103,34 @@ def naive_loop(rows, model, tokenizer, config) -> float:
     """One full-vocabulary forward per masked token per candidate, batch size 1 (fill-mask style)."""
     from hades_ray.perturb.steps import masked_sequences
 
-    laps = Laps()
-    k = config.perturb.replace.top_k
+    laps, k = Laps(), config.perturb.replace.top_k
     with torch.inference_mode():
-        for row in rows:
-            for seq in masked_sequences(row, tokenizer.mask_token_id, config.seed):
-                ids = torch.tensor([seq.input_ids])
-                for position, original in zip(seq.positions, seq.original_ids):
-                    logits = model(input_ids=ids).logits[0, position]
-                    logits[original] = float("-inf")
-                    values, indices = logits.topk(k)
-                    pick = indices[int(seq.rng.choice(k, p=values.double().softmax(-1).numpy()))]
-                    ids[0, position] = pick
+        for seq in (s for row in rows for s in masked_sequences(row, tokenizer.mask_token_id, config.seed)):
+            ids = torch.tensor([seq.input_ids])
+            for position, original in zip(seq.positions, seq.original_ids):
+                logits = model(input_ids=ids).logits[0, position]
+                logits[original] = float("-inf")
+                values, indices = logits.topk(k)
+                ids[0, position] = indices[int(seq.rng.choice(k, p=values.double().softmax(-1).numpy()))]
     return laps.lap()
 
 
-def _patch_tokenizer_for_nlpaug(mlm_dir: str) -> None:
-    """nlpaug 1.1.11 calls the slow-tokenizer internals that transformers 5 removed; map them onto the
-    public conversions (same ids) so the baseline runs at all."""
-    from transformers import AutoTokenizer
-
+def nlpaug_loop(rows, mlm_dir: str, config) -> tuple[float, str]:
+    """nlpaug's ContextualWordEmbsAug substituting as many words per candidate as our masks hold. nlpaug
+    1.1.11 calls slow-tokenizer internals that transformers 5 removed: they are mapped onto the public
+    conversions (same ids) so the baseline runs at all."""
+    try:
+        import nlpaug.augmenter.word as naw
+        from transformers import AutoTokenizer
+    except ImportError as error:  # the bench extra is not installed
+        return float("nan"), f"nlpaug unavailable: {error}"
     cls = type(AutoTokenizer.from_pretrained(mlm_dir))
     if not hasattr(cls, "_convert_token_to_id"):
         cls._convert_token_to_id = lambda self, token: self.convert_tokens_to_ids(token)
         cls._convert_id_to_token = lambda self, index: self.convert_ids_to_tokens(index)
-
-
-def nlpaug_loop(rows, mlm_dir: str, config) -> tuple[float, str]:
-    """nlpaug's ContextualWordEmbsAug substituting as many words per candidate as our masks hold."""
     try:
-        import nlpaug.augmenter.word as naw
-    except ImportError as error:  # the bench extra is not installed
-        return float("nan"), f"nlpaug unavailable: {error}"
-    _patch_tokenizer_for_nlpaug(mlm_dir)
-    try:
-        aug = naw.ContextualWordEmbsAug(
-            model_path=mlm_dir,
-            model_type="bert",
-            action="substitute",
-            top_k=config.perturb.replace.top_k,
-            device="cpu",
-            batch_size=1,
-        )
+        settings = {"model_type": "bert", "action": "substitute", "device": "cpu", "batch_size": 1}
+        aug = naw.ContextualWordEmbsAug(model_path=mlm_dir, top_k=config.perturb.replace.top_k, **settings)
         laps = Laps()
         for row in rows:
             for chosen in row["chosen"]:
@@ -230,22 +203,16 @@ def main() -> int:
     masked = sum(len(c) for r in rows for c in r["chosen"])
 
     recorder = Recorder(model.base_model)
-    base_name = model.base_model_prefix
-    setattr(model, base_name, recorder)
-    pipe_s, forward_s = run_pipeline(rows, config, model, tokenizer)
-    setattr(model, base_name, recorder.base)
+    setattr(model, model.base_model_prefix, recorder)
+    pipe_s, forward_s = run_batches(rows, config, model, tokenizer)
+    setattr(model, model.base_model_prefix, recorder.base)
     print(f"pipeline: {len(rows)} docs, {candidates} candidates, {masked} spans in {pipe_s:.1f}s", flush=True)
-    # replay: the same encoder inputs; heads at one position per row, as the stage does
-    head_inputs = [
-        (torch.arange(c["input_ids"].shape[0]), torch.zeros(c["input_ids"].shape[0], dtype=torch.long))
-        for c in recorder.calls
-    ]
-    seconds = {"pipeline": pipe_s, "model_only": model_only(model, recorder.calls, head_inputs)}
+    seconds = {"pipeline": pipe_s, "model_only": model_only(model, recorder.calls)}
     binned_keys = ["perturb.replace.packing=binned", f"perturb.replace.max_batch_tokens={args.binned_tokens}"]
     binned = load_config("local", overrides=[*overrides, *binned_keys])
-    seconds["pipeline_binned"] = run_pipeline(rows, binned, model, tokenizer)[0]
+    seconds["pipeline_binned"] = run_batches(rows, binned, model, tokenizer)[0]
     print(f"binned packing: {seconds['pipeline_binned']:.1f}s", flush=True)
-    seconds["padded_mixed_lengths"] = run_padded(rows, config, model, tokenizer)
+    seconds["padded_mixed_lengths"] = run_batches(rows, config, model, tokenizer, padded=True)[0]
     print(f"padded mixed-length batches: {seconds['padded_mixed_lengths']:.1f}s", flush=True)
 
     subset = rows[: args.naive_docs]
