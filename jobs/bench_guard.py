@@ -1,20 +1,12 @@
 """Is the online guard worth it? Generations with and without it, side by side (issue 10, part 3).
 
-1. Detectors, trained here in a few minutes: the perturbation job on the first ``--train-docs`` leads
-   of ../shared/data/enwiki2015_first_paragraphs.jsonl (replaced spans label 1, untouched content
-   words label 0, as jobs/bench_detect.py does), then two ONLINE span classifiers, the guard's judges:
-   one on MiniLM (an encoder: one forward per judged word) and one on the offline kit's GPT-2 (causal:
-   scored incrementally with its key/value cache, hades_ray/detect/incremental.py), and an LR detector
-   on features (the independent second opinion), all on the same instances.
-2. Held-out prompts: the first two sentences of ``--prompts`` leads from further down the file that
-   no detector trained on (and that the offline kit's held-out split kept out of the generator).
-3. Five arms with the same seeds and sampling: plain ``model.generate``; per judge, the guarded loop
-   with ``max_retries=0`` (scores every word, changes none: its tokens must equal plain's) and the guard.
-4. Per arm: mean and 90th percentile online p(H) of the generated content words, the share flagged,
-   the generator's perplexity of its generations, distinct-1/2, tokens/s, peak memory; and on the
-   first ``--agreement-outputs`` outputs the LR detector's p(H) and its agreement with the encoder judge.
-5. Every p(H) the loop recorded against what ``hades-ray score``'s scorer (hades_ray/detect/scorer.py)
-   gives the final text with the same judge: max |diff| and flags that differ.
+Detectors trained here on the first ``--train-docs`` perturbed enwiki leads (../shared/data): online span
+classifiers on MiniLM (encoder) and on the kit's GPT-2 (causal, scored with its key/value cache,
+hades_ray/detect/incremental.py) as judges, and an LR detector on features as a second opinion. On held-out
+prompts, with the same seeds and sampling: plain ``model.generate``, and per judge the guarded loop with
+``max_retries=0`` (judges every word, changes none: its tokens must equal plain's) and the guard. Per arm:
+the judge's p(H) and flag share, perplexity, distinct-1/2, tokens/s, forwards, peak memory; the LR detector's
+agreement on the first ``--agreement-outputs``; every recorded p(H) against ``hades-ray score``'s scorer.
 
 Writes jobs/results/bench_guard.{json,md}. Skips (exit 0) when ../shared/data is absent.
 """
@@ -50,20 +42,18 @@ from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prom
 from jobs.bench_common import ENWIKI, RESULTS, ForwardClock, Sampler, job_command, kit_or_micro, machine_words
 from jobs.bench_common import write_results
 
-ARMS = ("plain", "scored", "guarded", "causal_scored", "causal_guarded", "causal_word_scored", "causal_word_guarded")
-ARMS += ("small_scored", "small_guarded")
-JUDGED = {"scored": "online", "guarded": "online", "causal_scored": "causal", "causal_guarded": "causal"}
-# The causal detector judged as before this judge had its cache: one forward per word over its own view.
-JUDGED |= {"causal_word_scored": "causal_word", "causal_word_guarded": "causal_word"}
-# A cached causal judge smaller than the generator (the micro kit's 2-layer, 32-wide GPT-2, random head):
-# what the guard costs when a judge forward is cheaper than a generator step. Its p(H) means nothing.
-JUDGED |= {"small_scored": "small", "small_guarded": "small"}
+# Judges by arm prefix: the encoder (online); the causal detector on the kit's GPT-2, cached, and as before its
+# cache (one forward per word over its own view); a cached causal judge smaller than the generator (the micro
+# kit's 2-layer, 32-wide GPT-2, random head): what the guard costs when a judge forward is cheap (p(H) noise).
+JUDGES = {"": ("online", "encoder"), "causal_": ("causal", "causal")}
+JUDGES |= {"causal_word_": ("causal_word", "causal per word"), "small_": ("small", "small causal")}
+MODES = {"scored": "judge only", "guarded": "guarded"}
+ARMS = ("plain", *(prefix + mode for prefix in JUDGES for mode in MODES))
+JUDGED = {prefix + mode: judge for prefix, (judge, _) in JUDGES.items() for mode in MODES}
+NAMES = {p + m: f"{name}: {w}" for p, (_, name) in JUDGES.items() for m, w in MODES.items()}
+NAMES["plain"] = "plain `generate`"
 FOLDER = {"online": "online", "causal": "causal", "causal_word": "causal", "small": "small"}  # each judge's detector
 DETECTORS = ("online", "lr", "causal")  # causal: the online detector on the offline kit's GPT-2
-NAMES = {"plain": "plain `generate`", "scored": "encoder: judge only", "guarded": "encoder: guarded"}
-NAMES |= {"causal_scored": "causal: judge only", "causal_guarded": "causal: guarded"}
-NAMES |= {"causal_word_scored": "causal per word: judge only", "causal_word_guarded": "causal per word: guarded"}
-NAMES |= {"small_scored": "small causal: judge only", "small_guarded": "small causal: guarded"}
 TIMES = ("seconds", "cpu_seconds", "generator_forward_seconds", "judge_forward_seconds")
 
 
