@@ -175,13 +175,8 @@ def main() -> int:
     parser.add_argument("--naive-docs", type=int, default=10, help="leads of the batch-1 loop and nlpaug variants")
     parser.add_argument("--ray-docs", type=int, default=60, help="documents for the 1 vs 2 actor runs")
     parser.add_argument("--skip-ray", action="store_true", help="skip the 1 vs 2 actor runs")
-    parser.add_argument(
-        "--binned-tokens",
-        type=int,
-        default=2048,
-        help="token budget of the binned variant: binned fills every forward of a width with dummy rows up "
-        "to its budget, so the GPU-sized default (32,768) would time mostly dummy rows on a CPU",
-    )
+    binned = "the binned variant's token budget (it pads every forward to it: the GPU's 32,768 would time dummies)"
+    parser.add_argument("--binned-tokens", type=int, default=2048, help=binned)
     args = parser.parse_args()
     if not ENWIKI.is_file():
         print(f"skipped: {ENWIKI} is absent")
@@ -215,46 +210,28 @@ def main() -> int:
     seconds["padded_mixed_lengths"] = run_batches(rows, config, model, tokenizer, padded=True)[0]
     print(f"padded mixed-length batches: {seconds['padded_mixed_lengths']:.1f}s", flush=True)
 
-    subset = rows[: args.naive_docs]
-    sub_cands = sum(len(r["chosen"]) for r in subset)
+    subset, ray_rows = rows[: args.naive_docs], rows[: args.ray_docs]
     seconds["naive_loop"] = naive_loop(subset, model, tokenizer, config)
-    print(f"naive: {sub_cands} candidates in {seconds['naive_loop']:.1f}s", flush=True)
     seconds["nlpaug"], nlpaug_status = nlpaug_loop(subset, resolve_model(config.models.mlm), config)
-    print(f"nlpaug: {nlpaug_status} {seconds['nlpaug']:.1f}s", flush=True)
-    ray_rows = rows[: args.ray_docs]
-    ray_cands = sum(len(r["chosen"]) for r in ray_rows)
-    (ray_1, steady_1), (ray_2, steady_2) = ((float("nan"),) * 2,) * 2
-    if not args.skip_ray:
-        ray_1, steady_1 = ray_actors(ray_rows, config, 1)
-        ray_2, steady_2 = ray_actors(ray_rows, config, 2)
-    seconds |= {"ray_1_actor": ray_1, "ray_2_actors": ray_2}
-    counts = {"naive_loop": sub_cands, "nlpaug": sub_cands, "ray_1_actor": ray_cands, "ray_2_actors": ray_cands}
-
-    def rate(name: str) -> float:
-        count, spent = counts.get(name, candidates), seconds[name]
-        return count / spent if spent and not math.isnan(spent) else float("nan")
-
-    r = {name: rate(name) for name in VARIANTS}
-    results = {
-        "docs": len(rows),
-        "binned_tokens": args.binned_tokens,
-        "candidates_per_doc": args.candidates,
-        "candidates": candidates,
-        "masked_spans": masked,
-        "prepare_seconds": prepare_s,
-        "rates_candidates_per_s": r,
-        "ray_docs": len(ray_rows),
-        "ray_steady_state_ratio_2_vs_1": steady_1 / steady_2 if steady_2 == steady_2 and steady_2 else None,
-        "forward_share_of_pipeline_wall": forward_s / pipe_s,
-        "model_only_share_of_pipeline_wall": seconds["model_only"] / pipe_s,
-        "nlpaug_status": nlpaug_status,
-        "machine": machine,
-        "mlm": resolve_model(config.models.mlm),
-    }
+    print(f"naive {seconds['naive_loop']:.1f}s, nlpaug {nlpaug_status} {seconds['nlpaug']:.1f}s", flush=True)
+    nan = float("nan")
+    (seconds["ray_1_actor"], steady_1), (seconds["ray_2_actors"], steady_2) = (
+        ((nan, nan), (nan, nan)) if args.skip_ray else (ray_actors(ray_rows, config, n) for n in (1, 2))
+    )
+    counted = {"naive_loop": subset, "nlpaug": subset, "ray_1_actor": ray_rows, "ray_2_actors": ray_rows}
+    r = {n: sum(len(x["chosen"]) for x in counted.get(n, rows)) / seconds[n] if seconds[n] else nan for n in VARIANTS}
+    known = lambda value: None if math.isnan(value) else value  # noqa: E731
+    results = {"docs": len(rows), "binned_tokens": args.binned_tokens, "candidates_per_doc": args.candidates}
+    results |= {"candidates": candidates, "masked_spans": masked, "prepare_seconds": prepare_s}
+    results |= {"rates_candidates_per_s": r, "ray_docs": len(ray_rows)}
+    results["ray_steady_state_ratio_2_vs_1"] = known(steady_1 / steady_2) if steady_2 else None
+    results["forward_share_of_pipeline_wall"] = forward_s / pipe_s
+    results["model_only_share_of_pipeline_wall"] = seconds["model_only"] / pipe_s
+    results |= {"nlpaug_status": nlpaug_status, "machine": machine, "mlm": resolve_model(config.models.mlm)}
     results["ratios"] = {
         "pipeline_vs_naive": r["pipeline"] / r["naive_loop"],
-        "pipeline_vs_nlpaug": r["pipeline"] / r["nlpaug"] if r["nlpaug"] == r["nlpaug"] else None,
-        "ray_2_vs_1_actors": r["ray_2_actors"] / r["ray_1_actor"] if not args.skip_ray else None,
+        "pipeline_vs_nlpaug": known(r["pipeline"] / r["nlpaug"]),
+        "ray_2_vs_1_actors": None if args.skip_ray else r["ray_2_actors"] / r["ray_1_actor"],
     }
     write_results("bench_perturb", results, markdown(results))
     return 0
