@@ -386,23 +386,12 @@ def main(argv=None) -> int:
     from hades_ray.text.pipeline import load_pipeline
 
     torch.set_num_threads(args.threads)
-    laps = Laps()
-    machine = machine_facts()
-    note = "Offline kit models: built."
-    if not kit_or_micro():
-        note = "Offline kit not built: micro random-weight models stand in (every figure is noise)."
-    config = load_config(
-        overrides=[
-            f"seed={args.seed}",
-            "perturb.rank.num_candidates=2",  # the detectors need labels, not the best of 20 candidates
-            "detect.epochs=3",
-            # The judge runs one forward per generated content word: a 32-token left context halves its
-            # cost against 64, and keeps the run within ~10 min on 2 shared cores.
-            "detect.window=32",
-            "detect.feature_window=32",
-            *args.overrides,
-        ]
-    )
+    laps, machine = Laps(), machine_facts()  # the machine as the arms found it
+    note = "Offline kit models: built." if kit_or_micro() else "Offline kit not built: micro models (noise)."
+    # 2 candidates: the detectors need labels, not the best of 20; a 32-token window halves the judge's
+    # cost (a forward per generated content word) against 64, keeping the run near 10 min on 2 cores.
+    overrides = ["perturb.rank.num_candidates=2", "detect.epochs=3", "detect.window=32", "detect.feature_window=32"]
+    config = load_config(overrides=[f"seed={args.seed}", *overrides, *args.overrides])
     init_ray(config.ray.address, config.ray.num_cpus)
     tokenizer, model = load_causal_lm(config.models.causal_lm, "cpu")
     limit = (context_limit(model) or 10**9) - args.max_new_tokens
@@ -416,13 +405,10 @@ def main(argv=None) -> int:
         detectors["small"] = small_judge(work, config.detect.window)
         report = measure(args, config, prompts, detectors, (tokenizer, model))
     report |= {"note": note, "train_docs": args.train_docs, "detectors": detectors, "seed": args.seed}
-    report["machine"] = machine  # read before the arms ran
-    report["prompts_skipped_too_long"] = too_long
-    report["command"] = job_command()
-    report["wall_seconds"] = laps.lap()
-    report["reading"] = reading(report)
-    report["label"] = args.label
+    report |= {"machine": machine, "prompts_skipped_too_long": too_long, "command": job_command()}
+    report |= {"wall_seconds": laps.lap(), "label": args.label}
     report["history"] = carried_history(RESULTS / "bench_guard.json")
+    report["reading"] = reading(report)
     write_results("bench_guard", report, markdown(report))
     return 0
 
