@@ -45,7 +45,9 @@ AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE
     "kernels,executor",
     [
         (AVX2, "local"),
-        ({}, "local"),
+        # This CPU's own kernels (make test-slow): make test keeps the forced-AVX2 case above and
+        # tests/api/test_score.py's in-process bit-for-bit records.
+        pytest.param({}, "local", marks=pytest.mark.slow),
         # A Ray cluster started in a child process: a minute or more on two cores (make test-slow).
         pytest.param({}, "ray", marks=pytest.mark.slow),
         pytest.param(AVX2, "ray", marks=pytest.mark.slow),
