@@ -3,6 +3,7 @@ measures, child processes that report figures, and the results files under jobs/
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import json
 import os
@@ -243,13 +244,15 @@ def machine_words(report: dict) -> str:
     return describe_machine(report["machine"]) if "machine" in report else f"{os.cpu_count()} cores, CPU only"
 
 
+def git(*args: str, root: Path | str = ROOT) -> str:
+    """``git -C root ARGS``'s output, stripped; empty where it fails (not a checkout)."""
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
 def made_at() -> str:
     """The commit this checkout's code is at, for a results page to name ("abc1234", with "+ uncommitted
     changes" where the tracked files differ from it): a page must say which code made it."""
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
-        return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown (not a git checkout)"
     dirty = git("status", "--porcelain", "--untracked-files=no")
@@ -295,3 +298,31 @@ def spec_table(spec: dict, items, align: str = "") -> list[str]:
 def cell(key: str, fmt: str = ""):
     """A ``spec_table`` column: an item's ``key`` formatted with ``fmt`` (``","``, ``".1f"``, ...)."""
     return lambda item: format(item[key], fmt)
+
+
+def options(doc: str, flags: dict, argv=None) -> argparse.Namespace:
+    """A job's arguments: ``doc`` its ``--help`` description (as written), ``flags`` "--name" -> (default, help)
+    or (default, help, more ``add_argument`` keywords). The type is the default's: False is a switch, a list
+    takes one or more values of its items' type, None a string."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, (default, text, *more) in flags.items():
+        kind = {"default": default, "help": text}
+        if default is False:
+            kind["action"] = "store_true"
+        elif isinstance(default, list) and default:
+            kind |= {"nargs": "+", "type": type(default[0])}
+        elif not isinstance(default, list):
+            kind["type"] = str if default is None else type(default)
+        parser.add_argument(name, **(kind | (more[0] if more else {})))
+    return parser.parse_args(argv)
+
+
+def page(*blocks) -> str:
+    """A results page: ``blocks`` (a line, or a list of lines such as a ``spec_table``) with a blank line
+    between each two, ending in a newline; a None block is left out."""
+    return "\n\n".join(b if isinstance(b, str) else "\n".join(b) for b in blocks if b is not None) + "\n"
+
+
+def versus(label: str, before, after, fmt: str = "") -> list:
+    """A before/after row: ``label``, both figures formatted with ``fmt``, and after / before (``"1.23x"``)."""
+    return [label, format(before, fmt), format(after, fmt), f"{after / before:.2f}x"]

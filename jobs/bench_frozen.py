@@ -21,7 +21,6 @@ bench_frozen_tune (tune and tables), each naming its command.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -30,7 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage  # noqa: E402
-from jobs.bench_common import ENWIKI, OFFLINE, job_command, measured, write_results  # noqa: E402
+from jobs.bench_common import ENWIKI, OFFLINE, job_command, measured, options, page, spec_table  # noqa: E402
+from jobs.bench_common import write_results  # noqa: E402
 
 ARMS = (("reuse", "detect.reuse_frozen=true"), ("no_reuse", "detect.reuse_frozen=false"))
 SPACE = """\
@@ -44,10 +44,16 @@ detect.freeze: all
 
 def wiki_instances(n: int, seed: int, source: Path = ENWIKI) -> list:
     """``n`` instances cut from the first ``4 n`` enwiki leads (``swapped_word_instances``)."""
+    from hades_ray.io.leads import lead_texts
     from hades_ray.train.learnability import swapped_word_instances
 
-    lines = source.read_text(encoding="utf-8").splitlines()[: 4 * n]
-    return swapped_word_instances([json.loads(line)["text"] for line in lines], n, seed)
+    return swapped_word_instances(lead_texts(source, 4 * n), n, seed)
+
+
+def _arm(name: str, fn) -> dict:
+    """``measured(fn)``, printed as it ends."""
+    print(name, result := measured(fn), flush=True)
+    return result
 
 
 def bench_tune(work: Path, args) -> dict:
@@ -76,11 +82,9 @@ def bench_tune(work: Path, args) -> dict:
             return {"trials": len(summary["trials"]), "trial_epochs": epochs, "best_score": summary["best_score"],
                     "errors": sum(1 for t in summary["trials"] if t["error"])}  # fmt: skip
 
-        results[arm] = measured(run)
+        results[arm] = _arm(arm, run)
         results[arm]["s_per_trial_epoch"] = round(results[arm]["wall_s"] / max(results[arm]["trial_epochs"], 1), 2)
-        print(arm, results[arm], flush=True)
-    store = next((data / "_reps").glob("train.txt-*"), None)
-    results["store_bytes_per_instance"] = _bytes_per_instance(store, args.train) if store else None
+    results["store_bytes_per_instance"] = _bytes_per_instance(data, args.train)
     results["instances"] = {"train": args.train, "valid": args.valid, "window_tokens": args.window}
     return results
 
@@ -167,21 +171,18 @@ def bench_heads(work: Path, args) -> dict:
             _fit(model, head["lr"], args.epochs, batches, lambda m=model, v=v: head_scores(m.head.eval(), v))
         return {"backbone_forwards": len(train_items) + len(valid_items), "store_shards_made": made}
 
-    results = {}
-    for arm, fn in (("reuse", stored), ("no_reuse", live)):
-        results[arm] = measured(fn)
-        print(arm, results[arm], flush=True)
-    store = next((data / "_reps").glob("train.txt-*"), None)
-    results["store_bytes_per_instance"] = _bytes_per_instance(store, args.train) if store else None
+    results = {"reuse": _arm("reuse", stored), "no_reuse": _arm("no_reuse", live)}
+    results["store_bytes_per_instance"] = _bytes_per_instance(data, args.train)
     results["setup"] = {"configs": len(HEAD_CONFIGS), "epochs": args.epochs, "train": args.train,
                         "valid": args.valid, "window_tokens": args.window,
                         "backbone": settings["backbone"]}  # fmt: skip
     return results
 
 
-def _bytes_per_instance(store: Path, n: int) -> float:
-    size = sum(p.stat().st_size for p in (store / "parts").glob("*.parquet"))
-    return round(size / max(n, 1), 1)
+def _bytes_per_instance(data: Path, n: int) -> float | None:
+    """The training file's store (``data/_reps``) in bytes per instance; None where none was made."""
+    store = next((data / "_reps").glob("train.txt-*"), None)
+    return round(sum(p.stat().st_size for p in (store / "parts").glob("*.parquet")) / max(n, 1), 1) if store else None
 
 
 def bench_rounds(work: Path, args) -> dict:
@@ -210,9 +211,8 @@ def bench_rounds(work: Path, args) -> dict:
             laps = json.loads((copy / "timings.json").read_text())
             return {f"round_{k}_select_s": laps.get(f"round_{k}_select") for k in (2, 3)}
 
-        results[arm] = measured(run)
+        results[arm] = _arm(arm, run)
         results[arm]["rounds_2_3_select_s"] = round(sum(results[arm][f"round_{k}_select_s"] or 0 for k in (2, 3)), 1)
-        print(arm, results[arm], flush=True)
     results["setup"] = {"docs": args.docs, "round_size": args.round_size, "folds": 5}
     return results
 
@@ -235,8 +235,7 @@ def bench_tables(work: Path, args) -> dict:
             result = reproduce_tables(config, dataset, out)
             return {"cells": len(result["trials"]), "failed": len(result["failed"])}
 
-        results[arm] = measured(run)
-        print(arm, results[arm], flush=True)
+        results[arm] = _arm(arm, run)
     return results
 
 
@@ -245,26 +244,22 @@ def ratio(results: dict, field: str) -> float | None:
     return round(before / after, 2) if before and after else None
 
 
-def markdown(report: dict) -> str:
-    from hades_ray.markdown import pipe_table
+FIGURES = {"tune": ("wall_s", "s_per_trial_epoch"), "heads": ("wall_s", "backbone_forwards")}
+FIGURES |= {"rounds": ("rounds_2_3_select_s", "wall_s"), "tables": ("wall_s",)}
+MEMORY = "peak memory MiB (driver + Ray workers)"
+FIGURE_TABLE = {"benchmark": lambda f: f[0], "figure": lambda f: f[1] if f[1] != "peak_rss_mib" else MEMORY}
+FIGURE_TABLE |= {"reuse_frozen=false (before)": lambda f: f[2]["no_reuse"].get(f[1])}
+FIGURE_TABLE |= {"reuse_frozen=true (after)": lambda f: f[2]["reuse"].get(f[1])}
+FIGURE_TABLE |= {"before / after": lambda f: f"{ratio(f[2], f[1])}x" if f[1] != "peak_rss_mib" else ""}
 
-    rows = []
-    for name, field in (("tune", "wall_s"), ("tune", "s_per_trial_epoch"), ("heads", "wall_s"),
-                        ("heads", "backbone_forwards"), ("rounds", "rounds_2_3_select_s"),
-                        ("rounds", "wall_s"), ("tables", "wall_s")):  # fmt: skip
-        r = report.get(name)
-        if r:
-            rows.append([name, field, r["no_reuse"].get(field), r["reuse"].get(field), f"{ratio(r, field)}x"])
-    for name in ("tune", "heads", "rounds", "tables"):
-        r = report.get(name)
-        if r:
-            memory = "peak memory MiB (driver + Ray workers)"
-            rows.append([name, memory, r["no_reuse"]["peak_rss_mib"], r["reuse"]["peak_rss_mib"], ""])
-    columns = ["benchmark", "figure", "reuse_frozen=false (before)", "reuse_frozen=true (after)", "before / after"]
-    lines = ["# Stored span representations: reuse on vs off (jobs/bench_frozen.py)", "",
-             f"{report['machine']}.", "", *pipe_table(columns, rows)]  # fmt: skip
-    lines += ["", "```json", json.dumps({k: v for k, v in report.items() if k != "command"}, indent=1), "```", ""]
-    return "\n".join(lines)
+
+def markdown(report: dict) -> str:
+    done = [(name, report[name]) for name in FIGURES if report.get(name)]
+    rows = [(name, field, r) for name, r in done for field in FIGURES[name]]
+    rows += [(name, "peak_rss_mib", r) for name, r in done]
+    shown = json.dumps({k: v for k, v in report.items() if k != "command"}, indent=1)
+    title = "# Stored span representations: reuse on vs off (jobs/bench_frozen.py)"
+    return page(title, f"{report['machine']}.", spec_table(FIGURE_TABLE, rows), f"```json\n{shown}\n```")
 
 
 def _start_ray(attempts: int = 3) -> None:
@@ -284,19 +279,22 @@ def _start_ray(attempts: int = 3) -> None:
             print(f"Ray did not start ({error}); retrying", flush=True)
 
 
+FLAGS = {
+    "--what": ("tune,rounds,tables", "comma-separated: tune, heads, rounds, tables"),
+    "--work": ("/tmp/hades_bench_frozen", "work folder (the rounds' prep is kept)"),
+    "--leads": (str(ENWIKI), "tune: the enwiki leads JSONL (../shared/data)"),
+    "--train": (200, "tune: training instances"),
+    "--valid": (64, "tune: validation instances"),
+    "--epochs": (3, "tune: epochs per trial"),
+    "--window": (64, "tune: detect.window (tokens)"),
+    "--docs": (40, "rounds: demo corpus documents perturbed"),
+    "--round-size": (40, "rounds: batch size of every round"),
+    "--name": ("bench_frozen", "results page name under jobs/results/"),
+}
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", default="tune,rounds,tables", help="comma-separated: tune, heads, rounds, tables")
-    parser.add_argument("--work", default="/tmp/hades_bench_frozen", help="work folder (the rounds' prep is kept)")
-    parser.add_argument("--leads", default=str(ENWIKI), help="tune: the enwiki leads JSONL (../shared/data)")
-    parser.add_argument("--train", type=int, default=200, help="tune: training instances")
-    parser.add_argument("--valid", type=int, default=64, help="tune: validation instances")
-    parser.add_argument("--epochs", type=int, default=3, help="tune: epochs per trial")
-    parser.add_argument("--window", type=int, default=64, help="tune: detect.window (tokens)")
-    parser.add_argument("--docs", type=int, default=40, help="rounds: demo corpus documents perturbed")
-    parser.add_argument("--round-size", type=int, default=40, help="rounds: batch size of every round")
-    parser.add_argument("--name", default="bench_frozen", help="results page name under jobs/results/")
-    args = parser.parse_args(argv)
+    args = options(__doc__, FLAGS, argv)
     os.environ.update(OFFLINE)
     work = Path(args.work)
     storage.makedirs(work)
