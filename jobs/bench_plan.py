@@ -17,7 +17,6 @@ Writes jobs/results/bench_plan.json and .md; about 3-5 minutes on 2 cores.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -27,9 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage
-from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
-from jobs.bench_common import ENWIKI, ROOT, cell, offline_env, spec_table, write_results
+from jobs.bench_common import ENWIKI, ROOT, cell, offline_env, options, page, spec_table, write_results
 
 PAPER_POOL = 1_000_000  # segments the paper perturbs
 WIKI40B_EN_TRAIN = 2_900_000  # Wiki-40B-en training articles, about 2.9M (issue 11)
@@ -38,15 +36,12 @@ H200_AIM_HOURS = 5.0
 H200_BF16_DENSE_TFLOPS = 989  # NVIDIA's H200 SXM datasheet figure (dense, no sparsity)
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sample", type=int, default=300, help="enwiki rows counted and replayed (seeded sample)")
-    parser.add_argument("--demo-sample", type=int, default=500, help="demo-corpus rows counted (seeded sample)")
-    parser.add_argument("--measure-seconds", type=float, default=6.0, help="time budget per model stage")
-    parser.add_argument(
-        "--shard-rows", type=int, default=400, help="enwiki rows of the shard where REPLACE batch sizes are compared"
-    )
-    return parser.parse_args(argv)
+FLAGS = {
+    "--sample": (300, "enwiki rows counted and replayed (seeded sample)"),
+    "--demo-sample": (500, "demo-corpus rows counted (seeded sample)"),
+    "--measure-seconds": (6.0, "time budget per model stage"),
+    "--shard-rows": (400, "enwiki rows of the shard where REPLACE batch sizes are compared"),
+}
 
 
 def plan_run(args: list[str], out: Path) -> dict:
@@ -55,14 +50,8 @@ def plan_run(args: list[str], out: Path) -> dict:
     laps = Laps()
     subprocess.run(command, check=True, cwd=ROOT, env=offline_env(), stdout=subprocess.DEVNULL, timeout=900)
     result = json.loads(out.read_text(encoding="utf-8"))
-    shown = ["hades-ray", "plan", *(a if not a.startswith(str(ROOT.parent)) else _short(a) for a in args)]
-    result["command"] = " ".join(shown)
-    result["wall_s"] = round(laps.lap(), 1)
-    return result
-
-
-def _short(path: str) -> str:
-    return os.path.relpath(path, ROOT)
+    shown = ["hades-ray", "plan", *(os.path.relpath(a, ROOT) if a.startswith(str(ROOT.parent)) else a for a in args)]
+    return result | {"command": " ".join(shown), "wall_s": round(laps.lap(), 1)}
 
 
 def run_all(args, tmp: Path) -> dict:
@@ -70,28 +59,17 @@ def run_all(args, tmp: Path) -> dict:
     from hades_ray.plan.machine import machine_facts
 
     machine = machine_facts()  # before the runs: the load they start under
-    enwiki = str(ENWIKI)
-    common = ["--preset", "paper", *KIT, "--perturbed-docs", str(PAPER_POOL), "--measure-seconds"]
-    common += [str(args.measure_seconds)]
+    common = ["--input", str(ENWIKI), "--sample", str(args.sample), "--preset", "paper", *KIT]
+    common += ["--perturbed-docs", str(PAPER_POOL), "--measure-seconds", str(args.measure_seconds)]
     # The paper preset's 14 rounds over a 1M pool (select.schedule), screened by the round detector's
     # backbone: bert-base-sized for the paper, the kit's MiniLM for the kit (bert-base-cased is a hub model).
     rounds = ["--pool-instances", str(PAPER_POOL), "--rounds", "14"]
-    paper = plan_run(
-        ["--input", enwiki, "--sample", str(args.sample), *common, "--lm-context", "1024", "--measure", "paper-sized"]
-        + rounds,
-        tmp / "paper.json",
-    )
-    kit_rounds = [*rounds, "--set", "select.detector_backbone=local:minilm"]
-    kit = plan_run(
-        ["--input", enwiki, "--sample", str(args.sample), *common, "--measure", *kit_rounds], tmp / "kit.json"
-    )
+    paper = plan_run([*common, "--lm-context", "1024", "--measure", "paper-sized", *rounds], tmp / "paper.json")
+    kit = plan_run([*common, "--measure", *rounds, "--set", "select.detector_backbone=local:minilm"], tmp / "kit.json")
     speed = paper["throughput"]
     given = ["--mlm-tokens-per-s", str(speed["mlm_tokens_per_s"]), "--lm-tokens-per-s", str(speed["lm_tokens_per_s"])]
-    demo = plan_run(
-        ["--input", "demo", "--sample", str(args.demo_sample), "--preset", "paper", *KIT, "--lm-context", "1024"]
-        + ["--corpus-docs", str(WIKI40B_EN_TRAIN), *given],
-        tmp / "demo.json",
-    )
+    demo = ["--input", "demo", "--sample", str(args.demo_sample), "--preset", "paper", *KIT, "--lm-context", "1024"]
+    demo = plan_run([*demo, "--corpus-docs", str(WIKI40B_EN_TRAIN), *given], tmp / "demo.json")
     shares = {
         f"the enwiki sample ({_share(paper)}; pre-filtered to 5+ regex sentences: an upper bound)": _kept(paper),
         f"the demo corpus ({_share(demo)}; unfiltered Wikipedia summaries: a lower bound)": _kept(demo),
@@ -105,10 +83,7 @@ def run_all(args, tmp: Path) -> dict:
         "machine": machine,
         "runs": {"paper_sized": paper, "kit": kit, "demo_counts": demo},
         "replace_batch_size": batch_size_lever(args.shard_rows, [32, 128, args.shard_rows]),
-        "plans": {
-            "paper_sized_cpu_core": plans_for(paper),
-            "kit_cpu_core": plans_for(kit),
-        },
+        "plans": {"paper_sized_cpu_core": plans_for(paper), "kit_cpu_core": plans_for(kit)},
     }
 
 
@@ -131,7 +106,7 @@ def _share(run: dict) -> str:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    args = options(__doc__, FLAGS, argv)
     if not ENWIKI.is_file():
         print(f"bench_plan: {ENWIKI} is absent; this benchmark needs the shared enwiki sample", file=sys.stderr)
         return 2
@@ -202,7 +177,7 @@ def _before_after(results: dict) -> list[list]:
     return rows
 
 
-def _aim_lines(results: dict) -> list[str]:
+def _aim_lines(results: dict) -> tuple[str, ...]:
     from hades_ray.plan.budget import flops_per_token
 
     pool = results["plans"]["paper_sized_cpu_core"][0]
@@ -213,7 +188,7 @@ def _aim_lines(results: dict) -> list[str]:
     at_peak = (mlm + lm) / (H200_BF16_DENSE_TFLOPS * 1e12) / 3600
     steps, length = s["mlm_steps"] / s["candidates"], s["mlm_token_forwards_ideal"] / s["mlm_steps"]
     gpu = results["machine"].get("gpu") or {}
-    return [
+    return (
         f"The paper's pool (1M segments x 20 candidates) is {work['mlm_token_forwards']:,} MLM token-forwards in "
         f"{work['mlm_forward_calls']:,} forwards and {work['lm_token_forwards']:,} GPT-2 token-forwards in "
         f"{work['lm_forward_calls']:,} forwards; REPLACE is {pool['balance']['replace_share_of_work']:.0%} of the "
@@ -223,19 +198,18 @@ def _aim_lines(results: dict) -> list[str]:
         f"{fit['lm_tokens_per_s'] / speed['lm_tokens_per_s']:,.0f}x one CPU core here ("
         + (f"GPU present: {gpu.get('name', 'yes')}" if gpu.get("present") else "no GPU on the machine")
         + ": CPU figures).",
-        "",
         f"Arithmetic, not a measurement: at bert-base's and gpt2's sizes the pool is {mlm / 1e18:.2f} EFLOP in "
         f"REPLACE and {lm / 1e18:.2f} EFLOP in RANK, {at_peak:.1f} hours at an H200's {H200_BF16_DENSE_TFLOPS} "
         f"dense bf16 TFLOP/s; {H200_AIM_HOURS:g} H200-hours needs {at_peak / H200_AIM_HOURS:.0%} of that peak.",
-        "",
         f"REPLACE's levers (not measured): a candidate takes {steps:.1f} steps (one per masked token), each over "
         f"the whole lead ({length:.0f} tokens), so 20 x {steps:.1f} x {length:.0f} token-forwards a document: a "
         "window around the masked spans, fewer candidates, larger batches (below), bf16 on a GPU. RANK's float32 "
         "logits over 50,257 tokens set its peak memory (about 6.6 GB for a 32,768-token chunk).",
-    ]
+    )
 
 
 def markdown(results: dict) -> str:
+    from hades_ray.markdown import pipe_table
     from hades_ray.plan.machine import describe_machine
 
     m, runs = results["machine"], results["runs"]
@@ -249,52 +223,36 @@ def markdown(results: dict) -> str:
     names = {"paper_sized": "enwiki, paper settings, context 1024", "kit": "enwiki, paper settings, kit context 256"}
     names["demo_counts"] = "demo corpus, paper settings, context 1024"
     plans = [p | {"label": label} for key, label in PAIRS for p in results["plans"][f"{key}_cpu_core"]]
-    lines = [
-        "# Capacity planner benchmark (hades-ray plan), CPU only",
-        "",
+    machine = (
         f"Machine at the start: {describe_machine(m)}. Load average at the end: {m['load_average_at_end'][0]:.1f}. "
-        f"Native bf16: {m['cpu_bf16_native']}. One actor with one torch thread: hours are CPU core-hours.",
-        "",
+        f"Native bf16: {m['cpu_bf16_native']}. One actor with one torch thread: hours are CPU core-hours."
+    )
+    commands = [f"- `{run['command']}` ({run['wall_s']} s)" for run in runs.values()]
+    return page(
+        "# Capacity planner benchmark (hades-ray plan), CPU only",
+        machine,
         "## Throughput per CPU core (REPLACE: `fill_masks`; RANK: `perplexities`)",
-        "",
-        *spec_table(THROUGHPUT, measured),
-        "",
+        spec_table(THROUGHPUT, measured),
         f"The kit is {ratio['replace']:.1f}x faster per token in REPLACE and {ratio['rank']:.1f}x in RANK than the "
         "paper-sized models; the RANK row's peak RSS includes REPLACE's model.",
-        "",
         "## The samples' counts (MASK ran, the models did not)",
-        "",
-        *spec_table(SAMPLE, [runs[k]["sample"] | {"label": label} for k, label in names.items()]),
-        "",
+        spec_table(SAMPLE, [runs[k]["sample"] | {"label": label} for k, label in names.items()]),
         "enwiki's leads are pre-filtered (5+ regex sentences): its pass share is an upper bound; the demo "
         "corpus's, a lower one. Counts use the kit's tokenizers.",
-        "",
         "## Plans (CPU core-hours; wall time is hours / cores)",
-        "",
-        *spec_table(PLAN, plans),
-        "",
+        spec_table(PLAN, plans),
         "## Before / after (issue 35): RANK's shared prefix, and the rounds' screening with the store",
-        "",
-        *pipe_table(["work", "throughput", "before", "after", "after / before"], _before_after(results)),
-        "",
+        pipe_table(["work", "throughput", "before", "after", "after / before"], _before_after(results)),
         "RANK's after counts each document's shared prefix once (`jobs/results/bench_rank.md` measures it); "
         "with the store each round runs only the MLP head over stored span representations.",
-        "",
         "## The aim: at most 5 H200-hours for a 1M-segment pool",
-        "",
         *_aim_lines(results),
-        "",
         f"REPLACE's batches on one shard of the first {results['replace_batch_size'][-1]['replace_batch_size']} "
         "enwiki rows (sequences of one length share a forward; the work does not change):",
-        "",
-        *spec_table(BATCH, results["replace_batch_size"]),
-        "",
+        spec_table(BATCH, results["replace_batch_size"]),
         "## Commands",
-        "",
-        *[f"- `{run['command']}` ({run['wall_s']} s)" for run in runs.values()],
-        f"- whole benchmark: `python jobs/bench_plan.py` ({results['wall_s']} s)",
-    ]
-    return "\n".join(lines) + "\n"
+        [*commands, f"- whole benchmark: `python jobs/bench_plan.py` ({results['wall_s']} s)"],
+    )
 
 
 if __name__ == "__main__":
