@@ -17,7 +17,6 @@ Results go to jobs/results/bench_rank.json and .md.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline.steps import digest_of  # noqa: E402
-from jobs.bench_common import ROOT, Sampler, job_command, kit_or_micro, write_results  # noqa: E402
+from jobs.bench_common import ROOT, Sampler, job_command, kit_or_micro, options, page, versus, write_results  # noqa: E402
 
 
 def candidates(docs: int, work: Path) -> list[dict]:
@@ -121,50 +120,35 @@ def measure(rows: list[dict], batch: int) -> dict:
 def markdown(report: dict) -> str:
     from hades_ray.markdown import pipe_table
 
-    off, on = report["sides"]["off"], report["sides"]["on"]
-    c = report["comparison"]
-    rows = [
-        ["RANK busy CPU seconds", f"{off['cpu_s']:.1f}", f"{on['cpu_s']:.1f}", f"{on['cpu_s'] / off['cpu_s']:.2f}x"],
-        ["RANK wall seconds", f"{off['wall_s']:.1f}", f"{on['wall_s']:.1f}", f"{on['wall_s'] / off['wall_s']:.2f}x"],
-        ["tokens through the model", f"{off['tokens']:,}", f"{on['tokens']:,}", f"{on['tokens'] / off['tokens']:.2f}x"],
-        [
-            "peak RSS while ranking, MiB",
-            f"{off['peak_rss_mib']:,.0f}",
-            f"{on['peak_rss_mib']:,.0f}",
-            f"{on['peak_rss_mib'] / off['peak_rss_mib']:.2f}x",
-        ],
-    ]
-    table = pipe_table(["measure", "share_prefix: false", "share_prefix: true", "true / false"], rows)
-    return (
-        "\n".join(
-            [
-                "# RANK with and without the shared prefix (lower is better)",
-                "",
-                f"Command: `{report['command']}` ({report['models']}; {report['dtype']}, one torch thread, "
-                f"blocks of {report['batch']} documents, both sides alternately on each block)",
-                "",
-                f"{report['leads']} demo leads, {c['documents']} kept, {report['candidates']} candidates",
-                "",
-                *table,
-                "",
-                f"- kept candidate differs in **{len(c['kept_candidate_differs'])}** of {c['documents']} documents "
-                f"{c['kept_candidate_differs'] or ''}; perplexities at most {c['max_relative_difference']:.2g} apart "
-                f"(relative); the closest best-vs-second gap {c['smallest_best_gap_relative']:.2g} "
-                f"({c['gaps_below_1e-5']} documents with a gap under 1e-5)",
-                f"- sharing on: the same bytes with blocks of 3 and of 1 document: "
-                f"{'yes' if report['same_bytes_other_blocks'] else 'NO'}",
-            ]
-        )
-        + "\n"
+    off, on, c = report["sides"]["off"], report["sides"]["on"], report["comparison"]
+    rows = [versus("RANK busy CPU seconds", off["cpu_s"], on["cpu_s"], ".1f")]
+    rows += [versus("RANK wall seconds", off["wall_s"], on["wall_s"], ".1f")]
+    rows += [versus("tokens through the model", off["tokens"], on["tokens"], ",")]
+    rows += [versus("peak RSS while ranking, MiB", off["peak_rss_mib"], on["peak_rss_mib"], ",.0f")]
+    return page(
+        "# RANK with and without the shared prefix (lower is better)",
+        f"Command: `{report['command']}` ({report['models']}; {report['dtype']}, one torch thread, "
+        f"blocks of {report['batch']} documents, both sides alternately on each block)",
+        f"{report['leads']} demo leads, {c['documents']} kept, {report['candidates']} candidates",
+        pipe_table(["measure", "share_prefix: false", "share_prefix: true", "true / false"], rows),
+        f"- kept candidate differs in **{len(c['kept_candidate_differs'])}** of {c['documents']} documents "
+        f"{c['kept_candidate_differs'] or ''}; perplexities at most {c['max_relative_difference']:.2g} apart "
+        f"(relative); the closest best-vs-second gap {c['smallest_best_gap_relative']:.2g} "
+        f"({c['gaps_below_1e-5']} documents with a gap under 1e-5)\n"
+        "- sharing on: the same bytes with blocks of 3 and of 1 document: "
+        + ("yes" if report["same_bytes_other_blocks"] else "NO"),
     )
 
 
+FLAGS = {
+    "--docs": (200, "demo leads to read (default 200, make demo's)"),
+    "--work": (str(ROOT / "out" / "bench_rank"), "where the candidates are kept"),
+    "--no-write": (False, "print the page; leave jobs/results alone"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docs", type=int, default=200, help="demo leads to read (default 200, make demo's)")
-    parser.add_argument("--work", default=str(ROOT / "out" / "bench_rank"), help="where the candidates are kept")
-    parser.add_argument("--no-write", action="store_true", help="print the page; leave jobs/results alone")
-    args = parser.parse_args(argv)
+    args = options(__doc__, FLAGS, argv)
     kit = kit_or_micro()
     from hades_ray.config import load_config
     from hades_ray.perturb.rank import perplexity_change
@@ -172,17 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config("local")
     rows = candidates(args.docs, Path(args.work))
     measured = measure(rows, config.perturb.resources.rank.batch_size)
-    report = {
-        "command": job_command(),
-        "models": "offline kit" if kit else "micro random-weight models (kit not built)",
-        "dtype": config.perturb.rank.dtype,
-        "leads": args.docs,
+    models = "offline kit" if kit else "micro random-weight models (kit not built)"
+    report = {"command": job_command(), "models": models, "dtype": config.perturb.rank.dtype, "leads": args.docs}
+    report |= {
         "candidates": sum(len(row["rank_ids"]) for row in rows),
         "batch": config.perturb.resources.rank.batch_size,
-        "sides": measured["sides"],
-        "same_bytes_other_blocks": measured["same_bytes_other_blocks"],
-        "comparison": perplexity_change(measured["scores"]["off"], measured["scores"]["on"]),
     }
+    report |= {"sides": measured["sides"], "same_bytes_other_blocks": measured["same_bytes_other_blocks"]}
+    report["comparison"] = perplexity_change(measured["scores"]["off"], measured["scores"]["on"])
     page = markdown(report)
     if args.no_write:
         print(page)
