@@ -14,10 +14,8 @@ Results go to jobs/results/bench_stages.json and .md.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,7 +23,7 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 # No hades_ray import at the top: a child measures the hades_ray of the tree it runs in (``in_child``).
-from jobs.bench_common import ROOT, in_child, machine_words, peak_rss_mib, write_results
+from jobs.bench_common import ROOT, git, in_child, machine_words, options, page, peak_rss_mib, versus, write_results
 
 RSS_BLOCK = (80, 200)  # rows x tokens: half of one full 32k-token forward (a full one before: ~13 GB)
 
@@ -96,60 +94,48 @@ def rank_rss() -> dict:
     }
 
 
-def _commit(code_root: str) -> str:
-    done = subprocess.run(["git", "-C", code_root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
-
-
 def markdown(results: dict) -> str:
     """A before -> after table of the two versions' figures."""
     from hades_ray.markdown import pipe_table
-
-    b, a = results["before"], results["after"]
-    rows = []
-    for stage in ("replace", "rank", "replace_and_rank"):
-        x, y = b["stages"]["candidates_per_s"][stage], a["stages"]["candidates_per_s"][stage]
-        rows.append([f"{stage} candidates/s", f"{x:.2f}", f"{y:.2f}", f"{y / x:.2f}x"])
-    x, y = b["rank_rss"]["peak_rss_mib"], a["rank_rss"]["peak_rss_mib"]
-    block = f"{a['rank_rss']['block_tokens']:,}-token block"
-    rows.append([f"RANK peak RSS, one {block}, MiB", f"{x:,}", f"{y:,}", f"{y / x:.2f}x"])
-    x, y = b["rank_rss"]["seconds"], a["rank_rss"]["seconds"]
-    rows.append(["RANK seconds, the same block", f"{x:,}", f"{y:,}", f"{y / x:.2f}x"])
-    same = b["stages"]["output_digest"] == a["stages"]["output_digest"]
-    same_texts = b["stages"]["texts_digest"] == a["stages"]["texts_digest"]
-    same_ppl = b["rank_rss"]["ppl_digest"] == a["rank_rss"]["ppl_digest"]
     from hades_ray.perturb.rank import perplexity_change
 
+    b, a = results["before"], results["after"]
+    rates = [(b["stages"]["candidates_per_s"][s], a["stages"]["candidates_per_s"][s]) for s in STAGES]
+    rows = [versus(f"{stage} candidates/s", *rate, ".2f") for stage, rate in zip(STAGES, rates)]
+    block = f"{a['rank_rss']['block_tokens']:,}-token block"
+    rows.append(
+        versus(f"RANK peak RSS, one {block}, MiB", b["rank_rss"]["peak_rss_mib"], a["rank_rss"]["peak_rss_mib"], ",")
+    )
+    rows.append(versus("RANK seconds, the same block", b["rank_rss"]["seconds"], a["rank_rss"]["seconds"], ","))
+    same = {key: b[part][key] == a[part][key] for part, key in SAME}
     change = perplexity_change(b["stages"]["perplexities"], a["stages"]["perplexities"])
     same_best = change["documents"] - len(change["kept_candidate_differs"])
-    lines = [
+    return page(
         "# REPLACE and RANK before -> after (candidates per second, higher is better)",
-        "",
         f"Command: `{results['command']}` (one torch thread; machine: {machine_words(results)})",
-        "",
         f"{a['stages']['leads']} demo leads, {a['stages']['kept']} kept, {a['stages']['candidates']} candidates "
         f"({results['candidates_per_doc']} per lead); before = {b['commit']}, after = {a['commit']}",
-        "",
-        *pipe_table(["measure", "before", "after", "after / before"], rows),
-        "",
-        f"- candidates' texts and perplexities {'byte-identical' if same else 'DIFFERENT'} before and after "
-        f"(texts {'identical' if same_texts else 'DIFFERENT'}; perplexities at most "
+        pipe_table(["measure", "before", "after", "after / before"], rows),
+        f"- candidates' texts and perplexities {'byte-identical' if same['output_digest'] else 'DIFFERENT'} before "
+        f"and after (texts {'identical' if same['texts_digest'] else 'DIFFERENT'}; perplexities at most "
         f"{change['max_relative_difference']:.1e} apart, relative; the most fluent candidate the same for "
         f"{same_best} of {change['documents']} leads); "
-        f"the RSS block's perplexities {'identical' if same_ppl else 'DIFFERENT'}",
+        f"the RSS block's perplexities {'identical' if same['ppl_digest'] else 'DIFFERENT'}\n"
         f"- stage seconds before {b['stages']['stage_seconds']}, after {a['stages']['stage_seconds']}",
-    ]
-    return "\n".join(lines) + "\n"
+    )
+
+
+STAGES = ("replace", "rank", "replace_and_rank")
+SAME = (("stages", "output_digest"), ("stages", "texts_digest"), ("rank_rss", "ppl_digest"))
+FLAGS = {
+    "--before": (None, "a git worktree of the code to compare against (required)", {"required": True}),
+    "--docs": (200, "demo leads read"),
+    "--candidates": (4, "per lead (the job's default is 20)"),
+}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before", help="a git worktree of the code to compare against (required unless --one)")
-    parser.add_argument("--docs", type=int, default=200, help="demo leads read")
-    parser.add_argument("--candidates", type=int, default=4, help="per lead (the job's default is 20)")
-    args = parser.parse_args()
-    if not args.before:
-        parser.error("--before WORKTREE is required")
+    args = options(__doc__, FLAGS)
     results = {"docs": args.docs, "candidates_per_doc": args.candidates}
     sizes = f"--docs {args.docs} --candidates {args.candidates}"
     results["command"] = f"python jobs/bench_stages.py --before {args.before} {sizes}"
@@ -157,7 +143,7 @@ def main() -> int:
 
     results["machine"] = machine_facts() | {"torch_threads": 1}
     for name, code in (("before", args.before), ("after", str(ROOT))):
-        results[name] = {"commit": _commit(code), "code": code}
+        results[name] = {"commit": git("rev-parse", "--short", "HEAD", root=code) or "unknown", "code": code}
         results[name]["stages"] = in_child(stage_rates, args.docs, args.candidates, code=code)
         results[name]["rank_rss"] = in_child(rank_rss, code=code)
         print(name, json.dumps(results[name]), flush=True)
