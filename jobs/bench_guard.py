@@ -14,33 +14,24 @@ Writes jobs/results/bench_guard.{json,md}. Skips (exit 0) when ../shared/data is
 from __future__ import annotations
 
 import argparse
-import copy
-import gc
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.guard.metrics import cost_floor, detector_p, distinct_n, final_text_check, flag_agreement
-from hades_ray.guard.metrics import (
-    flag_figures,
-    flag_share_change_ci,
-    generation_perplexity,
-    matched_threshold,
-    online_p,
-)
-from hades_ray.pipeline import storage
 from hades_ray.detect.synthetic import random_detector
-from hades_ray.markdown import pipe_table
+from hades_ray.guard.arms import ArmSettings, arm_figures, lr_agreement, run_arms
+from hades_ray.guard.metrics import cost_floor, final_text_check, flag_share_change_ci, generation_perplexity
+from hades_ray.guard.metrics import matched_threshold, online_p
+from hades_ray.pipeline import storage
 from hades_ray.pipeline.laps import Laps
-from hades_ray.train.learnability import learnability_files
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prompts (ENWIKI)
+from hades_ray.train.detector_set import DETECTOR_KINDS, trained_detectors
 from jobs.bench_common import ENWIKI, RESULTS, ForwardClock, Sampler, job_command, kit_or_micro, machine_words
-from jobs.bench_common import write_results
+from jobs.bench_common import cell, spec_table, write_results
 
 # Judges by arm prefix: the encoder (online); the causal detector on the kit's GPT-2, cached, and as before its
 # cache (one forward per word over its own view); a cached causal judge smaller than the generator (the micro
@@ -48,137 +39,13 @@ from jobs.bench_common import write_results
 JUDGES = {"": ("online", "encoder"), "causal_": ("causal", "causal")}
 JUDGES |= {"causal_word_": ("causal_word", "causal per word"), "small_": ("small", "small causal")}
 MODES = {"scored": "judge only", "guarded": "guarded"}
-ARMS = ("plain", *(prefix + mode for prefix in JUDGES for mode in MODES))
 JUDGED = {prefix + mode: judge for prefix, (judge, _) in JUDGES.items() for mode in MODES}
+ARMS = ("plain", *JUDGED)
 NAMES = {p + m: f"{name}: {w}" for p, (_, name) in JUDGES.items() for m, w in MODES.items()}
 NAMES["plain"] = "plain `generate`"
 FOLDER = {"online": "online", "causal": "causal", "causal_word": "causal", "small": "small"}  # each judge's detector
-DETECTORS = ("online", "lr", "causal")  # causal: the online detector on the offline kit's GPT-2
-TIMES = ("seconds", "cpu_seconds", "generator_forward_seconds", "judge_forward_seconds")
-
-
-def trained_detectors(config, work: Path, docs: int) -> dict:
-    """The detectors of an earlier run kept in ``work`` (same leads), else those missing trained now into
-    it on the labelled instances of ``docs`` perturbed leads (unless done): the two online judges and the
-    LR detector."""
-    from hades_ray.train.fit import train_detector
-
-    record = work / "detectors.json"
-    kept = json.loads(record.read_text()) if record.is_file() else {}
-    kept = kept if kept.get("train_docs") == docs else {}
-    missing = [n for n in DETECTORS if n not in kept or not Path(kept[n]["dir"], "detector.json").is_file()]
-    if not missing:
-        return kept | {"reused_from": str(work)}
-    data = learnability_files(config, work, ENWIKI, docs, {"train": 0.8, "valid": 0.2})
-    detectors = kept | {key: data[key] for key in ("perturb_seconds", "instances") if key in data}
-    causal = copy.deepcopy(config)
-    causal.detect.backbone = config.models.causal_lm
-    kinds = {"online": (config, "transformer", "online"), "lr": (config, "lr", "offline")}
-    kinds["causal"] = (causal, "transformer", "online")
-    for name in missing:
-        settings, kind, mode = kinds[name]
-        laps = Laps()
-        folder = train_detector(settings, *data["paths"], work / name, kind, mode, 1)
-        detectors[name] = {"dir": str(folder), "seconds": laps.lap()}
-        detectors[name]["valid"] = json.loads((folder / "metrics.json").read_text())
-    detectors["train_docs"] = docs
-    storage.write(record, json.dumps(detectors, indent=2, default=str))
-    return detectors
-
-
-def run_arms(model, tokenizer, judges: dict, prompts: list[str], sampling, args) -> dict:
-    """The arms over the same batches and seeds; texts, token ids, interventions, timings. ``judges``:
-    the encoder (``online``) and the causal judge. With ``args.slots``, a guarded arm runs every prompt
-    through that many slots (continuous batching) under the first batch's seed. The arms run
-    ``args.repeats`` times in turn (a shared machine's speed drifts): the times are each arm's medians,
-    the rest the first run's, and ``same_each_time`` says whether every run gave the same tokens."""
-    arms: dict = {}
-    clocks = (ForwardClock(model), {name: ForwardClock(j.scorer.model.backbone) for name, j in judges.items()})
-    for _ in range(args.repeats):
-        for arm in ARMS:
-            if arm == "small_guarded":
-                reference = judges["causal"].threshold
-                p_of = {
-                    a: [w["p"] for r in arms[a]["results"] for w in r["scores"]]
-                    for a in ("causal_scored", "small_scored")
-                }
-                judges["small"].threshold = matched_threshold(p_of["causal_scored"], p_of["small_scored"], reference)
-            run = _run_arm(arm, model, tokenizer, judges, prompts, sampling, args, clocks)
-            first = arms.setdefault(arm, run | {f"{key}_each": [] for key in TIMES} | {"same_each_time": True})
-            for key in TIMES:
-                first[f"{key}_each"].append(run[key])
-            first["same_each_time"] &= [r["tokens"] for r in run["results"]] == [r["tokens"] for r in first["results"]]
-    for arm in arms.values():
-        arm |= {key: float(np.median(arm[f"{key}_each"])) for key in TIMES}
-    return arms
-
-
-def _run_arm(arm: str, model, tokenizer, judges: dict, prompts, sampling, args, clocks) -> dict:
-    """One timed run of one arm."""
-    from hades_ray.guard.judge import RecordingJudge
-    from hades_ray.guard.loop import GuardSettings, guarded_generate
-    from hades_ray.guard.sampling import plain_generate
-    from hades_ray.guard.stages import batch_seed
-
-    generator_clock, judge_clocks = clocks
-    results = []
-    judge = RecordingJudge(judges[JUDGED[arm]]) if arm in JUDGED else None
-    for clock in (generator_clock, *judge_clocks.values()):
-        clock.take()
-    # The arms before this one left their texts and calls in memory: the collector would scan them again
-    # and again during this arm, so they are set aside from its scans.
-    gc.collect()
-    gc.freeze()
-    with Sampler() as memory:
-        began, cpu = time.perf_counter(), time.process_time()
-        if args.slots and arm.endswith("guarded"):
-            guard = GuardSettings(judge.threshold, args.max_retries, args.slots)
-            results += guarded_generate(model, tokenizer, prompts, sampling, judge, guard, batch_seed(args.seed, 0))
-        for lo in range(0, len(prompts), args.batch_size) if not results else ():
-            chunk, seed_k = prompts[lo : lo + args.batch_size], batch_seed(args.seed, lo)
-            if arm == "plain":
-                tokens = plain_generate(model, tokenizer, chunk, sampling, seed_k)
-                results += [{"tokens": t, "interventions": [], "scores": []} for t in tokens]
-            else:
-                guard = GuardSettings(judge.threshold, 0 if arm.endswith("scored") else args.max_retries)
-                results += guarded_generate(model, tokenizer, chunk, sampling, judge, guard, seed_k)
-        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
-    out = {
-        "results": results,
-        "seconds": seconds,
-        "cpu_seconds": cpu,  # this process's CPU time: what other jobs on shared cores do not inflate
-        "rss_before_mib": memory.start,
-        "peak_rss_mib": memory.peak,
-        "calls": judge.calls if judge else [],
-    }
-    out["generator_forward_seconds"], out["generator_forwards"] = generator_clock.take()
-    spent = judge_clocks[JUDGED[arm]].take() if arm in JUDGED else (0.0, 0)
-    out["judge_forward_seconds"], out["judge_forwards"] = spent
-    return out
-
-
-def arm_figures(arm: dict, texts: list[tuple[str, str]], p_online: list, threshold: float, ppl: float) -> dict:
-    words = np.concatenate(p_online) if p_online else np.zeros(0)
-    tokens = sum(len(r["tokens"]) for r in arm["results"])
-    events = [e for r in arm["results"] for e in r["interventions"]]
-    kept = ("cpu_seconds", "generator_forwards", "generator_forward_seconds", "judge_forwards")
-    kept += ("judge_forward_seconds", "rss_before_mib", "peak_rss_mib")
-    return {
-        "generated_content_words": int(words.size),
-        **flag_figures(words, threshold),
-        "perplexity": ppl,
-        "distinct_1": distinct_n([g for _, g in texts], 1),
-        "distinct_2": distinct_n([g for _, g in texts], 2),
-        "new_tokens": tokens,
-        "seconds": arm["seconds"],
-        "tokens_per_s": tokens / arm["seconds"],
-        **{key: arm[key] for key in kept},
-        "interventions": len(events),
-        "words_replaced": len(
-            {(k, e["token_position"]) for k, r in enumerate(arm["results"]) for e in r["interventions"]}
-        ),
-        "flagged_kept_after_retries": sum(r.get("emitted_flagged", 0) for r in arm["results"]),
-    }
+SMALL_MATCHED = ("causal_scored", "small_scored")  # the small judge's threshold flags the first's share on it
+DETECTORS = tuple(DETECTOR_KINDS)  # causal: the online detector on the offline kit's GPT-2
 
 
 def _fmt(value, digits: int = 3) -> str:
@@ -223,13 +90,14 @@ def _clauses(checks: dict) -> str:
 
 def markdown(report: dict) -> str:
     arms, det, agree, x = report["arms"], report["detectors"], report["agreement"], "{:.2f}x".format
-    floors = [
-        [n, x(report[f"overhead_{n}"]), x(report[f"cpu_overhead_{n}"]), *(f"{f[k]:.2f}" for k in list(FLOOR)[2:])]
-        for n, f in report["floor"].items()
-    ]
+    arm_table = {"": lambda row: row[0]} | {NAMES[a]: lambda row, a=a: _cell(arms[a], row[1]) for a in ARMS}
+    ratios = list(FLOOR)[:2]  # the measured overheads; the rest are the floor's own figures
+    floors = [{"arm": n, **{k: x(report[f"{k}_{n}"]) for k in ratios}, **f} for n, f in report["floor"].items()]
+    floor_table = {"arm": cell("arm")} | {w: cell(k, "" if k in ratios else ".2f") for k, w in FLOOR.items()}
     runs = report.get("history", [])
-    history = [[r["run"], *(x(r[k]) if k in r else "n/a" for k in HISTORY_ARMS)] for r in runs]
-    history += [["this run", *(x(report[f"overhead_{k}"]) for k in HISTORY_ARMS)]] if runs else []
+    now = [{"run": "this run", **{k: report[f"overhead_{k}"] for k in HISTORY_ARMS}}] if runs else []
+    history = {"run": cell("run")} | {NAMES[k]: lambda r, k=k: x(r[k]) if k in r else "n/a" for k in HISTORY_ARMS}
+    agree_table = {"": str} | {a: lambda k, a=a: _fmt(agree[a][k]) for a in ("plain", "guarded")}
     same = all(a.get("same_each_time", True) for a in report["arms"].values())
     lo, hi = report["lr_flag_share_change_ci"]
     lines = [
@@ -251,17 +119,15 @@ def markdown(report: dict) -> str:
         f"{report['causal_stride']}) with each row's key/value cache, and `per word` without it; small, the micro "
         "kit's GPT-2 under a random head (its p(H) is noise; it measures cost only).",
         "",
-        *pipe_table(
-            ["", *(NAMES[a] for a in ARMS)], ([label, *(_cell(arms[a], k) for a in ARMS)] for label, k in ARM_ROWS)
-        ),
+        *spec_table(arm_table, ARM_ROWS),
         "",
         f"Judge-only tokens equal plain `generate`'s: **{report['scored_equals_plain']}** (encoder), "
         f"**{report['causal_scored_equals_plain']}** (causal). The floor: an arm's cost if its only extras were its "
         "judge's forwards and its extra generator steps, at plain's time per step:",
         "",
-        *pipe_table(["arm", *FLOOR.values()], floors),
+        *spec_table(floor_table, floors),
         "",
-        *([*pipe_table(["run", *(NAMES[k] for k in HISTORY_ARMS)], history), ""] if history else []),
+        *([*spec_table(history, [*runs, *now]), ""] if runs else []),
         "Recorded p(H) against `hades-ray score`'s scorer on the same text and judge (max |diff|, flags that "
         f"differ): {_clauses(report['score_check'])}. Against the final texts: "
         f"{_clauses(report['final_text_check'])}. Rescored per word afterwards (encoder): "
@@ -271,9 +137,7 @@ def markdown(report: dict) -> str:
         "",
         f"## Independent check: the LR detector on the first {agree['guarded']['outputs']} outputs",
         "",
-        *pipe_table(
-            ["", "plain", "guarded"], ([k, _fmt(agree["plain"][k]), _fmt(agree["guarded"][k])] for k in AGREEMENT_ROWS)
-        ),
+        *spec_table(agree_table, AGREEMENT_ROWS),
         "",
         f"LR threshold {report['lr_threshold']:.3g}. LR flag share, guarded minus plain: 95% bootstrap interval "
         f"[{lo:+.3f}, {hi:+.3f}].",
@@ -401,7 +265,7 @@ def main(argv=None) -> int:
     with storage.scratch_folder("bench_guard_") as tmp:
         work = Path(args.workdir) if args.workdir else tmp
         storage.makedirs(work)
-        detectors = trained_detectors(config, work, args.train_docs)
+        detectors = trained_detectors(config, work, ENWIKI, args.train_docs)
         detectors["small"] = small_judge(work, config.detect.window)
         report = measure(args, config, prompts, detectors, (tokenizer, model))
     report |= {"note": note, "train_docs": args.train_docs, "detectors": detectors, "seed": args.seed}
@@ -422,17 +286,6 @@ def small_judge(work: Path, window: int) -> dict:
     if not (folder / "detector.json").is_file():
         random_detector(folder, str(build_micro_causal_lm(work / "micro_gpt2")), "online", window)
     return {"dir": str(folder)}
-
-
-def lr_agreement(judge, lr_dir: str, config, texts: list[tuple[str, str]], p_online: list, t_lr: float) -> tuple:
-    """The encoder judge's p(H) scored again per word on the first outputs (its largest difference from
-    what the loop recorded), the LR detector's p(H) of the same words, and the two detectors' agreement."""
-    from hades_ray.detect.detector import Detector
-
-    rescored = online_p(judge.scorer, texts, lang=ENGLISH)  # aligned word for word with the LR detector's
-    diffs = (float(abs(np.sort(a) - np.sort(b)).max()) for a, b in zip(rescored, p_online) if len(a) == len(b) > 0)
-    p_lr = detector_p(Detector.open(lr_dir), config.detect, texts, lang=ENGLISH)
-    return max(diffs, default=0.0), p_lr, flag_agreement(rescored, p_lr, judge.threshold, t_lr)
 
 
 def measure(args, config, prompts: list[dict], detectors: dict, generator) -> dict:
@@ -458,7 +311,16 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     }
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
-    arms = run_arms(model, tokenizer, judges, texts_in, sampling, args)
+    clocks = (ForwardClock(model), {name: ForwardClock(j.scorer.model.backbone) for name, j in judges.items()})
+    settings = ArmSettings(**{k: getattr(args, k) for k in ("max_retries", "batch_size", "slots", "repeats", "seed")})
+
+    def match_small(arm: str, done: dict) -> None:
+        if arm == "small_guarded":
+            causal, small = ([w["p"] for r in done[a]["results"] for w in r["scores"]] for a in SMALL_MATCHED)
+            judges["small"].threshold = matched_threshold(causal, small, judges["causal"].threshold)
+
+    arm_judges = {arm: JUDGED.get(arm) for arm in ARMS}
+    arms = run_arms(arm_judges, model, tokenizer, judges, texts_in, sampling, settings, clocks, Sampler, match_small)
     for r, prompt in zip(arms["plain"]["results"], texts_in):
         r["generation"] = TokenText(tokenizer, tokenizer(prompt)["input_ids"]).generated(r["tokens"])
     plain_tokens = [a["tokens"] for a in arms["plain"]["results"]]
@@ -467,7 +329,8 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     # arm's when their tokens match (checked above), else they are scored here.
     recorded = {name: [np.array([w["p"] for w in r["scores"]]) for r in arms[name]["results"]] for name in ARMS[1:]}
     figures, agree, drift, lr_scores, checks, finals = {}, {}, {}, {}, {}, {}
-    t_lr, k = Detector.open(detectors["lr"]["dir"]).threshold, args.agreement_outputs
+    lr_detector, k = Detector.open(detectors["lr"]["dir"]), args.agreement_outputs
+    t_lr = lr_detector.threshold
     for name, arm in arms.items():
         texts = [(p, r["generation"]) for p, r in zip(texts_in, arm["results"])]
         p_online = recorded.get(name) or (
@@ -483,9 +346,8 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
             finals[name] = final_text_check(same_scorer, full, arm["results"], threshold, lang=ENGLISH)
             checks[name] = score_differences(same_scorer, arm["calls"], threshold, config.lang)
         if name in ("plain", "guarded"):
-            lr_dir = detectors["lr"]["dir"]
             drift[name], lr_scores[name], agree[name] = lr_agreement(
-                judge, lr_dir, config, texts[:k], p_online[:k], t_lr
+                judge, lr_detector, config.detect, texts[:k], p_online[:k], lang=ENGLISH
             )
     causal_on_plain = np.concatenate(recorded["causal_scored"]) if same["causal_scored"] else np.zeros(0)
     causal_flags = (causal_on_plain >= judges["causal"].threshold).mean() if causal_on_plain.size else None
