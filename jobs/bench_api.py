@@ -20,7 +20,6 @@ jobs/results/bench_api.{json,md}.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -28,11 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hades_ray.detect.synthetic import random_detector
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
-from hades_ray.detect.synthetic import random_detector
-from jobs.bench_common import job_command, kit_or_micro, machine_words, peak_rss_mib, scratch, score_cli, texts_file
-from jobs.bench_common import write_results
+from jobs.bench_common import job_command, kit_or_micro, machine_words, options, page, peak_rss_mib, scratch, score_cli
+from jobs.bench_common import texts_file, write_results
 
 
 def run_api(detector: str, texts: list[str], expected: list[dict]) -> tuple[dict, object]:
@@ -40,10 +39,8 @@ def run_api(detector: str, texts: list[str], expected: list[dict]) -> tuple[dict
 
     laps = Laps()
     det = Detector.open(detector)
-    first = det.score(texts)
-    cold = laps.lap()
-    again = det.score(texts)
-    warm = laps.lap()
+    first, cold = det.score(texts), laps.lap()
+    again, warm = det.score(texts), laps.lap()
     strip = lambda r: {k: v for k, v in r.items() if k not in ("id", "source")}  # noqa: E731
     same = [strip(r) for r in first] == [strip(r) for r in expected] and again == first
     words = sum(r["n_words"] for r in first)
@@ -77,13 +74,15 @@ def run_stream(det, openings: list[str], tokens: int) -> dict:
     return out | {f"ms_per_token_{name}": round(float(value), 2) for name, value in figures.items()}
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--texts", type=int, default=100, help="demo leads scored by both")
-    parser.add_argument("--prompts", type=int, default=5, help="lead openings generated from for the stream")
-    parser.add_argument("--tokens", type=int, default=60, help="tokens generated after each opening")
-    args = parser.parse_args(argv)
+FLAGS = {
+    "--texts": (100, "demo leads scored by both"),
+    "--prompts": (5, "lead openings generated from for the stream"),
+    "--tokens": (60, "tokens generated after each opening"),
+}
 
+
+def main(argv=None) -> None:
+    args = options(__doc__.split("\n\n")[0], FLAGS, argv)
     import torch
 
     from hades_ray.io.demo_corpus import read_demo_records
@@ -121,23 +120,16 @@ def markdown(report: dict) -> str:
         ["`Detector.open` + first `det.score` (cold)", api["cold_s"], api["same_bits_as_score"], api["peak_rss_mib"]],
         ["`det.score` again (warm)", api["warm_s"], api["same_bits_as_score"], ""],
     ]
-    table = pipe_table(["run", "wall s", "same p(H) bits as score", "peak RSS MiB"], rows)
-    return "\n".join(
-        [
-            "# The Python API against hades-ray score",
-            "",
-            f"{cli['texts']} demo leads ({api['words']} content words); detector: {report['detector']}; "
-            f"machine: {report['machine']}. Run: `{report['command']}`.",
-            "",
-            *table,
-            "",
-            f"`stream.feed` per generated token ({stream['tokens']} tokens: {stream['prompts']} prompts sampled by "
-            f"the detector's backbone GPT-2, each token's text so far fed whole, {stream['words']} words returned): "
-            f"median {stream['ms_per_token_median']} ms, mean {stream['ms_per_token_mean']} ms, p90 "
-            f"{stream['ms_per_token_p90']} ms. Each feed scores the whole text so far (as `POST /score/next` "
-            "does), so the cost grows with the text.",
-            "",
-        ]
+    return page(
+        "# The Python API against hades-ray score",
+        f"{cli['texts']} demo leads ({api['words']} content words); detector: {report['detector']}; "
+        f"machine: {report['machine']}. Run: `{report['command']}`.",
+        pipe_table(["run", "wall s", "same p(H) bits as score", "peak RSS MiB"], rows),
+        f"`stream.feed` per generated token ({stream['tokens']} tokens: {stream['prompts']} prompts sampled by "
+        f"the detector's backbone GPT-2, each token's text so far fed whole, {stream['words']} words returned): "
+        f"median {stream['ms_per_token_median']} ms, mean {stream['ms_per_token_mean']} ms, p90 "
+        f"{stream['ms_per_token_p90']} ms. Each feed scores the whole text so far (as `POST /score/next` "
+        "does), so the cost grows with the text.",
     )
 
 
