@@ -19,7 +19,6 @@ not depend on the head's weights; jobs/bench_score.py does the same). Writes job
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -30,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.loopback, jobs.bench_common
 
-from hades_ray.markdown import pipe_table
 from hades_ray.detect.synthetic import random_detector
-from jobs.bench_common import ROOT, Sampler, job_command, machine_words, offline_env, scratch, score_cli, texts_file
-from jobs.bench_common import tree_rss_mib, write_results
+from hades_ray.markdown import pipe_table
+from jobs.bench_common import ROOT, Sampler, job_command, machine_words, offline_env, options, page, scratch, score_cli
+from jobs.bench_common import texts_file, tree_rss_mib, write_results
 
 ENV = offline_env(PYTHONPATH=str(ROOT))
 CLI = [sys.executable, "-m", "hades_ray.cli"]
@@ -85,12 +84,15 @@ def run_serve(detector: str, texts: list[str], levels: list[int], expected: list
     return {"ready_seconds": round(ready, 1), "levels": rows, "peak_rss_mib": round(peak.peak, 1), "sigterm_exit": code}
 
 
+FLAGS = {
+    "--texts": (200, "demo leads to score"),
+    "--clients": ([1, 8, 32], "concurrency levels"),
+    "--detector": (None, "a detector folder (default: kit GPT-2, random head)"),
+}
+
+
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--texts", type=int, default=200, help="demo leads to score")
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32], help="concurrency levels")
-    parser.add_argument("--detector", default=None, help="a detector folder (default: kit GPT-2, random head)")
-    args = parser.parse_args(argv)
+    args = options(__doc__.split("\n")[0], FLAGS, argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from hades_ray.io.demo_corpus import read_demo_records
     from hades_ray.models.registry import resolve_model
@@ -108,8 +110,8 @@ def main(argv=None) -> None:
     print("serve ...", flush=True)
     served = run_serve(detector, texts, args.clients, expected)
     meta = {"detector": args.detector or "kit GPT-2 (local:gpt2), online, random head", "texts": len(texts)}
-    meta["machine"] = machine_facts()  # read as the run ends: the 5- and 15-minute load averages cover it
-    meta["command"] = job_command()
+    # the machine read as the run ends: the 5- and 15-minute load averages cover it
+    meta |= {"machine": machine_facts(), "command": job_command()}
     report = {"meta": meta, "score": score, "serve": served}
     write_results("bench_serve", report, markdown(report))
 
@@ -127,22 +129,17 @@ def markdown(report: dict) -> str:
         rows.append([f"serve, {r['clients']} clients", r["texts_per_s"], f"{r['texts_per_s'] / base:.2f}x"])
         rows[-1] += [r["p50_ms"], r["p99_ms"], r["errors"], "yes" if r["same_p_as_score"] else "NO"]
     columns = ["run", "texts/s", "vs score (end to end)", "p50 ms", "p99 ms", "errors", "same p(H) as score"]
-    lines = [
+    return page(
         "# `hades-ray serve` against `hades-ray score` on the same texts",
-        "",
         f"{meta['texts']} demo leads, content words; detector: {meta['detector']}; machine: {machine}. "
         "score: one `hades-ray score --executor local` process; serve: one `hades-ray serve` (private Ray "
         "cluster, one replica, default `serve` section), one text per `POST /score`, every text once per "
         f"concurrency level. Command: `{meta['command']}`.",
-        "",
-        *pipe_table(columns, rows, align="lrrrrrl"),
-        "",
+        pipe_table(columns, rows, align="lrrrrrl"),
         f"Peak memory: score {score['peak_rss_mib']} MiB (its process); serve {served['peak_rss_mib']} MiB (its "
         f"process tree: driver, Ray, Serve controller and proxy, replica). Serve was ready "
         f"{served['ready_seconds']} s after start; SIGTERM ended it with exit code {served['sigterm_exit']}.",
-        "",
-    ]
-    return "\n".join(lines)
+    )
 
 
 if __name__ == "__main__":
