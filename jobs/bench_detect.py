@@ -12,18 +12,17 @@ random-weight models stand in (said in the report): the replacements are then ra
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hades_ray.pipeline import storage
 from hades_ray.markdown import pipe_table
+from hades_ray.pipeline import storage
 from hades_ray.pipeline.laps import Laps
 from hades_ray.train.learnability import learnability_files
-from jobs.bench_common import ENWIKI, RESULTS, kit_or_micro, machine_words, write_results
+from jobs.bench_common import ENWIKI, RESULTS, kit_or_micro, machine_words, options, page, write_results
 
 
 def plain_loop(config, rows: list[dict], threads: int) -> float:
@@ -31,24 +30,21 @@ def plain_loop(config, rows: list[dict], threads: int) -> float:
     import torch
 
     from hades_ray.detect.model import build_classifier
-    from hades_ray.train.learning_rate import resolve_lr
     from hades_ray.detect.spans import encode_spans
-    from hades_ray.train.transformer import detector_settings
     from hades_ray.models.registry import resolve_model
+    from hades_ray.train.learning_rate import resolve_lr
+    from hades_ray.train.transformer import detector_settings
 
     torch.set_num_threads(threads)
     torch.manual_seed(config.seed)
     settings = detector_settings(config, "offline")
     tokenizer, model = build_classifier(resolve_model(settings["backbone"]), settings)
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=resolve_lr(config))
-    loss_fn = torch.nn.CrossEntropyLoss()
-    bs = config.detect.batch_size
+    bs, laps = config.detect.batch_size, Laps()
     model.train()
-    laps = Laps()
-    for lo in range(0, len(rows), bs):
-        batch = rows[lo : lo + bs]
+    for batch in (rows[lo : lo + bs] for lo in range(0, len(rows), bs)):
         enc = encode_spans(tokenizer, batch, "offline", settings["window"])
-        loss = loss_fn(model(**enc), torch.tensor([r["label"] for r in batch]))
+        loss = torch.nn.functional.cross_entropy(model(**enc), torch.tensor([r["label"] for r in batch]))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -61,13 +57,8 @@ def throughput(config, n: int) -> dict:
 
     train, valid = toy_instances(n, seed=1), toy_instances(16, seed=2)
     rows = [{"words": i.words, "start": i.start, "end": i.end, "label": i.label} for i in train]
-    out: dict = {
-        "examples": n,
-        "batch_size": config.detect.batch_size,
-        "window": config.detect.window,
-        "plain_1_thread": plain_loop(config, rows, 1),
-        "plain_2_threads": plain_loop(config, rows, 2),
-    }
+    out: dict = {"examples": n, "batch_size": config.detect.batch_size, "window": config.detect.window}
+    out |= {"plain_1_thread": plain_loop(config, rows, 1), "plain_2_threads": plain_loop(config, rows, 2)}
     for workers in (1, 2):
         laps = Laps()
         with storage.scratch_folder("bench_detect_") as tmp:
@@ -102,57 +93,50 @@ def learnability(config, pool_dir: Path | None, docs: int, work: Path) -> dict:
     return out
 
 
+THROUGHPUT = (
+    ("plain PyTorch, 1 thread", "plain_1_thread", None),
+    ("plain PyTorch, 2 threads", "plain_2_threads", None),
+)
+THROUGHPUT += (("Ray Train, 1 worker", "ray_1_worker", "ray_1_worker_wall_s"),)
+THROUGHPUT += (("Ray Train, 2 workers", "ray_2_worker", "ray_2_worker_wall_s"),)
+
+
 def _markdown(report: dict) -> str:
     from hades_ray.metrics import markdown_table
 
-    lines = ["# Detector benchmarks", "", f"Machine: {machine_words(report)}. {report['note']}", ""]
-    t = report.get("throughput")
-    if t:
-        rows = [["plain PyTorch, 1 thread", f"{t['plain_1_thread']:.1f}", ""]]
-        rows.append(["plain PyTorch, 2 threads", f"{t['plain_2_threads']:.1f}", ""])
-        rows.append(["Ray Train, 1 worker", f"{t['ray_1_worker']:.1f}", f"{t['ray_1_worker_wall_s']:.1f}"])
-        rows.append(["Ray Train, 2 workers", f"{t['ray_2_worker']:.1f}", f"{t['ray_2_worker_wall_s']:.1f}"])
-        lines += [
+    blocks = ["# Detector benchmarks", f"Machine: {machine_words(report)}. {report['note']}"]
+    if t := report.get("throughput"):
+        rows = [[run, f"{t[rate]:.1f}", f"{t[wall]:.1f}" if wall else ""] for run, rate, wall in THROUGHPUT]
+        blocks += [
             "## Training throughput (examples/s, in-loop, MiniLM span classifier)",
-            "",
-            *pipe_table(["run", "examples/s", "wall s"], rows),
-            "",
-            (
-                f"Ray overhead, 1 worker vs plain 1 thread: {100 * t['ray_overhead_1_worker']:.1f} % (aim < 10 %). "
-                f"2 workers vs 1: {t['speedup_2_vs_1_worker']:.2f}x (aim >= 1.6x). "
-                f"2 workers vs plain 2 threads: {t['ray_2_workers_vs_plain_2_threads']:.2f}x."
-            ),
-            "",
+            pipe_table(["run", "examples/s", "wall s"], rows),
+            f"Ray overhead, 1 worker vs plain 1 thread: {100 * t['ray_overhead_1_worker']:.1f} % (aim < 10 %). "
+            f"2 workers vs 1: {t['speedup_2_vs_1_worker']:.2f}x (aim >= 1.6x). "
+            f"2 workers vs plain 2 threads: {t['ray_2_workers_vs_plain_2_threads']:.2f}x.",
         ]
-    lr = report.get("learnability")
-    if lr:
-        lines += [
-            "## Learnability without human labels (held-out documents)",
-            "",
-            f"Instances: {lr['instances']}",
-            "",
-            markdown_table(lr["metrics"]),
-            ("Seconds per detector (train + evaluate): " + ", ".join(f"{k} {v:.0f}" for k, v in lr["seconds"].items())),
-            "",
-        ]
-    return "\n".join(lines) + "\n"
+    if lr := report.get("learnability"):
+        seconds = ", ".join(f"{k} {v:.0f}" for k, v in lr["seconds"].items())
+        blocks += ["## Learnability without human labels (held-out documents)", f"Instances: {lr['instances']}"]
+        blocks += [markdown_table(lr["metrics"]).rstrip("\n"), "Seconds per detector (train + evaluate): " + seconds]
+    return page(*blocks) + "\n"
+
+
+FLAGS = {
+    "--examples": (512, "training examples for the throughput runs"),
+    "--docs": (150, "enwiki documents perturbed for learnability"),
+    "--pool": (None, "an existing perturbation output's pool/ folder"),
+    "--skip": (
+        [],
+        "leave a part out (repeatable); its figures of the last run are kept",
+        {"choices": ("throughput", "learnability"), "action": "append"},
+    ),  # fmt: skip
+    "--set": ([], "config override KEY=VALUE", {"dest": "overrides", "action": "append"}),
+}
+DETECT = ["detect.epochs=2", "detect.window=64", "detect.batch_size=16", "detect.feature_window=128"]
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", type=int, default=512, help="training examples for the throughput runs")
-    parser.add_argument("--docs", type=int, default=150, help="enwiki documents perturbed for learnability")
-    parser.add_argument("--pool", default=None, help="an existing perturbation output's pool/ folder")
-    parser.add_argument(
-        "--skip",
-        choices=("throughput", "learnability"),
-        action="append",
-        default=[],
-        help="leave a part out (repeatable); its figures of the last run are kept",
-    )
-    parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
-    args = parser.parse_args(argv)
-
+    args = options(__doc__.splitlines()[0], FLAGS, argv)
     from hades_ray.config import load_config
     from hades_ray.ray_runtime import init_ray
 
@@ -162,15 +146,7 @@ def main(argv=None) -> int:
             "Project MLM/GPT-2 not built: micro random-weight models stand in for REPLACE, RANK and the "
             "MLM features (replacements are random words; MLM features are noise)."
         )
-    config = load_config(
-        overrides=[
-            "detect.epochs=2",
-            "detect.window=64",
-            "detect.batch_size=16",
-            "detect.feature_window=128",
-            *args.overrides,
-        ]
-    )
+    config = load_config(overrides=[*DETECT, *args.overrides])
     init_ray(config.ray.address, config.ray.num_cpus)
     from hades_ray.plan.machine import machine_facts
 
