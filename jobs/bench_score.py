@@ -18,7 +18,6 @@ embedded demo corpus.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -27,19 +26,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hades_ray.detect.synthetic import random_detector
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline import storage
-from hades_ray.detect.synthetic import random_detector
-from jobs.bench_common import ENWIKI, in_child, peak_rss_mib, scratch, texts_file, write_results
+from jobs.bench_common import ENWIKI, in_child, options, page, peak_rss_mib, scratch, texts_file, write_results
 
 WINDOW = 160  # detect.window's default
 
 
 def load_texts(n: int) -> tuple[list[str], str]:
-    if ENWIKI.is_file():
-        with ENWIKI.open(encoding="utf-8") as handle:
-            return [json.loads(line)["text"] for _, line in zip(range(n), handle)], str(ENWIKI.name)
     from hades_ray.io.demo_corpus import read_demo_records
+    from hades_ray.io.leads import lead_texts
+
+    if ENWIKI.is_file():
+        return lead_texts(ENWIKI, n), str(ENWIKI.name)
 
     return [r["text"] for r in read_demo_records()[:n]], "embedded demo corpus"
 
@@ -97,14 +97,16 @@ def run_variant(detector: str, data: str, count: int, how: str, threads: int) ->
     return out | {"one_forward": scorer.one_forward, "peak_rss_mib": round(peak_rss_mib(), 1)}
 
 
+FLAGS = {
+    "--texts": (12, "texts scored by the fast paths"),
+    "--naive-texts": (3, "texts scored one word at a time (slow)"),
+    "--threads": (1, "torch threads per variant (1: CPU time then counts work, not OpenMP spin-waits on busy cores)"),
+    "--skip-gpt2-sized": (False, "only the offline kit's models"),
+}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--texts", type=int, default=12, help="texts scored by the fast paths")
-    parser.add_argument("--naive-texts", type=int, default=3, help="texts scored one word at a time (slow)")
-    spins = "1: CPU time then counts work, not OpenMP spin-waits on busy cores"
-    parser.add_argument("--threads", type=int, default=1, help=f"torch threads per variant ({spins})")
-    parser.add_argument("--skip-gpt2-sized", action="store_true", help="only the offline kit's models")
-    args = parser.parse_args()
+    args = options(__doc__.split("\n")[0], FLAGS)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from hades_ray.models.registry import minilm_path, resolve_model
 
@@ -133,8 +135,8 @@ def main() -> None:
 
     meta = {"texts": args.texts, "naive_texts": args.naive_texts, "threads": args.threads, "source": source}
     # The machine read as the run ends: the 5- and 15-minute load averages cover it.
-    meta |= {"window": WINDOW, "machine": machine_facts()}
-    write_results("bench_score", {"meta": meta, "rows": rows}, markdown({"meta": meta, "rows": rows}))
+    report = {"meta": meta | {"window": WINDOW, "machine": machine_facts()}, "rows": rows}
+    write_results("bench_score", report, markdown(report))
 
 
 def markdown(report: dict) -> str:
@@ -150,19 +152,16 @@ def markdown(report: dict) -> str:
         rows.append([r["backbone"], r["mode"], path, fast["words_per_s"], same["words_per_s"], naive["words_per_s"]])
         rows[-1] += [f"{r['speedup']}x", same["words_per_cpu_s"], naive["words_per_cpu_s"], f"{r['speedup_cpu']}x"]
         rows[-1].append(f"{fast['peak_rss_mib']} / {naive['peak_rss_mib']}")
-    lines = [
+    return page(
         "# `hades-ray score`: words/s against one forward per word (batch 1)",
-        "",
         f"{meta['texts']} texts ({meta['source']}) for the first column; the first {meta['naive_texts']} of them "
         "side by side columns (fast and naive on the same texts); "
         f"content words; window {meta['window']} tokens; {meta['threads']} torch threads on {os.cpu_count()} "
         "shared cores; each variant in a fresh process. Words/CPU-s counts this process's CPU time only (the "
         "cores are shared with other jobs, which slows wall time but not that). Command: `.venv/bin/python "
         f"jobs/bench_score.py`. Machine: {describe_machine(meta['machine'])}.",
-        "",
-        *pipe_table(columns, rows, align="lll" + "r" * 8),
-    ]
-    return "\n".join(lines) + "\n"
+        pipe_table(columns, rows, align="lll" + "r" * 8),
+    )
 
 
 if __name__ == "__main__":
