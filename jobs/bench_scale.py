@@ -16,7 +16,6 @@ Selection: driver peak RSS and wall time of rounds 0 and 1 (jobs/bench_scale_sel
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -29,8 +28,8 @@ from pathlib import Path
 # Appended, and no hades_ray import at the top: a child runs the hades_ray of the tree it is given.
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import ENWIKI, ROOT, child_command, in_child, offline_env, peak_rss_mib, scratch, worktree
-from jobs.bench_common import write_results
+from jobs.bench_common import ENWIKI, ROOT, child_command, in_child, offline_env, options, page, peak_rss_mib, scratch
+from jobs.bench_common import worktree, write_results
 
 OLD_COMMIT = "52952ae"
 # Cheap model work so that thousands of documents fit these 2 cores: the data path is what is measured.
@@ -42,28 +41,18 @@ OVERRIDES = [
 ]
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parts = ["perturb", "select"]
-    parser.add_argument("--parts", nargs="+", choices=parts, default=parts, help="which benchmarks to run")
-    parser.add_argument("--sizes", nargs="+", type=int, default=[2000, 20000], help="perturbation corpus sizes (docs)")
-    sizes = [100_000, 1_000_000]
-    parser.add_argument("--pool-sizes", nargs="+", type=int, default=sizes, help="selection pool sizes (instances)")
-    return parser.parse_args(argv)
+FLAGS = {
+    "--parts": (["perturb", "select"], "which benchmarks to run", {"choices": ["perturb", "select"]}),
+    "--sizes": ([2000, 20000], "perturbation corpus sizes (docs)"),
+    "--pool-sizes": ([100_000, 1_000_000], "selection pool sizes (instances)"),
+}
 
 
 def make_corpus(docs: int, folder: Path) -> Path:
     """``docs`` leads: the shared file repeated, every copy with new ids."""
-    from hades_ray.pipeline import storage
+    from hades_ray.io.leads import repeated_leads
 
-    lines = ENWIKI.read_text(encoding="utf-8").splitlines()
-    path = folder / f"leads_{docs}.jsonl"
-    with storage.open_atomic(path, "w") as out:
-        for i in range(docs):
-            record = json.loads(lines[i % len(lines)])
-            record["id"] = f"r{i // len(lines)}-{record['id']}"
-            out.write(json.dumps(record) + "\n")
-    return path
+    return repeated_leads(ENWIKI, docs, folder / f"leads_{docs}.jsonl")
 
 
 def one_run(input_path: str, output: str) -> dict:
@@ -153,36 +142,28 @@ def perturb_table(results: dict) -> str:
             rows.append([label, size, f["docs_per_s"], f["driver_peak_rss_mib"], share, f["wall_s"]])
     kill = results["kill_and_resume"]
     columns = ["data path", "documents", "docs/s", "driver peak RSS (MiB)", "first shard at", "wall (s)"]
-    return "\n".join(
-        [
-            *pipe_table(columns, rows),
-            "",
-            f"Killed at {kill['finished_before_kill']}/{kill['shards']} finished shards; the rerun redid "
-            f"{kill['redone_after_rerun']} shards ({kill['finished_shards_redone']} of them finished before the kill).",
-        ]
-    )
+    return page(
+        pipe_table(columns, rows),
+        f"Killed at {kill['finished_before_kill']}/{kill['shards']} finished shards; the rerun redid "
+        f"{kill['redone_after_rerun']} shards ({kill['finished_shards_redone']} of them finished before the kill).",
+    ).removesuffix("\n")
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    args = options(__doc__, FLAGS, argv)
     from hades_ray.plan.machine import describe_machine, machine_facts
 
     report = {"machine": machine_facts() | {"platform": platform.platform()}, "started": time.ctime()}
-    sections = [
-        "# Scale benchmark (`python jobs/bench_scale.py`)",
-        "",
-        f"Machine: {describe_machine(report['machine'])}.",
-        "",
-    ]
+    sections = ["# Scale benchmark (`python jobs/bench_scale.py`)", f"Machine: {describe_machine(report['machine'])}."]
     if "perturb" in args.parts:
         report["perturb"] = run_perturb_part(args)
-        sections += ["## Perturbation (micro models)", "", perturb_table(report["perturb"]), ""]
+        sections += ["## Perturbation (micro models)", perturb_table(report["perturb"])]
     if "select" in args.parts:
         from jobs import bench_scale_select
 
         report["select"] = bench_scale_select.run(args)
-        sections += ["## Selection", "", report["select"].get("markdown", ""), ""]
-    write_results("bench_scale", report, "\n".join(sections) + "\n")
+        sections += ["## Selection", report["select"].get("markdown", "")]
+    write_results("bench_scale", report, page(*sections) + "\n")
     return 0
 
 
