@@ -16,7 +16,6 @@ from a git worktree (``git worktree add /tmp/old-main 52952ae``) on the same poo
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -26,29 +25,21 @@ from pathlib import Path
 # Appended, and no hades_ray import at the top: a child runs the hades_ray that its PYTHONPATH names.
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import ROOT, in_child, machine_words, offline_env, peak_rss_mib, write_results
+from jobs.bench_common import ROOT, in_child, machine_words, offline_env, options, peak_rss_mib, write_results
 
 OLD_COMMIT = "52952ae"
 SHARD_ROWS = 10_000
-OVERRIDES = [
-    "select.round_sizes=[400,2000]",
-    "select.min_train_instances=20",
-    "detect.backbone=local:mlm",
-    "detect.epochs=1",
-    "detect.window=32",
-    "detect.batch_size=32",
-    "detect.freeze=all",
-    "detect.actors=2",  # two scoring actors at half a CPU each, in both data paths
-]
+OVERRIDES = ["select.round_sizes=[400,2000]", "select.min_train_instances=20", "detect.backbone=local:mlm"]
+OVERRIDES += ["detect.epochs=1", "detect.window=32", "detect.batch_size=32", "detect.freeze=all"]
+OVERRIDES += ["detect.actors=2"]  # two scoring actors at half a CPU each, in both data paths
 COMMAND = "python jobs/bench_scale_select.py --pool-sizes 100000 1000000 --old-tree /tmp/old-main"
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pool-sizes", nargs="+", type=int, default=[100_000, 1_000_000], help="pool instances")
-    parser.add_argument("--work", default="/tmp/bench_scale_select", help="scratch folder for pools and rounds")
-    parser.add_argument("--old-tree", default="/tmp/old-main", help=f"a git worktree of {OLD_COMMIT}; '' skips old")
-    return parser.parse_args(argv)
+FLAGS = {
+    "--pool-sizes": ([100_000, 1_000_000], "pool instances"),
+    "--work": ("/tmp/bench_scale_select", "scratch folder for pools and rounds"),
+    "--old-tree": ("/tmp/old-main", f"a git worktree of {OLD_COMMIT}; '' skips old"),
+}
 
 
 # ---- the pools (children "setup") ----------------------------------------------------------------------
@@ -85,9 +76,8 @@ def setup_old(size: int, workdir: Path, meta: dict) -> None:
             for r in instances:
                 words = list(r["words"])
                 words[r["start"]] = f"==={words[r['start']]}==="
-                record = {"replaced": " ".join(words), "replaced_ids": [r["start"], r["end"]], "hallucination": -1,
-                          "id": r["id"], "doc_id": r["doc_id"], "original_span": r["original_span"],
-                          "replacement": r["replacement"]}  # fmt: skip
+                record = {"replaced": " ".join(words), "replaced_ids": [r["start"], r["end"]], "hallucination": -1}
+                record |= {k: r[k] for k in ("id", "doc_id", "original_span", "replacement")}
                 handle.write(json.dumps(record) + "\n")
             frames.append(pd.DataFrame(features).drop(columns=["repl_pos"]))
     with storage.open_atomic(workdir / "features" / "features.parquet", "wb") as handle:
@@ -107,7 +97,7 @@ def child_round(workdir: str, round_index: int) -> dict:
     summary = run_round(config, Path(workdir), round_index)  # on Ray in both data paths
     wall = time.perf_counter() - started
     result = {"wall_s": round(wall, 1), "driver_peak_rss_mib": round(peak_rss_mib()), "counts": summary["counts"]}
-    return {**result, "timings": summary.get("timings", {})}  # the old data path records no phases
+    return result | {"timings": summary.get("timings", {})}  # the old data path records no phases
 
 
 def child_judge(workdir: str) -> dict:
@@ -168,18 +158,14 @@ def markdown(results: dict) -> str:
     for label, runs in (("new", results["new"]), (f"old ({OLD_COMMIT})", results.get("old", {}))):
         for size, rounds in runs.items():
             for name, r in rounds.items():
-                t = r.get("timings", {})
-                cells = [label, f"{int(size):,}", name[-1], r["wall_s"], r["driver_peak_rss_mib"], r["counts"]["batch"]]
-                rows.append(
-                    cells + [t.get("scores_s", "-") if name == "round_1" else "-", t.get("selection_pass_s", "-")]
-                )
+                t, size_ = r.get("timings", {}), f"{int(size):,}"
+                rows.append([label, size_, name[-1], r["wall_s"], r["driver_peak_rss_mib"], r["counts"]["batch"]])
+                rows[-1] += [t.get("scores_s", "-") if name == "round_1" else "-", t.get("selection_pass_s", "-")]
     columns = ["data path", "pool instances", "round", "wall (s)", "driver peak RSS (MiB)", "batch"]
     lines = pipe_table([*columns, "scoring pass (s)", "selection pass (s)"], rows)
     lines += ["", f"Reproduce: `{COMMAND}` (micro detector, features stored in advance; 2 CPU cores)."]
-    for key, value in results.get("ratios", {}).items():
-        lines.append(f"- {key}: {value}")
-    lines += [f"- {note}" for note in results.get("notes", [])]
-    return "\n".join(lines)
+    lines += [f"- {key}: {value}" for key, value in results.get("ratios", {}).items()]
+    return "\n".join(lines + [f"- {note}" for note in results.get("notes", [])])
 
 
 def ratios(results: dict) -> dict:
@@ -190,11 +176,8 @@ def ratios(results: dict) -> dict:
     small, large, span = new[sizes[0]], new[sizes[-1]], f"{int(sizes[-1]):,} / {int(sizes[0]):,}"
     out = {}
     for r in ("round_0", "round_1"):
-        rss = large[r]["driver_peak_rss_mib"] / small[r]["driver_peak_rss_mib"]
-        out |= {
-            f"new {r} driver RSS, {span}": round(rss, 2),
-            f"new {r} wall, {span}": round(large[r]["wall_s"] / small[r]["wall_s"], 2),
-        }
+        out[f"new {r} driver RSS, {span}"] = round(large[r]["driver_peak_rss_mib"] / small[r]["driver_peak_rss_mib"], 2)
+        out[f"new {r} wall, {span}"] = round(large[r]["wall_s"] / small[r]["wall_s"], 2)
     return out
 
 
@@ -234,7 +217,7 @@ def run(args) -> dict:
     if not (home / "models" / "mlm" / "config.json").is_file():
         from hades_ray.models.micro import build_micro_kit
 
-        build_micro_kit(home)
+        build_micro_kit(home)  # every child's HADES_RAY_HOME (``_spawn``)
     results: dict = {"command": COMMAND, "shard_rows": SHARD_ROWS, "overrides": OVERRIDES, "new": {}}
     for size in sorted(args.pool_sizes):
         results["new"][str(size)] = measure(args, "new", size)
@@ -250,7 +233,7 @@ def run(args) -> dict:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    args = options(__doc__, FLAGS, argv)
     from hades_ray.plan.machine import machine_facts
 
     machine = machine_facts()  # before the runs: the load they start under
