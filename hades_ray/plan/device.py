@@ -103,3 +103,49 @@ def segments_plan(counts, measured: dict, device: str, segments: int = SEGMENTS)
     rates = Throughput(*tokens, docs_per_s, f"jobs/device_check.py on {measured['device']}", kind)
     result = make_plan(counts, rates, devices=1, perturbed_docs=segments)
     return {key: result[key] for key in ("device_kind", "replace_device_hours", "rank_device_hours", "device_hours")}
+
+
+def throughput(config, device: str, docs: int, seconds: float, clock, sampler) -> tuple[dict, object]:
+    """Tokens/s of both stages on ``docs`` demo leads (``measure_stages``), REPLACE's busy share (time inside
+    the MLM's forwards over REPLACE's wall time, by ``clock(module, cuda, skip)``), NVML's utilisation
+    (sampled every 50 ms by ``sampler(read, every)``) where pynvml is installed; and the sample's counts."""
+    from hades_ray.plan.count import count_sample, load_tokenizers
+    from hades_ray.plan.measure import measure_stages
+
+    cuda = device.startswith("cuda")
+    tokenizers = load_tokenizers(config)
+    counts = count_sample(config, "demo", tokenizers, limit=docs, keep_groups=True, device="cuda" if cuda else "cpu")
+    clocks, nvml = [], nvml_reader()
+    # The encoder: REPLACE runs the MLM head apart, at the filled positions only (perturb/replace.py).
+    watch = lambda mlm, _: clocks.append(clock(mlm.base_model, cuda, skip=1))  # noqa: E731
+    with sampler(nvml or (lambda: 0), every=0.05) as utilisation:
+        measured = measure_stages(config, tokenizers, counts, "paper-sized" if cuda else "configured", device,
+                                  seconds, watch=watch)  # fmt: skip
+    replace, samples = measured["replace"], utilisation.samples
+    replace["busy_share"] = round(clocks[0].take()[0] / max(replace["wall_seconds"], 1e-9), 3)
+    replace["nvml_utilisation"] = round(sum(samples) / len(samples) / 100, 3) if nvml else None
+    return measured, counts
+
+
+def check_lines(result: dict) -> list[str]:
+    """A device check's figures (``jobs/device_check.py``'s result), one line each."""
+    from hades_ray.plan.machine import describe_machine
+
+    measured, same = result["measured"], result["identity"]
+    r, k, p = measured["replace"], measured["rank"], result["plan_1m_segments"]
+    nvml = f", NVML utilisation {r['nvml_utilisation']:.0%}" if r.get("nvml_utilisation") is not None else ""
+    memory = {key: value for key, value in {**r, **k}.items() if key.endswith("_mib")}
+    steps = ", ".join(f"{name} {seconds} s" for name, seconds in result["step_seconds"].items())
+    return [
+        f"machine: {describe_machine(result['machine'])}",
+        f"device: {result['device']} ({measured['models']} models; tokens/s per {measured['basis']})",
+        f"REPLACE: {r['tokens_per_s']:,.0f} tokens/s ({r['model']}, {r['dtype']})",
+        f"RANK:    {k['tokens_per_s']:,.0f} tokens/s ({k['model']}, {k['dtype']})",
+        f"REPLACE busy share: {r['busy_share']:.0%} of its wall time inside model forwards{nvml}",
+        "peak memory: " + ", ".join(f"{key.removesuffix('_mib')} {value:,.0f} MiB" for key, value in memory.items()),
+        f"identity: {same['identical']} of {same['documents']} documents alone vs inside the batch: "
+        + ("byte-identical" if same["byte_identical"] else "DIFFERENT"),
+        f"plan for {SEGMENTS:,} segments: {p['device_hours']} {p['device_kind']}-hours "
+        f"(REPLACE {p['replace_device_hours']}, RANK {p['rank_device_hours']})",
+        f"device check finished in {result['seconds']} s ({steps})",
+    ]
