@@ -18,7 +18,6 @@ batches smaller, so its advantage over the batch-1 baselines is understated, not
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -31,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
-from jobs.bench_common import ENWIKI, machine_words, write_results
+from jobs.bench_common import ENWIKI, machine_words, options, page, write_results
 
 VARIANTS = ("pipeline", "pipeline_binned", "padded_mixed_lengths", "model_only", "naive_loop", "nlpaug")
 VARIANTS += ("ray_1_actor", "ray_2_actors")
@@ -168,16 +167,19 @@ def ray_actors(rows, config, actors: int) -> tuple[float, float]:
     return stamps[-1] - started, stamps[-1] - stamps[0]
 
 
+FLAGS = {
+    "--docs": (200, "demo leads prepared for every in-process variant"),
+    "--candidates": (4, "per text (the job's default is 20)"),
+    "--naive-docs": (10, "leads of the batch-1 loop and nlpaug variants"),
+    "--ray-docs": (60, "documents for the 1 vs 2 actor runs"),
+    "--skip-ray": (False, "skip the 1 vs 2 actor runs"),
+    "--binned-tokens": (2048, "the binned variant's token budget (it pads every forward to it: the GPU's 32,768 would "
+                              "time dummies)"),
+}  # fmt: skip
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docs", type=int, default=200, help="demo leads prepared for every in-process variant")
-    parser.add_argument("--candidates", type=int, default=4, help="per text (the job's default is 20)")
-    parser.add_argument("--naive-docs", type=int, default=10, help="leads of the batch-1 loop and nlpaug variants")
-    parser.add_argument("--ray-docs", type=int, default=60, help="documents for the 1 vs 2 actor runs")
-    parser.add_argument("--skip-ray", action="store_true", help="skip the 1 vs 2 actor runs")
-    binned = "the binned variant's token budget (it pads every forward to it: the GPU's 32,768 would time dummies)"
-    parser.add_argument("--binned-tokens", type=int, default=2048, help=binned)
-    args = parser.parse_args()
+    args = options(__doc__, FLAGS)
     if not ENWIKI.is_file():
         print(f"skipped: {ENWIKI} is absent")
         return 0
@@ -239,31 +241,26 @@ def main() -> int:
 
 def markdown(results: dict) -> str:
     r, q = results["rates_candidates_per_s"], results["ratios"]
-
-    def fmt(value: float | None) -> str:
-        return "n/a" if value is None or math.isnan(value) else f"{value:.2f}"
-
+    fmt = lambda value: "n/a" if value is None or math.isnan(value) else f"{value:.2f}"  # noqa: E731
     rows = [[name, fmt(r[name]), fmt(r[name] / r["pipeline"] if r[name] == r[name] else None)] for name in VARIANTS]
-    lines = [
+    return page(
         "# REPLACE benchmark (candidates per second, higher is better)",
-        "",
         f"{results['docs']} leads x {results['candidates_per_doc']} candidates, {results['masked_spans']} masked "
         f"spans; MLM `{results['mlm']}`; machine: {machine_words(results)}",
-        "",
-        *pipe_table(["variant", "candidates/s", "vs pipeline"], rows),
-        "",
-        f"- pipeline / naive loop: **{fmt(q['pipeline_vs_naive'])}x** (aim >= 5x)",
-        f"- pipeline_binned: perturb.replace.packing=binned at max_batch_tokens={results.get('binned_tokens')}",
-        f"- cost of byte-identical output (exact packing, no padding) against padded mixed-length "
-        f"batches: {fmt(r['pipeline'] / r['padded_mixed_lengths'])}x the padded rate",
-        f"- pipeline / nlpaug: {fmt(q['pipeline_vs_nlpaug'])}x ({results['nlpaug_status']})",
-        f"- share of pipeline wall time inside model forwards: **{results['forward_share_of_pipeline_wall']:.1%}** "
-        f"(replayed model-only: {results['model_only_share_of_pipeline_wall']:.1%}; aim >= 85%)",
-        f"- 2 actors / 1 actor ({results['ray_docs']} leads, wall time with actor start-up): "
-        f"**{fmt(q['ray_2_vs_1_actors'])}x**; steady state (first to last row): "
-        f"{fmt(results['ray_steady_state_ratio_2_vs_1'])}x (aim >= 1.8x)",
-    ]
-    return "\n".join(lines) + "\n"
+        pipe_table(["variant", "candidates/s", "vs pipeline"], rows),
+        [
+            f"- pipeline / naive loop: **{fmt(q['pipeline_vs_naive'])}x** (aim >= 5x)",
+            f"- pipeline_binned: perturb.replace.packing=binned at max_batch_tokens={results.get('binned_tokens')}",
+            f"- cost of byte-identical output (exact packing, no padding) against padded mixed-length "
+            f"batches: {fmt(r['pipeline'] / r['padded_mixed_lengths'])}x the padded rate",
+            f"- pipeline / nlpaug: {fmt(q['pipeline_vs_nlpaug'])}x ({results['nlpaug_status']})",
+            f"- share of pipeline wall time inside model forwards: **{results['forward_share_of_pipeline_wall']:.1%}** "
+            f"(replayed model-only: {results['model_only_share_of_pipeline_wall']:.1%}; aim >= 85%)",
+            f"- 2 actors / 1 actor ({results['ray_docs']} leads, wall time with actor start-up): "
+            f"**{fmt(q['ray_2_vs_1_actors'])}x**; steady state (first to last row): "
+            f"{fmt(results['ray_steady_state_ratio_2_vs_1'])}x (aim >= 1.8x)",
+        ],
+    )
 
 
 if __name__ == "__main__":
