@@ -13,7 +13,6 @@ imports and start-up not counted. Per shard: (time at N - time at ``--small``) /
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -24,7 +23,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # after PYTHONPATH: a child runs the base's code
 
-from jobs.bench_common import ROOT, in_child, job_command, peak_rss_mib, worktree, write_results  # noqa: E402
+from jobs.bench_common import ROOT, in_child, job_command, options, page, peak_rss_mib, worktree, write_results  # noqa: E402
 
 DIGEST = "bench-driver-v1"
 VIEWS = ("instances", "quarantine")
@@ -55,18 +54,12 @@ def fabricate(output: str, n: int) -> None:
         instances = "".join(json.dumps({"id": f"{k}-{j}", "text": "x" * 200, "label": j % 2}) + "\n" for j in range(3))
         storage.write(f"{output}/instances/part-{k:05d}.jsonl", instances)
         storage.write(f"{output}/quarantine/part-{k:05d}.jsonl", json.dumps({"row": k, "reason": "too_short"}) + "\n")
-        marker = {
-            "counts": {"read": 1000, "kept": 990, "too_short": 9, "quarantined": 1},
-            "instances": 3,
-            "shard": k,
-            "fingerprint": shard.fingerprint(DIGEST),
-            "digest": DIGEST,
-            "rows": 1000,
-            "stage_seconds": {"mask": 1.25, "replace": 12.5, "rank": 8.0},
-            "worker": {"host": "node-1", "pid": 1000 + k % 8},
-            "actors": {"replace": [f"node-1:{2000 + k % 2}:a{k % 2}"], "rank": [f"node-1:{3000 + k % 2}:b{k % 2}"]},
-            "finished_at": 1.7e9 + k,
-        }
+        marker = {"counts": {"read": 1000, "kept": 990, "too_short": 9, "quarantined": 1}, "instances": 3, "shard": k}
+        marker |= {"fingerprint": shard.fingerprint(DIGEST), "digest": DIGEST, "rows": 1000}
+        marker |= {"stage_seconds": {"mask": 1.25, "replace": 12.5, "rank": 8.0}}
+        marker |= {"worker": {"host": "node-1", "pid": 1000 + k % 8}}
+        marker["actors"] = {"replace": [f"node-1:{2000 + k % 2}:a{k % 2}"], "rank": [f"node-1:{3000 + k % 2}:b{k % 2}"]}
+        marker["finished_at"] = 1.7e9 + k
         write_marker(output, k, marker)
 
     with ThreadPoolExecutor(max_workers=16) as pool:
@@ -103,14 +96,17 @@ def rerun(code: Path, output: str, n: int, timeout: float) -> dict:
         return {"wall_s": None, "failed": str(error).splitlines()[-1][:300]}
 
 
+FLAGS = {
+    "--sizes": ("1000,10000", "finished shards per output, comma-separated"),
+    "--small": (10, "the output size whose time counts as start-up"),
+    "--base": ("61c304a", "the commit whose engine is the 'before'"),
+    "--before-sizes": ("1000,10000", "sizes also rerun with the base's engine"),
+    "--timeout": (900.0, "seconds a rerun may take before it is stopped"),
+}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,10000", help="finished shards per output, comma-separated")
-    parser.add_argument("--small", type=int, default=10, help="the output size whose time counts as start-up")
-    parser.add_argument("--base", default="61c304a", help="the commit whose engine is the 'before'")
-    parser.add_argument("--before-sizes", default="1000,10000", help="sizes also rerun with the base's engine")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds a rerun may take before it is stopped")
-    args = parser.parse_args()
+    args = options(__doc__.split("\n\n")[0], FLAGS)
     from tests.pipeline.s3_local import moto_server, s3_env
 
     sizes = [args.small, *(int(s) for s in args.sizes.split(","))]
@@ -168,19 +164,16 @@ def markdown(report: dict, small: int) -> str:
         + [per[k].get(r["shards"], "") for k in ("before", "after_first", "after")]
         for r in rows
     ]
-    lines = [
+    return page(
         "# The driver's time for a rerun of a finished output on S3 (moto on 127.0.0.1)",
-        "",
-        f"`{report['command']}`. Before: the engine at `{report['base']}`; after: this checkout's. Each cell is",
-        "`Executor.run` in a child process (wall, its CPU, the child's peak memory); nothing is left to do, so",
-        "it is the lock, the resume check's marker reads, the summary and the JSONL views. 'After, first' is",
-        "the first rerun of an output this engine never finished (it reads every marker once, concurrently,",
+        f"`{report['command']}`. Before: the engine at `{report['base']}`; after: this checkout's. Each cell is\n"
+        "`Executor.run` in a child process (wall, its CPU, the child's peak memory); nothing is left to do, so\n"
+        "it is the lock, the resume check's marker reads, the summary and the JSONL views. 'After, first' is\n"
+        "the first rerun of an output this engine never finished (it reads every marker once, concurrently,\n"
         "and writes their roll-up); 'after' is the best of the next three. Per shard: beyond the time at "
         f"{small} shards.",
-        "",
-        *pipe_table(columns, cells, align="rlllrrr"),
-    ]
-    return "\n".join(lines) + "\n"
+        pipe_table(columns, cells, align="rlllrrr"),
+    )
 
 
 if __name__ == "__main__":
