@@ -7,7 +7,6 @@ and one local Ray cluster serve the whole campaign. The table goes to jobs/resul
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections import Counter
@@ -15,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import job_command, offline_env, scratch, write_results  # noqa: E402
+from jobs.bench_common import job_command, offline_env, options, page, scratch, write_results  # noqa: E402
 
 ZERO = ("lost", "duplicated", "corrupted", "unaccounted", "quarantine_mismatch", "unmarked_parts", "half_written")
 
@@ -50,22 +49,19 @@ def campaign(kinds: list[str], runs_per_kind: int, seed: int, work: Path, s3_por
             case_seed = seed + 100 * k + j
             out = work / f"{kind}-{case_seed}"
             print(f"chaos: {kind} seed {case_seed}", flush=True)
+            env = offline_env(PYTHONUNBUFFERED="1")
             try:
+                if kind == "disk_full" and not chaos.can_mount():
+                    results.append({"kind": kind, "seed": case_seed, "note": "skipped: mounting a tmpfs needs root"})
+                    continue
                 if kind in ("store", "store_outage"):
                     outcome = chaos.store_faults(
                         str(source), "s3://hades/chaos", s3_port, case_seed, kind == "store_outage"
                     )
                 elif kind == "disk_full":
-                    if not chaos.can_mount():
-                        results.append(
-                            {"kind": kind, "seed": case_seed, "note": "skipped: mounting a tmpfs needs root"}
-                        )
-                        continue
                     outcome = chaos.disk_full(str(source), out, case_seed, lambda o: chaos.audit(o, rows, reference))
-                elif kind == "driver_kill":
-                    outcome = chaos.driver_kill(str(source), str(out), case_seed, offline_env(PYTHONUNBUFFERED="1"))
-                elif kind == "node_removal":
-                    outcome = chaos.node_removal(str(source), str(out), case_seed, offline_env(PYTHONUNBUFFERED="1"))
+                elif kind in ("driver_kill", "node_removal"):
+                    outcome = getattr(chaos, kind)(str(source), str(out), case_seed, env)
                 else:
                     outcome = chaos.process_kill(str(source), str(out), case_seed, (kind,))
                 if kind != "disk_full":
@@ -84,54 +80,44 @@ COLUMNS += ["duplicated", "corrupted", "unmarked", "half", "notes"]
 def markdown(report: dict) -> str:
     from hades_ray.markdown import pipe_table
 
-    r = report["race"]
-    lines = [
-        "# Fault campaign: the perturbation job under faults, audited",
-        "",
-        f"`{report['command']}`: {report['runs']} runs of {report['rows']} input rows (shards of 2 rows, micro",
-        "models), each with one kind of fault at a seeded moment, rerun until it finished, then audited against",
-        "a fault-free run of the same input (tests/pipeline/chaos.py). Lost, duplicated and corrupted count rows;",
-        "'unmarked' counts parts without a marker, 'half' half-written files; 'stops' the one-line errors.",
-        "",
-    ]
-    table = []
+    r, table = report["race"], []
     for kind in report["kinds"]:
         runs = [x for x in report["results"] if x["kind"] == kind]
         audited = [x for x in runs if x.get("audit")]
-        faults = Counter()
-        for x in runs:
-            faults.update(x.get("faults", {}))
+        faults = sum((Counter(x.get("faults", {})) for x in runs), Counter())
         total = {key: sum(x["audit"].get(key, 0) for x in audited) for key in ZERO}
         notes = "; ".join(sorted({x["note"] for x in runs if x.get("note")}))[:300]
-        stops = sum(len(x.get("errors", [])) for x in runs)
         injected = ", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "0"
-        table.append(
-            [kind, f"{len(audited)} of {len(runs)}", injected, sum(x.get("reruns", 0) for x in runs), stops]
-            + [sum(x.get("store_retries", 0) for x in runs), total["lost"], total["duplicated"], total["corrupted"]]
-            + [total["unmarked_parts"], total["half_written"], notes]
-        )
-    lines += pipe_table(COLUMNS, table, align="lrlrrrrrrrrl")
+        table.append([kind, f"{len(audited)} of {len(runs)}", injected, sum(x.get("reruns", 0) for x in runs)])
+        table[-1] += [sum(len(x.get("errors", [])) for x in runs), sum(x.get("store_retries", 0) for x in runs)]
+        table[-1] += [total[key] for key in ("lost", "duplicated", "corrupted", "unmarked_parts", "half_written")]
+        table[-1].append(notes)
     errors = sorted({e for x in report["results"] for e in x.get("errors", [])})
-    lines += ["", "The lines the stopped runs ended with:", "", *(f"- `{e}`" for e in errors)]
-    lines += [
-        "",
+    return page(
+        "# Fault campaign: the perturbation job under faults, audited",
+        f"`{report['command']}`: {report['runs']} runs of {report['rows']} input rows (shards of 2 rows, micro\n"
+        "models), each with one kind of fault at a seeded moment, rerun until it finished, then audited against\n"
+        "a fault-free run of the same input (tests/pipeline/chaos.py). Lost, duplicated and corrupted count rows;\n"
+        "'unmarked' counts parts without a marker, 'half' half-written files; 'stops' the one-line errors.",
+        pipe_table(COLUMNS, table, align="lrlrrrrrrrrl"),
+        "The lines the stopped runs ended with:",
+        [f"- `{e}`" for e in errors] or None,
         f"Lock race: {r['contenders']} drivers taking one S3 output's lock at one instant, {r['trials']} times: "
         f"{r['trials_with_one_holder']} of {r['trials']} had exactly one holder (most at once: "
         f"{r['most_holders_at_once']}); the refused named the holder: {r['refusals_name_the_holder']}.",
-    ]
-    return "\n".join(lines) + "\n"
+    )
 
 
 def main() -> None:
     from tests.pipeline import chaos
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs-per-kind", type=int, default=3, help="seeded runs of each fault kind")
-    parser.add_argument("--kinds", default=",".join(chaos.KINDS), help="fault kinds, comma-separated")
-    parser.add_argument("--seed", type=int, default=1000, help="the first run's seed")
-    parser.add_argument("--race-contenders", type=int, default=8, help="drivers in each lock race")
-    parser.add_argument("--race-trials", type=int, default=20, help="lock races")
-    args = parser.parse_args()
+    flags = {"--runs-per-kind": (3, "seeded runs of each fault kind")}
+    flags |= {
+        "--kinds": (",".join(chaos.KINDS), "fault kinds, comma-separated"),
+        "--seed": (1000, "the first run's seed"),
+    }
+    flags |= {"--race-contenders": (8, "drivers in each lock race"), "--race-trials": (20, "lock races")}
+    args = options(__doc__.split("\n\n")[0], flags)
     kinds = [k for k in args.kinds.split(",") if k]
     work = scratch("hades_chaos_")
     from hades_ray.models.micro import build_micro_kit
@@ -147,14 +133,8 @@ def main() -> None:
             init_ray(num_cpus=2)
         results = campaign(kinds, args.runs_per_kind, args.seed, work, port)
         lock_race = race(args.race_contenders, args.race_trials)
-    report = {
-        "command": job_command(),
-        "runs": len(results),
-        "rows": chaos.write_input(work / "count.jsonl"),
-        "kinds": kinds,
-        "race": lock_race,
-        "results": results,
-    }
+    report = {"command": job_command(), "runs": len(results), "rows": chaos.write_input(work / "count.jsonl")}
+    report |= {"kinds": kinds, "race": lock_race, "results": results}
     write_results("chaos", report, markdown(report))
     from hades_ray.pipeline import storage
 
