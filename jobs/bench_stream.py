@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import kit_or_micro, machine_words, peak_rss_mib, scratch, write_results  # noqa: E402
+from jobs.bench_common import kit_or_micro, machine_words, peak_rss_mib, scratch, spec_table, write_results  # noqa: E402
 
 
 class BeforeStream:
@@ -77,29 +77,25 @@ def feed_costs(stream, prefixes: list[str], at: int, feeds: int) -> list[float]:
 
 def markdown(report: dict) -> str:
     at = report["at"]
-    head = "| detector | arm | " + " | ".join(f"ms per feed at {n} words" for n in at) + f" | {at[-1]} / {at[0]} |"
-    rows = [head, "|" + "---|" * (len(at) + 3)]
-    for name, arms in report["detectors"].items():
-        for arm, cells in arms.items():
-            medians = [cells[str(n)]["median_ms"] for n in at]
-            rows.append(
-                f"| {name} | {arm} | "
-                + " | ".join(f"{m:.1f}" for m in medians)
-                + f" | {medians[-1] / medians[0]:.2f}x |"
-            )
+    rows = [(name, arm, [cells[str(n)]["median_ms"] for n in at]) for name, arms in report["detectors"].items()
+            for arm, cells in arms.items()]  # fmt: skip
+    spec = {"detector": lambda r: r[0], "arm": lambda r: r[1]}
+    spec |= {f"ms per feed at {n} words": lambda r, k=k: f"{r[2][k]:.1f}" for k, n in enumerate(at)}
+    spec[f"{at[-1]} / {at[0]}"] = lambda r: f"{r[2][-1] / r[2][0]:.2f}x"
     return "\n".join([
         "# A stream's cost per feed as its text grows\n",
         f"On {machine_words(report)}; peak memory {report['peak_rss_mib']} MiB. The median of {report['feeds']} "
         "single-word feeds at each length; the kit's GPT-2 where it is built, else the micro one.\n",
-        *rows, "",
+        *spec_table(spec, rows), "",
     ])  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="which streams to time")
-    parser.add_argument("--at", nargs="+", type=int, default=[50, 300, 1000], help="text lengths in words")
-    parser.add_argument("--feeds", type=int, default=5, help="timed single-word feeds at each length")
+    flag = parser.add_argument
+    flag("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="which streams to time")
+    flag("--at", nargs="+", type=int, default=[50, 300, 1000], help="text lengths in words")
+    flag("--feeds", type=int, default=5, help="timed single-word feeds at each length")
     args = parser.parse_args()
     import torch
 
@@ -112,12 +108,11 @@ def main() -> None:
     for name, folder in detectors(kit).items():
         det = Detector.open(folder)
         for arm in args.arms:
-            cells = {}
+            cells = report["detectors"].setdefault(name, {}).setdefault(arm, {})
             for n in args.at:
                 costs = feed_costs(ARMS[arm](det), prefixes, n, args.feeds)
                 cells[str(n)] = {"median_ms": round(statistics.median(costs), 2), "ms": [round(c, 2) for c in costs]}
                 print(name, arm, n, cells[str(n)], flush=True)
-            report["detectors"].setdefault(name, {})[arm] = cells
     report["peak_rss_mib"] = round(peak_rss_mib())
     write_results("bench_stream", report, markdown(report))
 
