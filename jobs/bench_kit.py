@@ -20,7 +20,7 @@ from hades_ray.models.kit import KitConfig, demo_split  # noqa: E402
 from hades_ray.models.train_gpt2 import Gpt2TrainConfig  # noqa: E402
 from hades_ray.models.train_mlm import MlmTrainConfig  # noqa: E402
 from hades_ray.models.training import TrainLimits  # noqa: E402
-from jobs.bench_common import machine_words, peak_rss_mib, write_results  # noqa: E402
+from jobs.bench_common import machine_words, peak_rss_mib, spec_table, write_results  # noqa: E402
 
 
 def before() -> KitConfig:
@@ -56,31 +56,30 @@ def run_arm(config: KitConfig, models: list[str], measures: dict, train_texts: l
 
 
 def markdown(report: dict) -> str:
-    rows = ["| arm | MLM top-1 | MLM top-10 (n) | MLM build s | GPT-2 held-out ppl | GPT-2 original preferred (n) "
-            "| GPT-2 build s |", "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for arm, figures in report["arms"].items():
-        mlm, gpt2 = figures.get("mlm", {}), figures.get("gpt2", {})
-        cells = [mlm.get("top1"), f"{mlm.get('top10')} ({mlm.get('n')})", mlm.get("train_seconds"),
-                 gpt2.get("heldout_perplexity"), f"{gpt2.get('pairwise_accuracy')} ({gpt2.get('n')})",
-                 gpt2.get("train_seconds")]  # fmt: skip
-        rows.append(f"| {arm} | " + " | ".join("-" if c is None else str(c) for c in cells) + " |")
+    def fig(model: str, key: str, n: str = ""):  # a column: "-" where the arm did not train the model
+        return lambda arm: "-" if arm[1].get(model, {}).get(key) is None else f"{arm[1][model][key]}" + (
+            f" ({arm[1][model][n]})" if n else "")  # fmt: skip
+
+    spec = {"arm": lambda arm: arm[0], "MLM top-1": fig("mlm", "top1"), "MLM top-10 (n)": fig("mlm", "top10", "n"),
+            "MLM build s": fig("mlm", "train_seconds"), "GPT-2 held-out ppl": fig("gpt2", "heldout_perplexity"),
+            "GPT-2 original preferred (n)": fig("gpt2", "pairwise_accuracy", "n"),
+            "GPT-2 build s": fig("gpt2", "train_seconds")}  # fmt: skip
     return "\n".join([f"# The offline kit before and after\n\nOn {machine_words(report)}; peak memory "
                       f"{report['peak_rss_mib']} MiB. Build s: the model's training alone, its folder not "
-                      "written.\n", *rows, ""])  # fmt: skip
+                      "written.\n", *spec_table(spec, report["arms"].items()), ""])  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="which kits to train")
-    parser.add_argument("--models", nargs="+", choices=["mlm", "gpt2"], default=["mlm", "gpt2"], help="which models")
+    flag = parser.add_argument
+    flag("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="which kits to train")
+    flag("--models", nargs="+", choices=["mlm", "gpt2"], default=["mlm", "gpt2"], help="which models")
     args = parser.parse_args()
     from hades_ray.models.quality import heldout_measures
 
     _, measures = heldout_measures(KitConfig())
     train_texts = demo_split()[0]
-    report = {"arms": {}}
-    for arm in args.arms:
-        report["arms"][arm] = run_arm(ARMS[arm](), args.models, measures, train_texts)
+    report = {"arms": {arm: run_arm(ARMS[arm](), args.models, measures, train_texts) for arm in args.arms}}
     report["peak_rss_mib"] = round(peak_rss_mib())
     write_results("bench_kit", report, markdown(report))
 
