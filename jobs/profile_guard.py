@@ -22,16 +22,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--detector", required=True, help="online causal detector folder (the judge)")
-    parser.add_argument("--prompts", type=int, default=20, help="held-out prompts")
-    parser.add_argument(
-        "--batch", type=int, default=0, help="plain generate's batch and the guard's slots (0: all prompts at once)"
-    )
-    parser.add_argument("--new-tokens", type=int, default=60, help="new tokens per prompt")
-    parser.add_argument("--retries", type=int, default=3, help="resamples per flagged word (0: judging alone)")
-    parser.add_argument("--seed", type=int, default=7, help="the batch's seed")
-    parser.add_argument("--stride", type=int, default=0, help="the judge's window stride (0: score.stride)")
-    parser.add_argument("--top", type=int, default=30, help="profile entries to print (0: time without the profiler)")
+    flag = parser.add_argument
+    flag("--detector", required=True, help="online causal detector folder (the judge)")
+    flag("--prompts", type=int, default=20, help="held-out prompts")
+    flag("--batch", type=int, default=0, help="plain generate's batch and the guard's slots (0: all prompts at once)")
+    flag("--new-tokens", type=int, default=60, help="new tokens per prompt")
+    flag("--retries", type=int, default=3, help="resamples per flagged word (0: judging alone)")
+    flag("--seed", type=int, default=7, help="the batch's seed")
+    flag("--stride", type=int, default=0, help="the judge's window stride (0: score.stride)")
+    flag("--top", type=int, default=30, help="profile entries to print (0: time without the profiler)")
     args = parser.parse_args(argv)
 
     import torch
@@ -41,7 +40,7 @@ def main(argv=None) -> int:
     from hades_ray.detect.incremental import CausalJudge
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import Sampling, plain_generate, prepare_tokenizer
-    from hades_ray.guard.stages import context_limit
+    from hades_ray.guard.stages import prompt_fits
     from hades_ray.models.registry import load_causal_lm
     from hades_ray.text.pipeline import load_pipeline
     from hades_ray.models.kit import heldout_prompts
@@ -51,8 +50,7 @@ def main(argv=None) -> int:
     config = load_config()
     tokenizer, model = load_causal_lm(config.models.causal_lm, "cpu")
     prepare_tokenizer(tokenizer)
-    limit = context_limit(model) - args.new_tokens
-    fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
+    fits = lambda p: prompt_fits(model, tokenizer, p, args.new_tokens)  # noqa: E731
     nlp = load_pipeline(config.language, config.spacy_model)
     prompts = [p["prompt"] for p in heldout_prompts(ENWIKI, nlp, 60, args.prompts, fits)[0]]
     scorer = Detector.open(args.detector).scorer("online", stride=args.stride or config.score.stride)
@@ -63,23 +61,20 @@ def main(argv=None) -> int:
     batch = args.batch or len(prompts)
     for lo in range(0, len(prompts), batch):
         plain_generate(model, tokenizer, prompts[lo : lo + batch], sampling, args.seed + lo)
-    plain = time.process_time() - began
-    plain_steps = steps.take()[1]
+    plain, plain_steps = time.process_time() - began, steps.take()[1]
     guard = GuardSettings(judge.threshold, args.retries, batch)
     profile, began = cProfile.Profile(), time.process_time()
     if args.top:
         profile.enable()
     out = guarded_generate(model, tokenizer, prompts, sampling, judge, guard, args.seed)
     profile.disable()
-    guarded = time.process_time() - began
+    guarded, guarded_steps = time.process_time() - began, steps.take()[1]
     interventions = sum(len(r["interventions"]) for r in out)
     print(f"{len(prompts)} prompts x {args.new_tokens} tokens, {batch} at a time, retries {args.retries}")
     print(f"judge {args.detector}")
     print(f"plain generate: {plain:.2f} CPU s, {plain_steps} generator forwards")
     profiled = " (profiled)" if args.top else ""
-    print(
-        f"guarded: {guarded:.2f} CPU s{profiled}, {steps.take()[1]} generator forwards, {interventions} interventions"
-    )
+    print(f"guarded: {guarded:.2f} CPU s{profiled}, {guarded_steps} generator forwards, {interventions} interventions")
     print(f"ratio: {guarded / plain:.2f}x")
     if args.top:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
