@@ -13,7 +13,6 @@ Writes jobs/results/bench_guard.{json,md}. Skips (exit 0) when ../shared/data is
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,13 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hades_ray.detect.synthetic import random_detector
 from hades_ray.guard.arms import ArmSettings, arm_figures, lr_agreement, run_arms
 from hades_ray.guard.metrics import cost_floor, final_text_check, flag_share_change_ci, generation_perplexity
-from hades_ray.guard.metrics import matched_threshold, online_p
+from hades_ray.guard.metrics import flag_figures, matched_threshold, online_p
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.laps import Laps
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH  # English prompts (ENWIKI)
 from hades_ray.train.detector_set import DETECTOR_KINDS, trained_detectors
 from jobs.bench_common import ENWIKI, RESULTS, ForwardClock, Sampler, job_command, kit_or_micro, machine_words
-from jobs.bench_common import cell, spec_table, write_results
+from jobs.bench_common import cell, options, page, spec_table, write_results
 
 # Judges by arm prefix: the encoder (online); the causal detector on the kit's GPT-2, cached, and as before its
 # cache (one forward per word over its own view); a cached causal judge smaller than the generator (the micro
@@ -100,12 +99,12 @@ def markdown(report: dict) -> str:
     agree_table = {"": str} | {a: lambda k, a=a: _fmt(agree[a][k]) for a in ("plain", "guarded")}
     same = all(a.get("same_each_time", True) for a in report["arms"].values())
     lo, hi = report["lr_flag_share_change_ci"]
-    lines = [
+    reused = f"; reused from {det['reused_from']}." if det.get("reused_from") else "."
+    trained = [(n, det[n]["valid"], det[n]["seconds"]) for n in DETECTORS]
+    return page(
         "# Online guard benchmark",
-        "",
-        f"Machine: {machine_words(report)}; torch threads {report['torch_threads']}. {report['note']}",
+        f"Machine: {machine_words(report)}; torch threads {report['torch_threads']}. {report['note']}\n"
         f"Command: `{report['command']}`",
-        "",
         f"{report['prompts']} held-out prompts ({report['prompts_skipped_too_long']} longer than the generator's "
         f"context passed over), {report['max_new_tokens']} new tokens each, sampling {report['sampling']}, max "
         f"retries {report['max_retries']}, thresholds {report['threshold']:.3f} (encoder), "
@@ -113,54 +112,37 @@ def markdown(report: dict) -> str:
         f"flags the causal judge's share) ({report['threshold_source']}); batches of {report['batch_size']} (a "
         f"seed each), guarded arms through {report.get('slots', 0)} slots (0: batches); {report.get('repeats', 1)} "
         f"runs of every arm in turn, times their medians, the same tokens each run: **{same}**.",
-        "",
         f"Judges: encoder, an online MiniLM span classifier ({report['judge_window']}-token window, a forward per "
         f"judged word); causal, the same on the kit's GPT-2 ({report['causal_window']}-token window, stride "
         f"{report['causal_stride']}) with each row's key/value cache, and `per word` without it; small, the micro "
         "kit's GPT-2 under a random head (its p(H) is noise; it measures cost only).",
-        "",
-        *spec_table(arm_table, ARM_ROWS),
-        "",
+        spec_table(arm_table, ARM_ROWS),
         f"Judge-only tokens equal plain `generate`'s: **{report['scored_equals_plain']}** (encoder), "
         f"**{report['causal_scored_equals_plain']}** (causal). The floor: an arm's cost if its only extras were its "
         "judge's forwards and its extra generator steps, at plain's time per step:",
-        "",
-        *spec_table(floor_table, floors),
-        "",
-        *([*spec_table(history, [*runs, *now]), ""] if runs else []),
+        spec_table(floor_table, floors),
+        spec_table(history, [*runs, *now]) if runs else None,
         "Recorded p(H) against `hades-ray score`'s scorer on the same text and judge (max |diff|, flags that "
         f"differ): {_clauses(report['score_check'])}. Against the final texts: "
         f"{_clauses(report['final_text_check'])}. Rescored per word afterwards (encoder): "
         + ", ".join(f"{k} {v:.1e}" for k, v in report["rescoring_max_abs_diff"].items())
         + f". Causal judge on the plain texts: mean p(H) {_fmt(report['causal_on_plain']['mean_p'])}, share "
         f"flagged {_fmt(report['causal_on_plain']['share_flagged'])}.",
-        "",
         f"## Independent check: the LR detector on the first {agree['guarded']['outputs']} outputs",
-        "",
-        *spec_table(agree_table, AGREEMENT_ROWS),
-        "",
+        spec_table(agree_table, AGREEMENT_ROWS),
         f"LR threshold {report['lr_threshold']:.3g}. LR flag share, guarded minus plain: 95% bootstrap interval "
         f"[{lo:+.3f}, {hi:+.3f}].",
-        "",
         "## Detectors (trained in this run)",
-        "",
         f"Instances from {report['train_docs']} other leads: {det['instances']}; perturbation "
-        f"{det.get('perturb_seconds', 0):.0f} s"
-        + (f"; reused from {det['reused_from']}." if det.get("reused_from") else "."),
-        "",
-        *(
-            f"- {n}: validation G-Mean {_fmt(det[n]['valid'].get('gmean'))}, AUC {_fmt(det[n]['valid'].get('auc'))}, "
-            f"trained in {det[n]['seconds']:.0f} s"
-            for n in DETECTORS
-        ),
-        "",
+        f"{det.get('perturb_seconds', 0):.0f} s{reused}",
+        [
+            f"- {n}: validation G-Mean {_fmt(v.get('gmean'))}, AUC {_fmt(v.get('auc'))}, trained in {s:.0f} s"
+            for n, v, s in trained
+        ],
         "## What this means, and what it does not",
-        "",
-        *report["reading"],
-        "",
+        report["reading"],
         f"Whole run: {report['wall_seconds']:.0f} s.",
-    ]
-    return "\n".join(lines) + "\n"
+    )
 
 
 def carried_history(path: Path) -> list[dict]:
@@ -205,32 +187,30 @@ def reading(report: dict) -> list[str]:
     ]
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    flag = parser.add_argument
-    flag("--train-docs", type=int, default=60, help="leads perturbed to train the detectors")
-    flag("--prompts", type=int, default=100, help="held-out prompts")
-    flag("--max-new-tokens", type=int, default=60, help="new tokens per prompt")
-    flag("--max-retries", type=int, default=3, help="resamples per flagged word")
-    flag("--threshold", type=float, default=None, help="judge threshold (default: the stored one)")
-    flag("--top-k", type=int, default=50, help="sampling top-k, every arm")
-    flag("--allow-end", action="store_true", help="let generations stop at the end token (default: full length)")
-    flag("--batch-size", type=int, default=20, help="prompts per batch (one seed per batch)")
-    slots = "guarded arms: rows in flight, a done row's slot taking the next prompt (guard.slots); 0: batches, as plain"
-    flag("--slots", type=int, default=20, help=slots)
-    flag("--repeats", type=int, default=3, help="runs of every arm, in turn; times are each arm's medians")
-    flag("--label", default="", help="this run's name in the before -> after table of later runs")
-    flag("--agreement-outputs", type=int, default=30, help="outputs the (slow) LR detector scores")
-    flag("--threads", type=int, default=1, help="torch threads (the machine is shared)")
-    flag("--seed", type=int, default=0, help="seed of the detectors and the generations")
-    flag("--workdir", help="keep the perturbation and detectors here; a rerun reuses them (same --train-docs)")
-    flag("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
-    flag("--render", action="store_true", help="only rewrite bench_guard.md (and its reading) from bench_guard.json")
-    return parser.parse_args(argv)
+SLOTS = "guarded arms: rows in flight, a done row's slot taking the next prompt (guard.slots); 0: batches, as plain"
+FLAGS = {
+    "--train-docs": (60, "leads perturbed to train the detectors"),
+    "--prompts": (100, "held-out prompts"),
+    "--max-new-tokens": (60, "new tokens per prompt"),
+    "--max-retries": (3, "resamples per flagged word"),
+    "--threshold": (None, "judge threshold (default: the stored one)", {"type": float}),
+    "--top-k": (50, "sampling top-k, every arm"),
+    "--allow-end": (False, "let generations stop at the end token (default: full length)"),
+    "--batch-size": (20, "prompts per batch (one seed per batch)"),
+    "--slots": (20, SLOTS),
+    "--repeats": (3, "runs of every arm, in turn; times are each arm's medians"),
+    "--label": ("", "this run's name in the before -> after table of later runs"),
+    "--agreement-outputs": (30, "outputs the (slow) LR detector scores"),
+    "--threads": (1, "torch threads (the machine is shared)"),
+    "--seed": (0, "seed of the detectors and the generations"),
+    "--workdir": (None, "keep the perturbation and detectors here; a rerun reuses them (same --train-docs)"),
+    "--set": ([], "config override KEY=VALUE", {"dest": "overrides", "action": "append"}),
+    "--render": (False, "only rewrite bench_guard.md (and its reading) from bench_guard.json"),
+}
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    args = options(__doc__.splitlines()[0], FLAGS, argv)
     if args.render:
         report = json.loads((RESULTS / "bench_guard.json").read_text())
         report["reading"] = reading(report)
@@ -242,7 +222,7 @@ def main(argv=None) -> int:
     import torch
 
     from hades_ray.config import load_config
-    from hades_ray.guard.stages import context_limit
+    from hades_ray.guard.stages import prompt_fits
     from hades_ray.models.kit import heldout_prompts
     from hades_ray.models.registry import load_causal_lm
     from hades_ray.plan.machine import machine_facts
@@ -258,8 +238,7 @@ def main(argv=None) -> int:
     config = load_config(overrides=[f"seed={args.seed}", *overrides, *args.overrides])
     init_ray(config.ray.address, config.ray.num_cpus)
     tokenizer, model = load_causal_lm(config.models.causal_lm, "cpu")
-    limit = (context_limit(model) or 10**9) - args.max_new_tokens
-    fits = lambda p: len(tokenizer(p)["input_ids"]) <= limit  # noqa: E731
+    fits = lambda p: prompt_fits(model, tokenizer, p, args.max_new_tokens)  # noqa: E731
     nlp = load_pipeline(config.language, config.spacy_model)
     prompts, too_long = heldout_prompts(ENWIKI, nlp, args.train_docs, args.prompts, fits)
     with storage.scratch_folder("bench_guard_") as tmp:
@@ -350,7 +329,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
                 judge, lr_detector, config.detect, texts[:k], p_online[:k], lang=ENGLISH
             )
     causal_on_plain = np.concatenate(recorded["causal_scored"]) if same["causal_scored"] else np.zeros(0)
-    causal_flags = (causal_on_plain >= judges["causal"].threshold).mean() if causal_on_plain.size else None
+    causal_on_plain = flag_figures(causal_on_plain, judges["causal"].threshold)
     return {
         "lr_flag_share_change_ci": flag_share_change_ci(lr_scores["plain"], lr_scores["guarded"], t_lr, args.seed),
         "rescoring_max_abs_diff": drift,
@@ -360,10 +339,7 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
         "agreement": agree,
         "scored_equals_plain": same["scored"],
         "causal_scored_equals_plain": same["causal_scored"],
-        "causal_on_plain": {
-            "mean_p": float(causal_on_plain.mean()) if causal_on_plain.size else None,
-            "share_flagged": None if causal_flags is None else float(causal_flags),
-        },
+        "causal_on_plain": {key: causal_on_plain[key] for key in ("mean_p", "share_flagged")},
         **{f"overhead_{n}": figures["plain"]["tokens_per_s"] / figures[n]["tokens_per_s"] for n in JUDGED},
         **{f"cpu_overhead_{n}": figures[n]["cpu_seconds"] / figures["plain"]["cpu_seconds"] for n in JUDGED},
         "floor": {n: cost_floor(figures["plain"], figures[n]) for n in JUDGED},
