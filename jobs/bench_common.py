@@ -166,6 +166,25 @@ class ForwardClock:
         return sum(start.elapsed_time(end) for start, end in spans) / 1000, len(spans)
 
 
+def adam_epochs(model, lr: float, epochs: int, batches, validate=None) -> None:
+    """``epochs`` of Adam (``lr``, over the parameters that train) on ``batches()``: (inputs, labels), a dict of
+    inputs being the model's keywords; ``validate()`` after each epoch: the plain training loop of a bench."""
+    import torch
+
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    for _epoch in range(epochs):
+        model.train()
+        for inputs, labels in batches():
+            loss = torch.nn.functional.cross_entropy(
+                model(**inputs) if isinstance(inputs, dict) else model(inputs), labels
+            )
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        if validate:
+            validate()
+
+
 def print_result(result: dict) -> None:
     """A child's figures, as the one line ``child_result`` reads."""
     print("RESULT " + json.dumps(result), flush=True)

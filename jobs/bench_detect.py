@@ -22,7 +22,7 @@ from hades_ray.markdown import pipe_table
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.laps import Laps
 from hades_ray.train.learnability import learnability_files
-from jobs.bench_common import ENWIKI, RESULTS, kit_or_micro, machine_words, options, page, write_results
+from jobs.bench_common import ENWIKI, RESULTS, adam_epochs, kit_or_micro, machine_words, options, page, write_results
 
 
 def plain_loop(config, rows: list[dict], threads: int) -> float:
@@ -39,15 +39,10 @@ def plain_loop(config, rows: list[dict], threads: int) -> float:
     torch.manual_seed(config.seed)
     settings = detector_settings(config, "offline")
     tokenizer, model = build_classifier(resolve_model(settings["backbone"]), settings)
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=resolve_lr(config))
-    bs, laps = config.detect.batch_size, Laps()
-    model.train()
-    for batch in (rows[lo : lo + bs] for lo in range(0, len(rows), bs)):
-        enc = encode_spans(tokenizer, batch, "offline", settings["window"])
-        loss = torch.nn.functional.cross_entropy(model(**enc), torch.tensor([r["label"] for r in batch]))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    bs, laps, window = config.detect.batch_size, Laps(), settings["window"]
+    batches = [rows[lo : lo + bs] for lo in range(0, len(rows), bs)]
+    encoded = ((encode_spans(tokenizer, b, "offline", window), torch.tensor([r["label"] for r in b])) for b in batches)
+    adam_epochs(model, resolve_lr(config), 1, lambda: encoded)
     return len(rows) / laps.lap()
 
 

@@ -21,6 +21,7 @@ bench_frozen_tune (tune and tables), each naming its command.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -29,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage  # noqa: E402
-from jobs.bench_common import ENWIKI, OFFLINE, job_command, measured, options, page, spec_table  # noqa: E402
+from jobs.bench_common import ENWIKI, OFFLINE, adam_epochs, job_command, measured, options, page, spec_table  # noqa: E402
 from jobs.bench_common import write_results  # noqa: E402
 
 ARMS = (("reuse", "detect.reuse_frozen=true"), ("no_reuse", "detect.reuse_frozen=false"))
@@ -50,6 +51,15 @@ def wiki_instances(n: int, seed: int, source: Path = ENWIKI) -> list:
     return swapped_word_instances(lead_texts(source, 4 * n), n, seed)
 
 
+def _instances(data: Path, args) -> tuple[list, list, Path, Path]:
+    """``--train`` and ``--valid`` instances (seeds 1 and 2) and their files under ``data``."""
+    from hades_ray.io.hades_format import write_instances
+
+    storage.makedirs(data)
+    train, valid = wiki_instances(args.train, 1, Path(args.leads)), wiki_instances(args.valid, 2, Path(args.leads))
+    return train, valid, write_instances(train, data / "train.txt"), write_instances(valid, data / "valid.txt")
+
+
 def _arm(name: str, fn) -> dict:
     """``measured(fn)``, printed as it ends."""
     print(name, result := measured(fn), flush=True)
@@ -58,14 +68,10 @@ def _arm(name: str, fn) -> dict:
 
 def bench_tune(work: Path, args) -> dict:
     from hades_ray.config import load_config
-    from hades_ray.io.hades_format import write_instances
     from hades_ray.train.space import load_space
     from hades_ray.train.tune import tune_detector
 
-    data = work / "tune_data"
-    storage.makedirs(data)
-    train = write_instances(wiki_instances(args.train, 1, Path(args.leads)), data / "train.txt")
-    valid = write_instances(wiki_instances(args.valid, 2, Path(args.leads)), data / "valid.txt")
+    _, _, train, valid = _instances(data := work / "tune_data", args)
     storage.write(work / "space.yaml", SPACE)
     results = {}
     for arm, setting in ARMS:
@@ -89,30 +95,8 @@ def bench_tune(work: Path, args) -> dict:
     return results
 
 
-HEAD_CONFIGS = [
-    {"pooling": p, "mlp_layers": layers, "mlp_hidden": hidden, "lr": lr}
-    for p in ("mean", "max")
-    for layers in (1, 2)
-    for hidden in (32, 128)
-    for lr in (1e-3, 5e-3)
-]
-
-
-def _fit(model, lr: float, epochs: int, batches, validate) -> None:
-    """``epochs`` of Adam over ``batches()`` (inputs, labels: a dict is the model's keywords), ``validate()``
-    after each: the training loop both arms of ``heads`` run."""
-    import torch
-
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-    for _epoch in range(epochs):
-        model.train()
-        for inputs, labels in batches():
-            logits = model(**inputs) if isinstance(inputs, dict) else model(inputs)
-            loss = torch.nn.functional.cross_entropy(logits, labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-        validate()
+HEAD_KEYS = ("pooling", "mlp_layers", "mlp_hidden", "lr")
+HEAD_CONFIGS = [dict(zip(HEAD_KEYS, c)) for c in itertools.product(("mean", "max"), (1, 2), (32, 128), (1e-3, 5e-3))]
 
 
 def bench_heads(work: Path, args) -> dict:
@@ -127,16 +111,11 @@ def bench_heads(work: Path, args) -> dict:
     from hades_ray.detect.reps import head_scores, instance_vectors
     from hades_ray.detect.spans import encode_spans
     from hades_ray.detect.views import score_spans
-    from hades_ray.io.hades_format import write_instances
     from hades_ray.models.registry import resolve_model
     from hades_ray.pipeline.executor import Executor
     from hades_ray.train.transformer import detector_settings
 
-    data = work / "heads_data"
-    storage.makedirs(data)
-    leads = Path(args.leads)
-    train_items, valid_items = wiki_instances(args.train, 1, leads), wiki_instances(args.valid, 2, leads)
-    train, valid = write_instances(train_items, data / "train.txt"), write_instances(valid_items, data / "valid.txt")
+    train_items, valid_items, train, valid = _instances(data := work / "heads_data", args)
     config = load_config("local", None, [f"detect.window={args.window}", f"detect.epochs={args.epochs}"])
     settings, size = detector_settings(config, "offline"), config.detect.batch_size
     labels = torch.tensor([i.label for i in train_items])
@@ -154,7 +133,7 @@ def bench_heads(work: Path, args) -> dict:
             encoded = lambda lo, hi, t=tokenizer: encode_spans(t, train_rows[lo:hi], "offline", window)  # noqa: E731
             batches = lambda e=encoded: ((e(lo, hi), labels[lo:hi]) for lo, hi in chunks)  # noqa: E731
             validate = lambda m=model, t=tokenizer: score_spans(m, t, valid_rows, "offline", window)  # noqa: E731
-            _fit(model, head["lr"], args.epochs, batches, validate)
+            adam_epochs(model, head["lr"], args.epochs, batches, validate)
         return {"backbone_forwards": len(HEAD_CONFIGS) * args.epochs * (len(train_items) + len(valid_items))}
 
     def stored():
@@ -168,7 +147,7 @@ def bench_heads(work: Path, args) -> dict:
             torch.manual_seed(0)
             model = SpanHead(x.shape[1], head["mlp_layers"], head["mlp_hidden"])
             batches = lambda x=x: ((torch.as_tensor(x[lo:hi]), labels[lo:hi]) for lo, hi in chunks)  # noqa: E731
-            _fit(model, head["lr"], args.epochs, batches, lambda m=model, v=v: head_scores(m.head.eval(), v))
+            adam_epochs(model, head["lr"], args.epochs, batches, lambda m=model, v=v: head_scores(m.head.eval(), v))
         return {"backbone_forwards": len(train_items) + len(valid_items), "store_shards_made": made}
 
     results = {"reuse": _arm("reuse", stored), "no_reuse": _arm("no_reuse", live)}
@@ -201,14 +180,13 @@ def bench_rounds(work: Path, args) -> dict:
     results = {}
     crossval = ["--set", "select.detector_training=crossval", "--set", "select.folds=5"]
     for arm, setting in ARMS:
-        copy = prepared
-        storage.copy_folder(snapshot, copy)
+        storage.copy_folder(snapshot, prepared)
         if arm == "no_reuse":
-            storage.delete(copy / "reps")
+            storage.delete(prepared / "reps")
 
-        def run(copy=copy, setting=setting):
-            demo_loop.main(["--workdir", str(copy), "--rounds", "4", *common, *crossval, "--set", setting])
-            laps = json.loads((copy / "timings.json").read_text())
+        def run(setting=setting):
+            demo_loop.main(["--workdir", str(prepared), "--rounds", "4", *common, *crossval, "--set", setting])
+            laps = json.loads((prepared / "timings.json").read_text())
             return {f"round_{k}_select_s": laps.get(f"round_{k}_select") for k in (2, 3)}
 
         results[arm] = _arm(arm, run)
