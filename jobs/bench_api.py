@@ -11,8 +11,6 @@ token, in milliseconds.
 - stream: the kit's GPT-2 samples ``--tokens`` tokens after each of ``--prompts`` held-out lead
   openings; each token's text so far is fed to a ``det.stream()``, and each ``feed`` is timed.
 
-    python jobs/bench_api.py [--texts 100] [--prompts 5] [--tokens 60]
-
 The detector: an online span classifier on the offline kit's GPT-2 (the micro models where the kit is
 not built) with a random head: speed does not depend on the head's weights. Writes
 jobs/results/bench_api.{json,md}.

@@ -319,11 +319,19 @@ def cell(key: str, fmt: str = ""):
     return lambda item: format(item[key], fmt)
 
 
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """A job's description as written, and a flag's default after its help (unless none, off or named there)."""
+
+    def _get_help_string(self, action) -> str:
+        unset = action.default in (None, argparse.SUPPRESS, []) or action.default is False
+        return action.help + ("" if unset or "default" in action.help else " (default: %(default)s)")
+
+
 def options(doc: str, flags: dict, argv=None) -> argparse.Namespace:
     """A job's arguments: ``doc`` its ``--help`` description (as written), ``flags`` "--name" -> (default, help)
-    or (default, help, more ``add_argument`` keywords). The type is the default's: False is a switch, a list
-    takes one or more values of its items' type, None a string."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    or (default, help, more ``add_argument`` keywords); ``--help`` shows each default. The type is the
+    default's: False is a switch, a list takes one or more values of its items' type, None a string."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=_Help)
     for name, (default, text, *more) in flags.items():
         kind = {"default": default, "help": text}
         if default is False:

@@ -13,8 +13,6 @@
   directory prepared up to round 1 and copied for each arm.
 - ``tables``: ``hades-ray reproduce tables`` (the local grid) on the demo loop's dataset.
 
-    python jobs/bench_frozen.py --what tune,rounds,tables
-
 Each run writes one page (``--name``); the published ones: bench_frozen_heads, bench_frozen_rounds and
 bench_frozen_tune (tune and tables), each naming its command.
 """

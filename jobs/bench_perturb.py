@@ -11,7 +11,6 @@ On leads of ../shared/data/enwiki2015_first_paragraphs.jsonl with the local pres
   * 1 vs 2 actors - the REPLACE stage as a Ray Data actor pool, 1 thread per actor
 Every variant fills the same masks (prepared once); rates are candidates per second. The slow baselines
 run on a subset of the documents; their rate is what is compared.
-  python jobs/bench_perturb.py [--docs 200 --candidates 4 --naive-docs 10 --ray-docs 60]
 Fewer candidates than the job's 20 keep the run near 10 minutes on 2 cores; it makes the pipeline's
 batches smaller, so its advantage over the batch-1 baselines is understated, not inflated.
 """

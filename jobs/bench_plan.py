@@ -1,8 +1,5 @@
 """Capacity-planner benchmark: REPLACE/RANK throughput of paper-sized random-weight models and of the
 offline kit on this machine's CPU, and the plans they give for the paper's pool and for Wiki-40B-en.
-
-  python jobs/bench_plan.py [--sample 300] [--demo-sample 500] [--measure-seconds 3]
-
 Every figure comes from a ``hades-ray plan`` run (the exact commands are written beside the figures):
 1. paper-sized: the paper preset's REPLACE/RANK settings (20 candidates, unconstrained fill), the
    offline kit's tokenizers (no hub download), RANK's context 1024 as GPT-2's, throughput of

@@ -10,8 +10,6 @@ documents) with sharing off and on, alternately, so that both see the same load.
   * peak resident memory while each side works (sampled; the model's own memory is in both);
   * the documents whose kept candidate differs between the two, and how far the perplexities differ;
   * determinism: sharing on gives the same bytes with another block size (and each document alone).
-
-  python jobs/bench_rank.py [--docs 200 --work out/bench_rank]
 Results go to jobs/results/bench_rank.json and .md.
 """
 

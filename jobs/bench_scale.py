@@ -1,7 +1,5 @@
 """Scale benchmark of the data path: the perturbation job and the selection rounds, old beside new.
 
-  python jobs/bench_scale.py [--parts perturb select] [--sizes 2000 20000] [--pool-sizes 100000 1000000]
-
 Writes jobs/results/bench_scale.json and .md. Perturbation, with micro random-weight models (the model
 work is not what is measured), on leads of ../shared/data/enwiki2015_first_paragraphs.jsonl replicated
 with new ids to N documents:

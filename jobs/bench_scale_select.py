@@ -1,7 +1,5 @@
 """Selection at scale: driver peak RSS and wall time of rounds 0 and 1 on synthetic pools, new beside old.
 
-  python jobs/bench_scale_select.py [--pool-sizes 100000 1000000] [--old-tree /tmp/old-main]
-
 Each pool is written in the perturbation job's layout (``instances/part-NNNNN.parquet`` + markers), with
 its features stored in advance (spaCy over a million windows does not fit these 2 cores; the features
 job itself is tested in tests/select/test_pool.py). Round 0 samples 400; simulated judges label them;

@@ -10,8 +10,6 @@ its own):
 Detector heads are random: scores are not the point here, speed is (tests/score/test_score.py checks that
 the fast paths give the per-word views' scores).
 
-    .venv/bin/python jobs/bench_score.py [--texts 12] [--naive-texts 4]
-
 Writes jobs/results/bench_score.{json,md}. Texts: leads of ../shared/data when present, else the
 embedded demo corpus.
 """

@@ -11,8 +11,6 @@
 Peak memory: score's process (``ru_maxrss``); serve's whole process tree (driver, GCS, raylet, Serve's
 controller and proxy, the replica), resident pages summed, sampled every 100 ms.
 
-    python jobs/bench_serve.py [--texts 200] [--clients 1 8 32] [--detector DIR]
-
 Without ``--detector``: an online detector on the offline kit's GPT-2 with a random head (speed does
 not depend on the head's weights; jobs/bench_score.py does the same). Writes jobs/results/bench_serve.{json,md}.
 """

@@ -7,9 +7,8 @@ For each version (``--before``: a git worktree of the older commit; after: this 
   * a digest of every candidate's text and perplexity: the two versions must give the same bytes;
   * RANK's peak RSS on one 16,000-token block (80 rows x 200 tokens, half a full one) of a GPT-2 with
     the paper GPT-2's 50,257-token vocabulary (random weights, 2 small layers: the logits take the memory).
-Each side and each measure runs in its own process (``ru_maxrss`` is that process's own).
-  python jobs/bench_stages.py --before WORKTREE [--docs 200 --candidates 4]
-Results go to jobs/results/bench_stages.json and .md.
+Each side and each measure runs in its own process (``ru_maxrss`` is that process's own). Results go to
+jobs/results/bench_stages.json and .md.
 """
 
 from __future__ import annotations

@@ -51,18 +51,6 @@ def detectors(kit: bool) -> dict[str, str]:
     }
 
 
-def lead_text(words: int) -> list[str]:
-    """Held-out demo leads joined until the text has ``words`` space-separated words; its prefixes by word."""
-    from hades_ray.models.kit import demo_split
-
-    pieces = []
-    for lead in demo_split()[1]:
-        pieces += lead.split()
-        if len(pieces) >= words:
-            break
-    return [" ".join(pieces[: k + 1]) + " " for k in range(words)]
-
-
 def feed_costs(stream, prefixes: list[str], at: int, feeds: int) -> list[float]:
     """Milliseconds of each of ``feeds`` single-word feeds of a new ``stream`` ending at word ``at``, after an
     untimed feed of the text before them."""
@@ -100,10 +88,11 @@ def main() -> None:
     import torch
 
     from hades_ray import Detector
+    from hades_ray.models.kit import heldout_word_prefixes
 
     torch.set_num_threads(1)  # as detect.torch_threads: what Detector.score and the stream run with
     kit = kit_or_micro()
-    prefixes = lead_text(max(args.at))
+    prefixes = heldout_word_prefixes(max(args.at))
     report = {"at": args.at, "feeds": args.feeds, "kit": kit, "detectors": {}}
     for name, folder in detectors(kit).items():
         det = Detector.open(folder)
