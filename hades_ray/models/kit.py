@@ -107,6 +107,17 @@ def demo_split(fraction: float = HELDOUT_FRACTION) -> tuple[list[str], list[str]
     return split_texts(read_demo_records(), fraction)
 
 
+def heldout_word_prefixes(words: int) -> list[str]:
+    """A text of held-out demo leads (the kit never trained on them) joined until it has ``words``
+    space-separated words, as its ``words`` prefixes by word, each ending in a space (a stream's feeds)."""
+    pieces: list[str] = []
+    for lead in demo_split()[1]:
+        pieces += lead.split()
+        if len(pieces) >= words:
+            break
+    return [" ".join(pieces[: k + 1]) + " " for k in range(words)]
+
+
 def heldout_prompts(path: str | Path, nlp, skip: int, count: int, fits) -> tuple[list[dict], int]:
     """Prompts the kit's generator never trained on: the first two sentences (``nlp``'s) of ``count``
     held-out records of a JSONL file after line ``skip``, whose prompt ``fits`` (the generator's context
