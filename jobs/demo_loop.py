@@ -9,7 +9,6 @@ MiniLM encoder used for detectors and similarity is the real pretrained one eith
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -17,22 +16,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline.laps import Laps
 from hades_ray.ray_runtime import init_ray
-from jobs.bench_common import kit_or_micro
+from jobs.bench_common import kit_or_micro, options
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    flag = parser.add_argument
-    flag("--workdir", default="/tmp/hades_demo_loop", help="work directory (a rerun resumes it)")
-    flag("--docs", type=int, default=350, help="demo corpus documents to perturb")
-    flag("--rounds", type=int, default=3, help="selection rounds")
-    flag("--sizes", default="[80,120,120]", help="batch size per round")
     share = "demo only: set the simulated judges' similarity cut at this quantile of the pool's similarities, so "
     share += "that about this share reads as N (micro models make nonsense replacements that a fixed cut would call H "
-    flag("--simulated-n-share", type=float, default=0.4, help=share + "every time)")
-    flag("--noise", type=float, default=0.1, help="the simulated judges' flip rate (each judge's own is around it)")
-    flag("--set", dest="overrides", action="append", default=[], help="config override KEY=VALUE")
-    args = parser.parse_args(argv)
+    args = options(__doc__, {
+        "--workdir": ("/tmp/hades_demo_loop", "work directory (a rerun resumes it)"),
+        "--docs": (350, "demo corpus documents to perturb"),
+        "--rounds": (3, "selection rounds"),
+        "--sizes": ("[80,120,120]", "batch size per round"),
+        "--simulated-n-share": (0.4, share + "every time)"),
+        "--noise": (0.1, "the simulated judges' flip rate (each judge's own is around it)"),
+        "--set": ([], "config override KEY=VALUE", {"dest": "overrides", "action": "append"}),
+    }, argv)  # fmt: skip
 
     from hades_ray.config import load_config
     from hades_ray.reproduce.demo_loop import demo_loop

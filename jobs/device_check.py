@@ -18,7 +18,6 @@ stage, 4 candidates per lead in the identity check): the figures then check the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -28,22 +27,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.laps import Laps
 from hades_ray.plan.device import build_models, check_config, check_lines, identity, segments_plan, throughput
-from jobs.bench_common import ForwardClock, Sampler
+from jobs.bench_common import ForwardClock, Sampler, options
 
 CPU_IDENTITY_CANDIDATES = 4  # per lead in the identity check on a CPU (the preset's 20 on CUDA)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    flag = parser.add_argument
-    flag("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: cuda when present")
-    flag("--docs", type=int, default=200, help="demo leads: the sample and the identity check's batch")
-    flag("--alone", type=int, default=10, help="leads perturbed alone for the identity check")
-    flag("--seconds", type=float, default=None, help="measuring time per model stage (default: 5 on CUDA, 1 on a CPU)")
     many = f"(default: the preset's on CUDA, {CPU_IDENTITY_CANDIDATES} on a CPU)"
-    flag("--identity-candidates", type=int, default=None, help=f"candidates per lead in the identity check {many}")
-    flag("--output", default=None, metavar="CHECK.json", help="also write the figures as JSON")
-    args = parser.parse_args(argv)
+    args = options(__doc__, {
+        "--device": ("auto", "auto: cuda when present", {"choices": ("auto", "cpu", "cuda")}),
+        "--docs": (200, "demo leads: the sample and the identity check's batch"),
+        "--alone": (10, "leads perturbed alone for the identity check"),
+        "--seconds": (None, "measuring time per model stage (default: 5 on CUDA, 1 on a CPU)", {"type": float}),
+        "--identity-candidates": (None, f"candidates per lead in the identity check {many}", {"type": int}),
+        "--output": (None, "also write the figures as JSON", {"metavar": "CHECK.json"}),
+    }, argv)  # fmt: skip
 
     import torch
 
@@ -51,7 +49,8 @@ def main(argv=None) -> int:
 
     device = "cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: this machine has no CUDA device")
+        print("device_check.py: error: --device cuda: this machine has no CUDA device", file=sys.stderr)
+        return 2  # argparse's usage error
     torch.set_num_threads(1) if device == "cpu" else None
     seconds = args.seconds if args.seconds is not None else (5.0 if device == "cuda" else 1.0)
     machine, laps = machine_facts(), Laps()  # the load the check starts under; where its own time goes
