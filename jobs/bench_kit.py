@@ -9,7 +9,6 @@ the 994 held-out leads and its preference of the original over a one-content-wor
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from hades_ray.models.kit import KitConfig, demo_split  # noqa: E402
 from hades_ray.models.train_gpt2 import Gpt2TrainConfig  # noqa: E402
 from hades_ray.models.train_mlm import MlmTrainConfig  # noqa: E402
 from hades_ray.models.training import TrainLimits  # noqa: E402
-from jobs.bench_common import machine_words, peak_rss_mib, spec_table, write_results  # noqa: E402
+from jobs.bench_common import machine_words, options, peak_rss_mib, spec_table, write_results  # noqa: E402
 
 
 def before() -> KitConfig:
@@ -70,11 +69,9 @@ def markdown(report: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    flag = parser.add_argument
-    flag("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="which kits to train")
-    flag("--models", nargs="+", choices=["mlm", "gpt2"], default=["mlm", "gpt2"], help="which models")
-    args = parser.parse_args()
+    flags = {"--arms": (list(ARMS), "which kits to train", {"choices": list(ARMS)})}
+    flags["--models"] = (["mlm", "gpt2"], "which models", {"choices": ["mlm", "gpt2"]})
+    args = options(__doc__.splitlines()[0], flags)
     from hades_ray.models.quality import heldout_measures
 
     _, measures = heldout_measures(KitConfig())

@@ -11,7 +11,6 @@ before it (not timed), then ``--feeds`` single-word feeds are timed.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import kit_or_micro, machine_words, peak_rss_mib, scratch, spec_table, write_results  # noqa: E402
+from jobs.bench_common import kit_or_micro, machine_words, options, peak_rss_mib, scratch, spec_table, write_results  # noqa: E402, E501
 
 
 class BeforeStream:
@@ -79,12 +78,10 @@ def markdown(report: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    flag = parser.add_argument
-    flag("--arms", nargs="+", choices=list(ARMS), default=list(ARMS), help="which streams to time")
-    flag("--at", nargs="+", type=int, default=[50, 300, 1000], help="text lengths in words")
-    flag("--feeds", type=int, default=5, help="timed single-word feeds at each length")
-    args = parser.parse_args()
+    flags = {"--arms": (list(ARMS), "which streams to time", {"choices": list(ARMS)})}
+    flags["--at"] = ([50, 300, 1000], "text lengths in words")
+    flags["--feeds"] = (5, "timed single-word feeds at each length")
+    args = options(__doc__.splitlines()[0], flags)
     import torch
 
     from hades_ray import Detector

@@ -10,7 +10,6 @@ entries by cumulative time. One torch thread, as ``jobs/bench_guard.py`` runs.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import pstats
 import sys
@@ -19,19 +18,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from jobs.bench_common import ENWIKI, ForwardClock, options  # noqa: E402
+
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    flag = parser.add_argument
-    flag("--detector", required=True, help="online causal detector folder (the judge)")
-    flag("--prompts", type=int, default=20, help="held-out prompts")
-    flag("--batch", type=int, default=0, help="plain generate's batch and the guard's slots (0: all prompts at once)")
-    flag("--new-tokens", type=int, default=60, help="new tokens per prompt")
-    flag("--retries", type=int, default=3, help="resamples per flagged word (0: judging alone)")
-    flag("--seed", type=int, default=7, help="the batch's seed")
-    flag("--stride", type=int, default=0, help="the judge's window stride (0: score.stride)")
-    flag("--top", type=int, default=30, help="profile entries to print (0: time without the profiler)")
-    args = parser.parse_args(argv)
+    args = options(__doc__, {
+        "--detector": (None, "online causal detector folder (the judge)", {"required": True}),
+        "--prompts": (20, "held-out prompts"),
+        "--batch": (0, "plain generate's batch and the guard's slots (0: all prompts at once)"),
+        "--new-tokens": (60, "new tokens per prompt"),
+        "--retries": (3, "resamples per flagged word (0: judging alone)"),
+        "--seed": (7, "the batch's seed"),
+        "--stride": (0, "the judge's window stride (0: score.stride)"),
+        "--top": (30, "profile entries to print (0: time without the profiler)"),
+    }, argv)  # fmt: skip
 
     import torch
 
@@ -44,7 +44,6 @@ def main(argv=None) -> int:
     from hades_ray.models.registry import load_causal_lm
     from hades_ray.text.pipeline import load_pipeline
     from hades_ray.models.kit import heldout_prompts
-    from jobs.bench_common import ENWIKI, ForwardClock
 
     torch.set_num_threads(1)
     config = load_config()
