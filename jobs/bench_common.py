@@ -256,6 +256,13 @@ def score_cli(detector: str, data: Path, out: Path) -> dict:
     return {"texts": summary["scored_texts"], "wall_s": round(wall, 2), "job_s": job, "peak_rss_mib": round(peak, 1)}
 
 
+def machine_facts() -> dict:
+    """This machine's facts now (``hades_ray.plan.machine.machine_facts``: CPU, cores, load, GPU)."""
+    from hades_ray.plan.machine import machine_facts as facts
+
+    return facts()
+
+
 def machine_words(report: dict) -> str:
     """The machine a report ran on, in words (its cores where it recorded no facts)."""
     from hades_ray.plan.machine import describe_machine

@@ -22,7 +22,8 @@ from hades_ray.markdown import pipe_table
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.laps import Laps
 from hades_ray.train.learnability import learnability_files
-from jobs.bench_common import ENWIKI, RESULTS, adam_epochs, kit_or_micro, machine_words, options, page, write_results
+from jobs.bench_common import ENWIKI, RESULTS, adam_epochs, kit_or_micro, machine_facts, machine_words, options, page
+from jobs.bench_common import write_results
 
 
 def plain_loop(config, rows: list[dict], threads: int) -> float:
@@ -143,8 +144,6 @@ def main(argv=None) -> int:
         )
     config = load_config(overrides=[*DETECT, *args.overrides])
     init_ray(config.ray.address, config.ray.num_cpus)
-    from hades_ray.plan.machine import machine_facts
-
     report: dict = {"note": note, "config": config.to_dict()["detect"], "machine": machine_facts()}
     previous = RESULTS / "bench_detect.json"
     if args.skip and previous.is_file():  # a part run alone keeps the other part's last figures

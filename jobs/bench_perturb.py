@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline.laps import Laps
-from jobs.bench_common import ENWIKI, machine_words, options, page, write_results
+from jobs.bench_common import ENWIKI, machine_facts, machine_words, options, page, write_results
 
 VARIANTS = ("pipeline", "pipeline_binned", "padded_mixed_lengths", "model_only", "naive_loop", "nlpaug")
 VARIANTS += ("ray_1_actor", "ray_2_actors")
@@ -184,7 +184,6 @@ def main() -> int:
         return 0
     from hades_ray.config import load_config
     from hades_ray.models.registry import load_masked_lm, resolve_model
-    from hades_ray.plan.machine import machine_facts
 
     machine = machine_facts()  # before the runs: the load they start under
     overrides = [f"perturb.rank.num_candidates={args.candidates}", "perturb.resources.replace.torch_threads=1"]

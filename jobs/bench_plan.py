@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray.pipeline import storage
 from hades_ray.pipeline.laps import Laps
-from jobs.bench_common import ENWIKI, ROOT, cell, offline_env, options, page, spec_table, write_results
+from jobs.bench_common import ENWIKI, ROOT, cell, machine_facts, offline_env, options, page, spec_table, write_results
 
 PAPER_POOL = 1_000_000  # segments the paper perturbs
 WIKI40B_EN_TRAIN = 2_900_000  # Wiki-40B-en training articles, about 2.9M (issue 11)
@@ -53,7 +53,6 @@ def plan_run(args: list[str], out: Path) -> dict:
 
 def run_all(args, tmp: Path) -> dict:
     from hades_ray.plan.budget import corpus_plans
-    from hades_ray.plan.machine import machine_facts
 
     machine = machine_facts()  # before the runs: the load they start under
     common = ["--input", str(ENWIKI), "--sample", str(args.sample), "--preset", "paper", *KIT]

@@ -26,8 +26,8 @@ from pathlib import Path
 # Appended, and no hades_ray import at the top: a child runs the hades_ray of the tree it is given.
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import ENWIKI, ROOT, child_command, in_child, offline_env, options, page, peak_rss_mib, scratch
-from jobs.bench_common import worktree, write_results
+from jobs.bench_common import ENWIKI, ROOT, child_command, in_child, machine_facts, machine_words, offline_env, options
+from jobs.bench_common import page, peak_rss_mib, scratch, worktree, write_results
 
 OLD_COMMIT = "52952ae"
 # Cheap model work so that thousands of documents fit these 2 cores: the data path is what is measured.
@@ -149,10 +149,8 @@ def perturb_table(results: dict) -> str:
 
 def main(argv=None) -> int:
     args = options(__doc__, FLAGS, argv)
-    from hades_ray.plan.machine import describe_machine, machine_facts
-
     report = {"machine": machine_facts() | {"platform": platform.platform()}, "started": time.ctime()}
-    sections = ["# Scale benchmark (`python jobs/bench_scale.py`)", f"Machine: {describe_machine(report['machine'])}."]
+    sections = ["# Scale benchmark (`python jobs/bench_scale.py`)", f"Machine: {machine_words(report)}."]
     if "perturb" in args.parts:
         report["perturb"] = run_perturb_part(args)
         sections += ["## Perturbation (micro models)", perturb_table(report["perturb"])]

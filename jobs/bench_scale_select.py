@@ -23,7 +23,8 @@ from pathlib import Path
 # Appended, and no hades_ray import at the top: a child runs the hades_ray that its PYTHONPATH names.
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from jobs.bench_common import ROOT, in_child, machine_words, offline_env, options, peak_rss_mib, write_results
+from jobs.bench_common import ROOT, in_child, machine_facts, machine_words, offline_env, options, peak_rss_mib
+from jobs.bench_common import write_results
 
 OLD_COMMIT = "52952ae"
 SHARD_ROWS = 10_000
@@ -232,8 +233,6 @@ def run(args) -> dict:
 
 def main(argv=None) -> int:
     args = options(__doc__, FLAGS, argv)
-    from hades_ray.plan.machine import machine_facts
-
     machine = machine_facts()  # before the runs: the load they start under
     results = run(args) | {"machine": machine}
     results["markdown"] = f"Machine: {machine_words(results)}.\n\n" + results["markdown"]

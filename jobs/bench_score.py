@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hades_ray.detect.synthetic import random_detector
 from hades_ray.markdown import pipe_table
 from hades_ray.pipeline import storage
-from jobs.bench_common import ENWIKI, in_child, options, page, peak_rss_mib, scratch, texts_file, write_results
+from jobs.bench_common import ENWIKI, in_child, machine_facts, machine_words, options, page, peak_rss_mib, scratch
+from jobs.bench_common import texts_file, write_results
 
 WINDOW = 160  # detect.window's default
 
@@ -129,8 +130,6 @@ def main() -> None:
             row["speedup"] = round(same["words_per_s"] / slow["words_per_s"], 2)
             rows.append(row | {"speedup_cpu": round(same["words_per_cpu_s"] / slow["words_per_cpu_s"], 2)})
             print(json.dumps(rows[-1]), flush=True)
-    from hades_ray.plan.machine import machine_facts
-
     meta = {"texts": args.texts, "naive_texts": args.naive_texts, "threads": args.threads, "source": source}
     # The machine read as the run ends: the 5- and 15-minute load averages cover it.
     report = {"meta": meta | {"window": WINDOW, "machine": machine_facts()}, "rows": rows}
@@ -138,8 +137,6 @@ def main() -> None:
 
 
 def markdown(report: dict) -> str:
-    from hades_ray.plan.machine import describe_machine
-
     meta = report["meta"]
     columns = ["backbone", "mode", "path", "words/s, all texts", "words/s", "naive words/s", "speed-up"]
     columns += ["words/CPU-s", "naive", "speed-up (CPU)", "peak RSS MiB (all texts / naive)"]
@@ -157,7 +154,7 @@ def markdown(report: dict) -> str:
         f"content words; window {meta['window']} tokens; {meta['threads']} torch threads on {os.cpu_count()} "
         "shared cores; each variant in a fresh process. Words/CPU-s counts this process's CPU time only (the "
         "cores are shared with other jobs, which slows wall time but not that). Command: `.venv/bin/python "
-        f"jobs/bench_score.py`. Machine: {describe_machine(meta['machine'])}.",
+        f"jobs/bench_score.py`. Machine: {machine_words(meta)}.",
         pipe_table(columns, rows, align="lll" + "r" * 8),
     )
 

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.loopback, 
 
 from hades_ray.detect.synthetic import random_detector
 from hades_ray.markdown import pipe_table
-from jobs.bench_common import ROOT, Sampler, job_command, machine_words, offline_env, options, page, scratch, score_cli
-from jobs.bench_common import texts_file, tree_rss_mib, write_results
+from jobs.bench_common import ROOT, job_command, machine_facts, machine_words, offline_env, options, page, Sampler
+from jobs.bench_common import score_cli, scratch, texts_file, tree_rss_mib, write_results
 
 ENV = offline_env(PYTHONPATH=str(ROOT))
 CLI = [sys.executable, "-m", "hades_ray.cli"]
@@ -94,7 +94,6 @@ def main(argv=None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from hades_ray.io.demo_corpus import read_demo_records
     from hades_ray.models.registry import resolve_model
-    from hades_ray.plan.machine import machine_facts
 
     work = scratch("bench_serve_")
     texts = [r["text"] for r in read_demo_records()[: args.texts]]

@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 # No hades_ray import at the top: a child measures the hades_ray of the tree it runs in (``in_child``).
-from jobs.bench_common import ROOT, git, in_child, machine_words, options, page, peak_rss_mib, versus, write_results
+from jobs.bench_common import ROOT, git, in_child, machine_facts, machine_words, options, page, peak_rss_mib, versus
+from jobs.bench_common import write_results
 
 RSS_BLOCK = (80, 200)  # rows x tokens: half of one full 32k-token forward (a full one before: ~13 GB)
 
@@ -138,8 +139,6 @@ def main() -> int:
     results = {"docs": args.docs, "candidates_per_doc": args.candidates}
     sizes = f"--docs {args.docs} --candidates {args.candidates}"
     results["command"] = f"python jobs/bench_stages.py --before {args.before} {sizes}"
-    from hades_ray.plan.machine import machine_facts
-
     results["machine"] = machine_facts() | {"torch_threads": 1}
     for name, code in (("before", args.before), ("after", str(ROOT))):
         results[name] = {"commit": git("rev-parse", "--short", "HEAD", root=code) or "unknown", "code": code}
