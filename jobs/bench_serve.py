@@ -1,18 +1,16 @@
 """Throughput and latency of ``hades-ray serve`` at 1, 8 and 32 concurrent clients, against
 ``hades-ray score`` (the batch job) on the same texts, with each side's peak memory.
 
-- score: one ``hades-ray score --input texts.jsonl --executor local`` process (the fastest way to run the
-  job on a small machine: no Ray start-up), timed end to end and by its own summary (scoring alone).
+- score: one ``hades-ray score --executor local`` process (no Ray start-up), timed end to end and by its
+  own summary (scoring alone); its peak memory is its ``ru_maxrss``.
 - serve: one ``hades-ray serve`` process (a private Ray cluster, one replica); each client posts one text
-  per request (``POST /score``) from a shared queue until every text is scored, at each concurrency.
-  Its answers are checked against score's ``scores.jsonl`` (same p(H) bits), and it is stopped with
-  SIGTERM (its exit code is reported).
+  per ``POST /score`` from a shared queue until every text is scored, at each concurrency. Its answers
+  are checked against score's ``scores.jsonl`` (same p(H) bits); SIGTERM stops it (its exit code is
+  reported). Its peak memory: its whole process tree (driver, GCS, raylet, Serve's controller and proxy,
+  the replica), resident pages summed every 100 ms.
 
-Peak memory: score's process (``ru_maxrss``); serve's whole process tree (driver, GCS, raylet, Serve's
-controller and proxy, the replica), resident pages summed, sampled every 100 ms.
-
-Without ``--detector``: an online detector on the offline kit's GPT-2 with a random head (speed does
-not depend on the head's weights; jobs/bench_score.py does the same). Writes jobs/results/bench_serve.{json,md}.
+Without ``--detector``: an online detector on the kit's GPT-2 with a random head (speed does not depend
+on its weights; as jobs/bench_score.py). Writes jobs/results/bench_serve.{json,md}.
 """
 
 from __future__ import annotations
