@@ -41,8 +41,9 @@ def candidates(docs: int, work: Path) -> list[dict]:
 
     from hades_ray.config import load_config
     from hades_ray.io.readers import plan_shards, read_shard
-    from hades_ray.pipeline import storage
     from hades_ray.perturb.stages import perturb_stages
+    from hades_ray.pipeline import storage
+    from hades_ray.pipeline.executor import run_stages
 
     config = load_config("local")
     stages = {stage.name: stage for stage in perturb_stages(config)}
@@ -52,17 +53,11 @@ def candidates(docs: int, work: Path) -> list[dict]:
     else:
         shards = plan_shards("demo", 1000, docs, None, config.seed, lambda fn, items: [fn(i) for i in items])
         table = pa.concat_tables([read_shard(shard) for shard in shards])
-        for name in ("prepare", "replace"):
-            print(f"{name} on {table.num_rows} rows ...", flush=True)
-            stages[name].setup()
-            table = stages[name](table)
+        print(f"prepare and replace on {table.num_rows} rows ...", flush=True)
+        table = run_stages(table, [stages["prepare"], stages["replace"]])
         storage.write(replaced, json.dumps(table.to_pylist()))
-    stages["assemble"].setup()
-    rows = [
-        {"doc_id": r["doc_id"], "rank_ids": r["rank_ids"]}
-        for r in stages["assemble"](table).to_pylist()
-        if r["status"] == "ok"
-    ]
+    kept = run_stages(table, [stages["assemble"]]).to_pylist()
+    rows = [{"doc_id": r["doc_id"], "rank_ids": r["rank_ids"]} for r in kept if r["status"] == "ok"]
     storage.write(cached, json.dumps(rows))
     return rows
 
