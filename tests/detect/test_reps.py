@@ -147,6 +147,7 @@ def test_a_head_trained_on_the_store_scores_like_the_live_backbone(tmp_path, mic
 
 
 @pytest.mark.ray
+@pytest.mark.slow  # a Ray Train fit of the backbone (30-40 s on 2 cores); test_cli's transformer fit runs one too
 def test_reuse_frozen_false_runs_the_backbone_as_before(tmp_path, micro_home, ray_local):
     from hades_ray.train.fit import train_detector
 
@@ -155,8 +156,10 @@ def test_reuse_frozen_false_runs_the_backbone_as_before(tmp_path, micro_home, ra
     out = train_detector(_config("detect.reuse_frozen=false", "detect.epochs=1"), train, valid, tmp_path / "m")
     assert "span_reps" not in json.loads((out / "summary.json").read_text())
     assert not (tmp_path / "_reps").exists()
-    # Where the backbone trains, nothing is stored whatever reuse_frozen says (train reads this predicate).
-    from hades_ray.detect.reps import reuses_store
+
+
+def test_where_the_backbone_trains_nothing_is_stored_whatever_reuse_frozen_says():
+    from hades_ray.detect.reps import reuses_store  # train reads this predicate
 
     last = _config("detect.freeze=last_layer")
     assert not reuses_store(_settings(last), last.detect) and reuses_store(_settings(_config()), _config().detect)

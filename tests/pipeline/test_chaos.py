@@ -63,6 +63,7 @@ def test_a_full_disk_says_so_in_one_line_and_the_rerun_finishes(source, referenc
     assert {k: outcome.audit[k] for k in CLEAN} == CLEAN, outcome.row()
 
 
+@pytest.mark.slow  # a driver killed and rerun (17 s on 2 cores); make chaos runs this scenario with every other
 def test_a_driver_killed_mid_run_is_rerun_and_finishes(source, reference, tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     outcome = chaos.driver_kill(source[0], str(tmp_path / "out"), 15, env)

@@ -40,6 +40,7 @@ def judged(tmp_path):
     return folder
 
 
+@pytest.mark.slow  # a Fig. 6 grid of Ray Train fits (25 s on 2 cores); make test keeps the fig6 command's
 def test_fig6_grid_trains_on_judged_labels_in_every_mode_and_word_window_and_draws_the_figure(
     judged, micro_home, ray_local, tmp_path
 ):

@@ -41,6 +41,7 @@ def _args(tmp_path, dataset, *extra):
             "--set", "reproduce.bootstrap_resamples=200", *extra]  # fmt: skip
 
 
+@pytest.mark.slow  # two Tune runs with a Ray Train trial (45 s on 2 cores); make test keeps the tables' own checks
 def test_grid_fails_resumes_and_tables_come_from_predictions(tmp_path, dataset, micro_home, ray_local, capsys,
                                                              monkeypatch):  # fmt: skip
     from hades_ray.reproduce.tables import paper_tables

@@ -153,6 +153,7 @@ def test_cli_quarantines_bad_rows_and_writes_offsets_flags_and_summary(causal, t
     assert summary["flagged"] == sum(r["n_flagged"] for r in records) and summary["threshold"] == 0.4
 
 
+@pytest.mark.slow  # the score job on Ray Data (35-45 s on 2 cores); make test keeps guard's Ray actor pool
 def test_ray_job_writes_what_the_in_process_run_writes(causal, tmp_path, ray_local):
     data = tmp_path / "texts.txt"
     data.write_text("\n".join(TEXTS * 3) + "\n")

@@ -220,6 +220,7 @@ def test_a_crashed_round_resumes_and_other_settings_stop_it(
 
 
 @pytest.mark.ray
+@pytest.mark.slow  # a round on 2 Ray actors (30-60 s on 2 cores); test_round's rounds run on Ray in make test
 def test_ray_matches_in_process_with_more_actors(ray_local, tmp_path):
     from hades_ray.select.round import run_round
 

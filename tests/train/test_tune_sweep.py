@@ -24,6 +24,7 @@ detect.freeze: all
 SETTINGS = ["detect.backbone=local:mlm", "detect.epochs=2", "detect.batch_size=8", "detect.window=32"]
 
 
+@pytest.mark.slow  # a Tune sweep (20 s on 2 cores); make test keeps its trial-placement checks
 def test_a_head_sweep_reads_one_store_and_trains_each_head_in_its_trial(tmp_path, micro_home, ray_local, capsys):
     train = write_instances(toy_instances(32, seed=1), tmp_path / "train.jsonl")
     valid = write_instances(toy_instances(12, seed=2), tmp_path / "valid.jsonl")
