@@ -1,14 +1,12 @@
 """The driver's own time for a rerun of a finished output on an object store (moto's S3 server on
 127.0.0.1): nothing to do, so what is timed is the engine's driver passes alone (lock, marker reads
 for the resume check, summary merge, JSONL views), at 1,000 and 10,000 shards, with this checkout's
-engine and with the engine at ``--base`` (a git worktree of that commit, its own code), in one run on
-one server.
+engine and with the engine at ``--base`` (a git worktree of that commit), in one run on one server.
 
-The finished output is made as the engine writes one: per shard an ``instances`` and a
-``quarantine`` JSONL part and a marker (``shards.write_marker``, with the fingerprint the planned
-shard will have), then the merged views. Each rerun is a child process (``Executor(kind="local")``
-of a job whose plan is those shards); the figure is the wall and CPU time of ``Executor.run`` in it,
-imports and start-up not counted. Per shard: (time at N - time at ``--small``) / (N - small).
+The finished output is made as the engine writes one (per shard an ``instances`` and a ``quarantine``
+part and a marker with the planned shard's fingerprint, then the merged views). Each rerun is a child
+process; its figure is the wall and CPU time of ``Executor.run`` in it, start-up not counted. Per shard:
+(time at N - time at ``--small``) / (N - small).
 """
 
 from __future__ import annotations

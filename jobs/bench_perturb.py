@@ -9,10 +9,9 @@ On leads of ../shared/data/enwiki2015_first_paragraphs.jsonl with the local pres
   * naive loop    - Hugging Face fill-mask style: one full forward per masked token per candidate, batch 1
   * nlpaug        - ContextualWordEmbsAug on the same MLM folder, substituting as many words per candidate
   * 1 vs 2 actors - the REPLACE stage as a Ray Data actor pool, 1 thread per actor
-Every variant fills the same masks (prepared once); rates are candidates per second. The slow baselines
-run on a subset of the documents; their rate is what is compared.
-Fewer candidates than the job's 20 keep the run near 10 minutes on 2 cores; it makes the pipeline's
-batches smaller, so its advantage over the batch-1 baselines is understated, not inflated.
+Every variant fills the same masks (prepared once); rates are candidates per second, the slow baselines'
+on a subset of the documents. Fewer candidates than the job's 20 keep the run near 10 minutes on 2 cores;
+the pipeline's batches are then smaller, so its advantage over the batch-1 baselines is understated.
 """
 
 from __future__ import annotations

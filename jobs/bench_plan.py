@@ -1,13 +1,11 @@
 """Capacity-planner benchmark: REPLACE/RANK throughput of paper-sized random-weight models and of the
 offline kit on this machine's CPU, and the plans they give for the paper's pool and for Wiki-40B-en.
 Every figure comes from a ``hades-ray plan`` run (the exact commands are written beside the figures):
-1. paper-sized: the paper preset's REPLACE/RANK settings (20 candidates, unconstrained fill), the
-   offline kit's tokenizers (no hub download), RANK's context 1024 as GPT-2's, throughput of
-   bert-base- and gpt2-sized random-weight models; the 14 rounds' screening of a 1M pool with a
-   bert-base-sized round detector;
-2. kit: the same sample and settings with the offline kit's own models (RANK context 256, theirs;
-   the rounds screened by the kit's MiniLM);
-RANK and the screening appear before and after (the shared prefix; the span-representation store).
+1. paper-sized: the paper preset's REPLACE/RANK settings (20 candidates, unconstrained fill), the kit's
+   tokenizers (no hub download), RANK's context 1024 as GPT-2's, bert-base- and gpt2-sized random-weight
+   models; the 14 rounds' screening of a 1M pool with a bert-base-sized round detector;
+2. kit: the same sample and settings with the kit's own models (RANK context 256, theirs; the rounds
+   screened by the kit's MiniLM); RANK and the screening before and after (the shared prefix; the store);
 3. the embedded demo corpus, counted only, for its share passing the 5-sentence filter.
 Writes jobs/results/bench_plan.json and .md; about 3-5 minutes on 2 cores.
 """

@@ -1,16 +1,13 @@
 """RANK with and without the shared prefix (``perturb.rank.share_prefix``), side by side in one run.
 
-On the first ``--docs`` demo leads with the local preset (the offline kit's models where built, in
-their default dtype, one torch thread): MASK, REPLACE and the candidates' causal-LM ids are made once
-(kept in ``--work`` for reruns); then RANK scores every block (``perturb.resources.rank.batch_size``
-documents) with sharing off and on, alternately, so that both see the same load. It reports:
-
-  * RANK busy seconds (CPU seconds of ``rank_rows``, and wall seconds) per side, and their ratio;
-  * the tokens each side runs through the model and its forwards;
-  * peak resident memory while each side works (sampled; the model's own memory is in both);
-  * the documents whose kept candidate differs between the two, and how far the perplexities differ;
-  * determinism: sharing on gives the same bytes with another block size (and each document alone).
-Results go to jobs/results/bench_rank.json and .md.
+On the first ``--docs`` demo leads with the local preset (the kit's models where built, in their default
+dtype, one torch thread): MASK, REPLACE and the candidates' causal-LM ids are made once (kept in
+``--work``); then RANK scores every block (``perturb.resources.rank.batch_size`` documents) with sharing
+off and on, alternately, so that both see the same load. It reports each side's RANK busy seconds (CPU
+of ``rank_rows``, and wall) and tokens through the model, its peak resident memory while it works
+(sampled; the model's own is in both), the documents whose kept candidate differs and how far the
+perplexities do, and whether sharing on gives the same bytes with other block sizes (and each document
+alone). Results go to jobs/results/bench_rank.json and .md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Selection at scale: driver peak RSS and wall time of rounds 0 and 1 on synthetic pools, new beside old.
 
-Each pool is written in the perturbation job's layout (``instances/part-NNNNN.parquet`` + markers), with
-its features stored in advance (spaCy over a million windows does not fit these 2 cores; the features
-job itself is tested in tests/select/test_pool.py). Round 0 samples 400; simulated judges label them;
-round 1 trains a micro detector (the micro BERT of ``hades_ray/models/micro.py``, one epoch, head only)
-on Ray Train, scores the whole pool and selects 2,000. Every round runs in its own process, which is
-the driver, so its peak RSS is the driver's alone (Ray's workers are other processes).
+Each pool is written in the perturbation job's layout (``instances/part-NNNNN.parquet`` + markers), its
+features stored in advance (spaCy over a million windows does not fit 2 cores; tests/select/test_pool.py
+tests the features job). Round 0 samples 400; simulated judges label them; round 1 trains the micro BERT
+(``hades_ray/models/micro.py``, one epoch, head only) on Ray Train, scores the whole pool and selects
+2,000. Every round runs in its own process, the driver, so its peak RSS is the driver's alone.
 
 The old data path (commit 52952ae, before the pool was a dataset) is measured at the smallest size only,
 from a git worktree (``git worktree add /tmp/old-main 52952ae``) on the same pool written as its merged

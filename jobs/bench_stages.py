@@ -1,14 +1,13 @@
 """The perturbation job's model stages on the same leads, for two versions of the code side by side.
 
-For each version (``--before``: a git worktree of the older commit; after: this checkout):
-  * candidates per second of REPLACE and of RANK, and of both together, on the first ``--docs`` demo
-    leads with the local preset (the offline kit's models, one torch thread), the job's own four
-    stages run in-process on one block, as ``Executor(kind="local")`` runs them;
+For each version (``--before``: a git worktree of the older commit; after: this checkout), each measure in
+its own process (``ru_maxrss`` that process's own):
+  * candidates per second of REPLACE, of RANK and of both, on the first ``--docs`` demo leads with the
+    local preset (the kit's models, one torch thread), the job's four stages in-process on one block;
   * a digest of every candidate's text and perplexity: the two versions must give the same bytes;
   * RANK's peak RSS on one 16,000-token block (80 rows x 200 tokens, half a full one) of a GPT-2 with
     the paper GPT-2's 50,257-token vocabulary (random weights, 2 small layers: the logits take the memory).
-Each side and each measure runs in its own process (``ru_maxrss`` is that process's own). Results go to
-jobs/results/bench_stages.json and .md.
+Results go to jobs/results/bench_stages.json and .md.
 """
 
 from __future__ import annotations
