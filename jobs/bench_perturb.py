@@ -37,20 +37,12 @@ VARIANTS += ("ray_1_actor", "ray_2_actors")
 def _prepared_rows(config, docs: int) -> list[dict]:
     from transformers import AutoTokenizer
 
-    from hades_ray.io.readers import plan_shards, read_shard
     from hades_ray.models.registry import resolve_model
-    from hades_ray.perturb.steps import prepare_rows
+    from hades_ray.perturb.steps import kept_rows
     from hades_ray.text.pipeline import load_pipeline
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(config.models.mlm))
-    nlp = load_pipeline(config.language, config.spacy_model)
-    kept = []
-    for shard in plan_shards(str(ENWIKI), 50):
-        rows = prepare_rows(sorted(read_shard(shard).to_pylist(), key=lambda r: r["row"]), nlp, tokenizer, config)
-        kept += [r for r in rows if r["status"] == "ok"]
-        if len(kept) >= docs:
-            return kept[:docs]
-    return kept
+    return kept_rows(str(ENWIKI), docs, load_pipeline(config.language, config.spacy_model), tokenizer, config)
 
 
 def run_batches(rows, config, model, tokenizer, padded: bool = False) -> tuple[float, float]:

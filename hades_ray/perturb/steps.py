@@ -54,6 +54,20 @@ def prepare_rows(rows: list[dict], nlp, tokenizer, config: HadesConfig) -> list[
     return rows
 
 
+def kept_rows(source: str, docs: int, nlp, tokenizer, config: HadesConfig, shard_size: int = 50) -> list[dict]:
+    """The first ``docs`` rows of ``source`` that MASK keeps (``prepare_rows`` status "ok"), prepared shard by
+    shard in row order until there are enough: the same masks for every REPLACE variant a benchmark runs."""
+    from hades_ray.io.readers import plan_shards, read_shard
+
+    kept: list[dict] = []
+    for shard in plan_shards(source, shard_size):
+        rows = prepare_rows(sorted(read_shard(shard).to_pylist(), key=lambda r: r["row"]), nlp, tokenizer, config)
+        kept += [row for row in rows if row["status"] == "ok"]
+        if len(kept) >= docs:
+            break
+    return kept[:docs]
+
+
 def masked_sequences(row: dict, mask_id: int, seed: int) -> list[MaskedSequence]:
     """One masked copy of the document's tokens per candidate (same length: a span keeps its width)."""
     sequences = []
