@@ -281,13 +281,10 @@ def measure(args, config, prompts: list[dict], detectors: dict, generator) -> di
     def scorer(name: str):
         return Detector.open(detectors[name]["dir"]).scorer("online", stride=stride)
 
-    judge = ViewJudge(scorer("online"), args.threshold, "content", lang=config.lang)
-    judges = {
-        "online": judge,
-        "causal": CausalJudge(scorer("causal"), args.threshold, "content", lang=config.lang),
-        "causal_word": ViewJudge(scorer("causal"), args.threshold, "content", lang=config.lang),
-        "small": CausalJudge(scorer("small"), 0.5, "content", lang=config.lang),
-    }
+    kinds = {"online": (ViewJudge, args.threshold), "causal": (CausalJudge, args.threshold)}
+    kinds |= {"causal_word": (ViewJudge, args.threshold), "small": (CausalJudge, 0.5)}  # small: matched later
+    judges = {name: kind(scorer(FOLDER[name]), t, "content", lang=config.lang) for name, (kind, t) in kinds.items()}
+    judge = judges["online"]
     sampling = Sampling(max_new_tokens=args.max_new_tokens, top_k=args.top_k, no_end=not args.allow_end)
     texts_in = [p["prompt"] for p in prompts]
     clocks = (ForwardClock(model), {name: ForwardClock(j.scorer.model.backbone) for name, j in judges.items()})
