@@ -204,6 +204,7 @@ def _judged_rounds(workdir):
             simulate_judgments(config, workdir, k)
 
 
+@pytest.mark.slow  # two Ray Train fits (20 s on 2 cores); make test keeps test_cli's transformer fit
 def test_round_detector_command_scores_both_trainings_on_a_round_neither_saw(ray_local, tmp_path, capsys):
     _judged_rounds(tmp_path / "wd")
     out = tmp_path / "out"
