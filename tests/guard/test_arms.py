@@ -27,8 +27,9 @@ def test_arms_draw_plain_tokens_when_judging_and_replace_flagged_words_when_guar
     sampling = Sampling(max_new_tokens=6, top_k=50, no_end=True)
     settings = ArmSettings(max_retries=3, batch_size=2, slots=2, repeats=2, seed=0)
     seen = []
-    arms = run_arms(ARMS, model, tokenizer, judges, PROMPTS, sampling, settings, (ForwardClock(model),
-                    {"letter": NoClock()}), Sampler, before=lambda arm, done: seen.append((arm, len(done))))  # fmt: skip
+    clocks = (ForwardClock(model), {"letter": NoClock()})
+    before = lambda arm, done: seen.append((arm, len(done)))  # noqa: E731
+    arms = run_arms(ARMS, model, tokenizer, judges, PROMPTS, sampling, settings, clocks, Sampler, before=before)
     assert seen == [("plain", 0), ("scored", 1), ("guarded", 2), ("plain", 3), ("scored", 3), ("guarded", 3)]
     tokens = {name: [r["tokens"] for r in arm["results"]] for name, arm in arms.items()}
     assert tokens["scored"] == tokens["plain"] and all(len(t) == 6 for t in tokens["plain"])
