@@ -44,8 +44,8 @@ def apply_freeze(backbone: nn.Module, freeze: str) -> None:
 
 
 def build_head(hidden: int, layers: int, inner: int = 0) -> nn.Sequential:
-    """``layers`` linear maps to 2 labels with tanh in between (the paper's MLP with tanh, §4, of 2 layers, §5); the hidden
-    size is ``inner``, or h/2 (§5) when it is 0."""
+    """``layers`` linear maps to 2 labels with tanh in between (the paper's MLP with tanh, §4, of 2 layers,
+    §5); the hidden size is ``inner``, or h/2 (§5) when it is 0."""
     mods: list[nn.Module] = []
     width, inner = hidden, inner or hidden // 2
     for _ in range(layers - 1):

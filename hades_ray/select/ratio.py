@@ -1,4 +1,5 @@
-"""Rebalancing by Eq. 1 of the paper (§3.3; derived in App. C, Eqs. 2-9): how many predicted hallucinations to keep so H and N even out.
+"""Rebalancing by Eq. 1 of the paper (§3.3; derived in App. C, Eqs. 2-9): how many predicted hallucinations
+to keep so H and N even out.
 
 With a detector of TPR alpha, TNR beta and precision gamma, keeping a share R of the instances it
 predicts as hallucination (and every instance it predicts as not) leaves, in expectation,
