@@ -175,9 +175,8 @@ def adam_epochs(model, lr: float, epochs: int, batches, validate=None) -> None:
     for _epoch in range(epochs):
         model.train()
         for inputs, labels in batches():
-            loss = torch.nn.functional.cross_entropy(
-                model(**inputs) if isinstance(inputs, dict) else model(inputs), labels
-            )
+            logits = model(**inputs) if isinstance(inputs, dict) else model(inputs)
+            loss = torch.nn.functional.cross_entropy(logits, labels)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -244,11 +243,9 @@ def score_cli(detector: str, data: Path, out: Path) -> dict:
     the job on a small machine): its texts, wall seconds end to end, the job's own (its summary) and the
     peak memory of this process's children so far."""
     command = [sys.executable, "-m", "hades_ray.cli", "score", "--model", detector, "--input", str(data)]
+    command += ["--output", str(out), "--executor", "local"]
     began = time.perf_counter()
-    env = offline_env(PYTHONPATH=str(ROOT))
-    subprocess.run(
-        [*command, "--output", str(out), "--executor", "local"], check=True, stdout=subprocess.DEVNULL, env=env
-    )
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=offline_env(PYTHONPATH=str(ROOT)))
     wall = time.perf_counter() - began
     summary = json.loads((out / "summary.json").read_text())
     job = (summary.get("timings") or {}).get("wall_seconds") or summary.get("wall_seconds")
@@ -279,7 +276,6 @@ def git(*args: str, root: Path | str = ROOT) -> str:
 def made_at() -> str:
     """The commit this checkout's code is at, for a results page to name ("abc1234", with "+ uncommitted
     changes" where the tracked files differ from it): a page must say which code made it."""
-
     commit = git("rev-parse", "--short", "HEAD") or "unknown (not a git checkout)"
     dirty = git("status", "--porcelain", "--untracked-files=no")
     return commit + (" + uncommitted changes" if dirty else "")

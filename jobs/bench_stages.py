@@ -49,17 +49,14 @@ def stage_rates(docs: int, candidates: int) -> dict:
     rows = [r for r in table.to_pylist() if r["status"] == "ok"]
     made = sum(len(r["cand_ppls"]) for r in rows)
     outputs = sorted((r["doc_id"], r["cand_texts"], r["cand_ppls"]) for r in rows)
-    model_s = seconds["replace"] + seconds["rank"]
+    busy = {"replace": seconds["replace"], "rank": seconds["rank"]}
+    busy["replace_and_rank"] = seconds["replace"] + seconds["rank"]
     return {
         "leads": table.num_rows,
         "kept": len(rows),
         "candidates": made,
         "stage_seconds": seconds,
-        "candidates_per_s": {
-            "replace": round(made / seconds["replace"], 3),
-            "rank": round(made / seconds["rank"], 3),
-            "replace_and_rank": round(made / model_s, 3),
-        },
+        "candidates_per_s": {stage: round(made / s, 3) for stage, s in busy.items()},
         "output_digest": hashlib.sha256(json.dumps(outputs).encode()).hexdigest(),
         "texts_digest": hashlib.sha256(json.dumps([(d, texts) for d, texts, _ in outputs]).encode()).hexdigest(),
         "perplexities": {d: ppls for d, _, ppls in outputs},
