@@ -183,6 +183,7 @@ def _kit_built(home: Path) -> bool:
     return all((home / "models" / m / f).is_file() for m in ("mlm", "gpt2") for f in done)
 
 
+@pytest.mark.slow  # two kit perturbations (25 s on 2 cores); make test keeps the kit's packing and prefix checks
 def test_offline_kit_perturbation_keeps_every_invariant(inputs, monkeypatch):
     """On the kit built on this machine (``hades-ray models build``; skipped where none is): the same
     output whatever the shard size, batch size and neighbours (only the rows' shard numbers differ), and

@@ -47,6 +47,7 @@ def test_store_errors_and_resets_are_retried_and_the_run_goes_on(source, referen
     clean(outcome, source, reference)
 
 
+@pytest.mark.slow  # a store outage and a rerun (20 s on 2 cores); make test keeps the store-error slice
 def test_a_store_outage_stops_the_run_in_one_line_and_the_rerun_finishes(source, reference, s3):
     port = int(s3["AWS_ENDPOINT_URL"].rsplit(":", 1)[1])
     outcome = chaos.store_faults(source[0], "s3://hades/chaos", port, 13, outage=True)

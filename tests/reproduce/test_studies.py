@@ -64,6 +64,7 @@ def test_fig6_grid_trains_on_judged_labels_in_every_mode_and_word_window_and_dra
     assert files[-1].read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow  # a perturbation per decoding (15 s on 2 cores); make test keeps test_models' top-k/top-p
 def test_decoding_study_perturbs_the_same_texts_and_exports_every_replacement(micro_home, tmp_path, capsys):
     from hades_ray.pool.rounds import batch_items
     from hades_ray.report.sweeps import decoding_section, read_analyses
