@@ -43,6 +43,29 @@ def apply_freeze(backbone: nn.Module, freeze: str) -> None:
             param.requires_grad = True
 
 
+def select_layer(backbone: nn.Module, layer: int = -1) -> nn.Module:
+    """Make ``backbone``'s ``last_hidden_state`` its ``hidden_states[layer]`` (``detect.layer``; -1, the last,
+    leaves it as it is). Hooks rather than a wrapper keep the backbone's parameter names (a checkpoint's
+    keys) and every caller's forward as they are: a windowed forward, a cached one, a training one."""
+    if layer == -1:
+        return backbone
+    depth = int(backbone.config.num_hidden_layers)
+    if not -depth - 1 <= layer <= depth:
+        raise ValueError(f"detect.layer={layer}: {type(backbone).__name__} has hidden states 0..{depth} (or -1)")
+
+    def ask(module, args, kwargs):
+        return args, {**kwargs, "output_hidden_states": True}
+
+    def take(module, args, kwargs, out):
+        out.last_hidden_state = out.hidden_states[layer]
+        return out
+
+    backbone.register_forward_pre_hook(ask, with_kwargs=True)
+    backbone.register_forward_hook(take, with_kwargs=True)
+    backbone.hades_layer = layer
+    return backbone
+
+
 def build_head(hidden: int, layers: int, inner: int = 0) -> nn.Sequential:
     """``layers`` linear maps to 2 labels with tanh in between (the paper's MLP with tanh, §4, of 2 layers,
     §5); the hidden size is ``inner``, or h/2 (§5) when it is 0."""
@@ -103,19 +126,20 @@ def load_tokenizer(source: str, revision: str | None = None):
     return tokenizer
 
 
-def load_backbone(source: str, revision: str | None = None):
-    """(tokenizer, bare backbone) from a resolved reference, at ``revision`` for a hub id."""
+def load_backbone(source: str, revision: str | None = None, layer: int = -1):
+    """(tokenizer, bare backbone) from a resolved reference, at ``revision`` for a hub id, its spans pooled
+    from ``hidden_states[layer]`` (``select_layer``)."""
     import transformers
     from transformers import AutoModel
 
     transformers.logging.set_verbosity_error()  # an MLM checkpoint as encoder reports its unused head
     tokenizer = load_tokenizer(source, revision)
     backbone = AutoModel.from_pretrained(source, revision=revision, trust_remote_code=False)
-    return tokenizer, backbone
+    return tokenizer, select_layer(backbone, layer)
 
 
 def build_classifier(source: str, settings: dict) -> tuple:
-    tokenizer, backbone = load_backbone(source, settings.get("revision"))
+    tokenizer, backbone = load_backbone(source, settings.get("revision"), int(settings.get("layer", -1)))
     model = SpanClassifier(
         backbone, settings["pooling"], settings["mlp_layers"], settings["freeze"], settings.get("mlp_hidden", 0)
     )

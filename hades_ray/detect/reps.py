@@ -60,6 +60,7 @@ class View:
     mode: str
     window: int
     window_unit: str
+    layer: int = -1  # detect.layer: the hidden state pooled (-1, the last, is left out of plain: old digests hold)
 
     @classmethod
     def of(cls, settings: dict) -> View:
@@ -67,14 +68,17 @@ class View:
         from hades_ray.detect.spans import window_unit
 
         return cls(settings["backbone"], settings.get("revision"), settings.get("mode", "offline"),
-                   int(settings["window"]), window_unit(settings))  # fmt: skip
+                   int(settings["window"]), window_unit(settings), int(settings.get("layer", -1)))  # fmt: skip
 
     kind: ClassVar[str] = "span_reps"
     columns: ClassVar[tuple[str, ...]] = ("rep_max", "rep_mean")
 
     def plain(self) -> dict:
-        """The view as plain data: its digest's, and ``store.json``'s ``view``."""
-        return dataclasses.asdict(self)
+        """The view as plain data: its digest's, and ``store.json``'s ``view`` (``layer`` where it is not -1)."""
+        plain = dataclasses.asdict(self)
+        if plain["layer"] == -1:
+            del plain["layer"]
+        return plain
 
     def digest(self, data: str) -> str:
         return digest_of([STORE_FORMAT, self.kind, self.plain(), data])
@@ -178,7 +182,7 @@ class SpanRepStage(Stage):
         from hades_ray.models.registry import resolve_model
 
         device = setup_torch(self.resources)
-        self.tokenizer, backbone = load_backbone(resolve_model(self.view.backbone), self.view.revision)
+        self.tokenizer, backbone = load_backbone(resolve_model(self.view.backbone), self.view.revision, self.view.layer)
         self.backbone = backbone.eval().to(device)
 
     def process(self, batch: pa.Table) -> dict:

@@ -28,11 +28,18 @@ def toy_instances(n: int, seed: int = 0) -> list[Instance]:
 
 
 def random_detector(
-    directory, backbone: str, mode: str, window: int | None = None, seed: int = 0, pooling: str = "max"
+    directory,
+    backbone: str,
+    mode: str,
+    window: int | None = None,
+    seed: int = 0,
+    pooling: str = "max",
+    layer: int = -1,
 ) -> str:
     """A detector folder on ``backbone`` with a random head (``seed``'s: speed and plumbing do not depend on
     its weights), exported with the config the way ``hades-ray train`` exports one; ``window``: the tokens
-    it sees (``detect.window``'s default when None); ``pooling``: max or mean over a span's tokens. The
+    it sees (``detect.window``'s default when None); ``pooling``: max or mean over a span's tokens;
+    ``layer``: the hidden state pooled (``detect.layer``, recorded only where it is not -1). The
     tests' and the benchmarks' detector folders."""
     import torch
 
@@ -41,7 +48,7 @@ def random_detector(
 
     config = HadesConfig()
     settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window or config.detect.window}
-    settings |= {"pooling": pooling, "mlp_layers": 2, "freeze": "all"}
+    settings |= {"pooling": pooling, "mlp_layers": 2, "freeze": "all"} | ({"layer": layer} if layer != -1 else {})
     torch.manual_seed(seed)
     tokenizer, model = build_classifier(backbone, settings)
     export_detector(directory, trainable_state(model), settings, tokenizer)

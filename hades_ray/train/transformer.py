@@ -38,6 +38,8 @@ def detector_settings(config: HadesConfig, mode: str) -> dict:
     }
     if d.mlp_hidden:  # h/2 is what a description without the key means
         settings["mlp_hidden"] = d.mlp_hidden
+    if d.layer != -1:  # the last hidden state is what a description without the key means
+        settings["layer"] = d.layer
     if d.window_unit != TOKENS:  # a token window is what a description without the key means (spans.window_unit)
         settings["window_unit"] = d.window_unit
     return settings
