@@ -2,16 +2,8 @@
 (the same p(H) bits? the wall time of each, and peak memory), and ``WordStream.feed`` per generated
 token, in milliseconds.
 
-- score: one ``hades-ray score --executor local`` child process (no Ray start-up), timed end to end and
-  by its summary (the job alone); run again after the API's runs (the machine's load moves).
-- API: in this process, ``Detector.open`` and a first ``det.score(texts)`` (cold: spaCy and the model
-  load), then the same call again (warm: what a notebook pays per call); its records are compared with
-  ``scores.jsonl``'s lines (all but ``id`` and ``source``, which name the text's place).
-- stream: the kit's GPT-2 samples ``--tokens`` tokens after each of ``--prompts`` held-out lead
-  openings; each token's text so far is fed to a ``det.stream()``, and each ``feed`` is timed.
-
-The detector: an online span classifier on the kit's GPT-2 (the micro models where the kit is not built)
-with a random head (speed does not depend on its weights). Writes jobs/results/bench_api.{json,md}.
+The detector: an online span classifier on the kit's GPT-2 (the micro models where the kit is not built),
+random head; hades_ray/docs/benchmarks.md says how each arm runs. Writes jobs/results/bench_api.{json,md}.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""What the stored span representations save (issue 35): each figure measured in one run with
-``detect.reuse_frozen`` on (the frozen backbone's span vectors made once, hades_ray/detect/reps.py) and off
-(the backbone run in every fit, epoch, fold and round, as before), side by side, with peak memory.
-
-- ``tune``: ``hades-ray tune --space`` over 16 head configurations (pooling x depth x hidden size x lr,
-  ``freeze: all``) x ``--epochs`` epochs on MiniLM, on instances cut from the shared enwiki leads (a span
-  replaced by a word of another lead is H: synthetic labels on real leads, whose lengths set the speed).
-- ``heads``: the same 16 configurations x epochs in one process, without Ray Tune's per-trial processes.
-- ``rounds``: rounds 2 and 3 of ``jobs/demo_loop.py`` (SIMULATED judges) with the paper preset's round
-  detector settings (``select.detector_training=crossval``, 5 folds) on the local models, from one work
-  directory prepared up to round 1 and restored for each arm.
-- ``tables``: ``hades-ray reproduce tables`` (the local grid) on the demo loop's dataset.
-
-Each run writes one page (``--name``); the published ones: bench_frozen_heads, bench_frozen_rounds and
-bench_frozen_tune (tune and tables), each naming its command.
+"""What the stored span representations save (issue 35): ``tune``, ``heads``, ``rounds`` and ``tables``
+(hades_ray/docs/benchmarks.md says each) with ``detect.reuse_frozen`` on (the frozen backbone's span
+vectors made once, hades_ray/detect/reps.py) and off, side by side, with peak memory. Each run writes
+one page (``--name``); the published ones: bench_frozen_heads, bench_frozen_rounds and bench_frozen_tune
+(tune and tables), each naming its command.
 """
 
 from __future__ import annotations

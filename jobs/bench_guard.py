@@ -1,13 +1,7 @@
-"""Is the online guard worth it? Generations with and without it, side by side (issue 10, part 3).
-
-Detectors trained here on the first ``--train-docs`` perturbed enwiki leads (../shared/data): online span
-classifiers on MiniLM (encoder) and on the kit's GPT-2 (causal, scored with its key/value cache,
-hades_ray/detect/incremental.py) as judges, and an LR detector on features as a second opinion. On held-out
-prompts, with the same seeds and sampling: plain ``model.generate``, and per judge the guarded loop with
-``max_retries=0`` (judges every word, changes none: its tokens must equal plain's) and the guard. Per arm:
-the judge's p(H) and flag share, perplexity, distinct-1/2, tokens/s, forwards, peak memory; the LR detector's
-agreement on the first ``--agreement-outputs``; every recorded p(H) against ``hades-ray score``'s scorer.
-
+"""Is the online guard worth it? Generations with and without it, side by side (issue 10, part 3): plain
+``model.generate`` and, per judge (encoder, cached causal GPT-2, causal per word, a small causal), judging
+only (its tokens must equal plain's) and guarding, on held-out prompts with the same seeds; the judges
+trained here on perturbed enwiki leads (hades_ray/docs/benchmarks.md says what each arm measures).
 Writes jobs/results/bench_guard.{json,md}. Skips (exit 0) when ../shared/data is absent.
 """
 

@@ -2,9 +2,7 @@
 on the demo corpus's training leads with its settings, then takes `hades-ray models evaluate`'s measures on
 the same held-out cases (MLM top-1/top-10 recovery of a masked content word, 500 leads; GPT-2 perplexity of
 the 994 held-out leads and its preference of the original over a one-content-word swap, 500 pairs).
-
-    python jobs/bench_kit.py                      # before and after, both models (about 16 min on 2 cores)
-    python jobs/bench_kit.py --arms after --models mlm
+Writes jobs/results/bench_kit.{json,md} (both arms and models: about 16 min on 2 cores).
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""Throughput and latency of ``hades-ray serve`` at 1, 8 and 32 concurrent clients, against
-``hades-ray score`` (the batch job) on the same texts, with each side's peak memory.
-
-- score: one ``hades-ray score --executor local`` process (no Ray start-up), timed end to end and by its
-  own summary (scoring alone); its peak memory is its ``ru_maxrss``.
-- serve: one ``hades-ray serve`` process (a private Ray cluster, one replica); each client posts one text
-  per ``POST /score`` from a shared queue until every text is scored, at each concurrency. Its answers
-  are checked against score's ``scores.jsonl`` (same p(H) bits); SIGTERM stops it (its exit code is
-  reported). Its peak memory: its whole process tree (driver, GCS, raylet, Serve's controller and proxy,
-  the replica), resident pages summed every 100 ms.
-
-Without ``--detector``: an online detector on the kit's GPT-2 with a random head (speed does not depend
-on its weights; as jobs/bench_score.py). Writes jobs/results/bench_serve.{json,md}.
+"""Throughput and latency of ``hades-ray serve`` at 1, 8 and 32 concurrent clients against ``hades-ray score``
+on the same texts, with each side's peak memory and serve's p(H) against score's (hades_ray/docs/benchmarks.md
+says how each runs). Without ``--detector``: an online detector on the kit's GPT-2 with a random head.
+Writes jobs/results/bench_serve.{json,md}.
 """
 
 from __future__ import annotations

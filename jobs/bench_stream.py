@@ -1,12 +1,8 @@
-"""A stream's cost per feed as its text grows, before and after issue 46, side by side in one run: a text
-of held-out Wikipedia leads fed a word at a time to an online span classifier on an encoder (MiniLM) and
-on a causal backbone (the kit's GPT-2), ``words="all"``. Before: each feed scores the whole text so far
-(``Detector.score``) and keeps the complete words after the last call's (the stream before issue 46);
-after: ``Detector.stream().feed``. At each length the stream is first fed the text up to a few words
-before it (not timed), then ``--feeds`` single-word feeds are timed.
-
-    python jobs/bench_stream.py                  # both arms, both backbones, at 50, 300 and 1,000 words
-    python jobs/bench_stream.py --arms after --at 50 1000
+"""A stream's cost per feed as its text grows, before and after issue 46, side by side in one run: held-out
+leads fed a word at a time to online span classifiers on MiniLM and the kit's GPT-2, ``words="all"``.
+Before: each feed scores the whole text so far (``Detector.score``), keeping the words after the last
+call's; after: ``Detector.stream().feed``. At each length an untimed feed up to a few words before it,
+then ``--feeds`` timed single-word feeds. Writes jobs/results/bench_stream.{json,md}.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""The whole HaDes loop offline: perturb the demo corpus, three selection rounds with SIMULATED judges,
-then the dataset (hades_ray/reproduce/demo_loop.py). ``make demo-loop`` runs this; it prints each round's
-counts and agreement.
-
-Where the offline model kit (``hades-ray models build``) is missing, the micro random-weight models are
-built into the work directory for the perturbation job (the replacements are then nonsense words; the
-MiniLM encoder used for detectors and similarity is the real pretrained one either way).
+"""The whole HaDes loop offline (``make demo-loop``): perturb the demo corpus, three selection rounds with
+SIMULATED judges, then the dataset (hades_ray/reproduce/demo_loop.py); prints each round's counts and
+agreement. Without the offline kit, micro random-weight models are built into the work directory (nonsense
+replacements; the MiniLM encoder of the detectors and similarity is the real one either way).
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
-"""One device check (``make device-check``): the figures that say whether the perturbation job meets its
-budget on the device at hand, in one run.
-
-On a CUDA device, with paper-sized random-weight models in bfloat16 (hades_ray/plan/device.py):
-
-1. REPLACE and RANK tokens/s (``hades_ray/plan/measure.py``, the job's own functions on the demo
-   leads' real model inputs);
-2. the device's busy share during REPLACE: time inside the MLM's forwards (CUDA events around each
-   forward) over REPLACE's wall time, and NVML's utilisation where ``pynvml`` is installed;
-3. peak device memory;
-4. byte identity: the first 10 documents that a run on 200 leads kept, perturbed again alone (the
-   whole job, in-process, on the device): their pool rows must be the same bytes;
-5. the plan's device-hours for 1M perturbed segments from those figures (``hades_ray/plan/budget.py``).
-
-On a CPU the same steps run with the tests' micro models (in under 2 minutes: 1 s of measuring per
-stage, 4 candidates per lead in the identity check): the figures then check the path, not the speed.
+"""One device check (``make device-check``): whether the perturbation job meets its budget on the device at
+hand. With paper-sized random-weight bf16 models on CUDA (hades_ray/plan/device.py): REPLACE and RANK
+tokens/s, REPLACE's device busy share, peak device memory, byte identity of the first 10 kept documents
+perturbed again alone, and the device-hours of 1M segments (README, "make device-check"). On a CPU the
+same steps with the micro models (under 2 minutes): they check the path, not the speed.
 """
 
 from __future__ import annotations

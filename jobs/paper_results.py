@@ -3,8 +3,6 @@
 decoding.png, and a round-detector folder (``hades-ray reproduce round-detector`` output) as
 jobs/results/round_detector.{json,md}. The figures are the folders' own; ``write_results`` stamps the
 commit this checkout is at, so record from the code that made them.
-
-    python jobs/paper_results.py --analyses out/analyses [--round-detector out/round-detector]
 """
 
 from __future__ import annotations

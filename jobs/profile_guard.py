@@ -1,11 +1,7 @@
 """Where the guard's time goes: plain ``generate`` against the guarded loop on the same held-out prompts,
-in CPU time of this process, with a cProfile of the guarded run.
-
-    python jobs/profile_guard.py --detector DIR [--prompts 20] [--batch 0] [--retries 3]
-
-DIR is an online causal detector folder (``jobs/bench_guard.py --workdir W`` leaves one in W/causal).
-Prints the steps the generator ran, the interventions, the CPU seconds of both and the profile's top
-entries by cumulative time. One torch thread, as ``jobs/bench_guard.py`` runs.
+in CPU time of this process, with a cProfile of the guarded run. ``--detector``: an online causal detector
+folder (``jobs/bench_guard.py --workdir W`` leaves one in W/causal). Prints the generator's steps, the
+interventions, both CPU times and the profile's top entries; one torch thread, as bench_guard runs.
 """
 
 from __future__ import annotations
