@@ -48,6 +48,13 @@ class Detector:
         return self.detector.kind
 
     @property
+    def is_probe(self) -> bool:
+        """Whether it is a probe (``hades-ray train --detector probe``): a head on a generator's own states."""
+        from hades_ray.detect.probe import is_probe
+
+        return is_probe(self.detector.meta)
+
+    @property
     def mode(self) -> str:
         """The mode it scores in by default: ``score.mode`` of the config, else the one it trained in."""
         return self.detector.scoring_mode(self.config.score.mode)

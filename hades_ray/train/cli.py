@@ -7,6 +7,7 @@ import argparse
 import json
 
 from hades_ray.cli_common import add_config_args, add_force_arg, add_key_flags, config_from_args
+from hades_ray.detect.probe import PROBE
 from hades_ray.detect.settings import DETECTORS
 
 TRAIN_HELP = "HaDes JSONL to train on (published files or instances.jsonl)"
@@ -47,15 +48,17 @@ def _add_data_args(parser: argparse.ArgumentParser, valid_help: str) -> None:
 
 
 def register(subparsers) -> None:
-    train = subparsers.add_parser("train", help="train a hallucination detector (transformer, lr or svm)")
+    train = subparsers.add_parser("train", help="train a hallucination detector (transformer, probe, lr or svm)")
     _add_data_args(train, "validation file; picks the best epoch")
     train.add_argument("--test", default=None, help="optional test file evaluated with the best model")
     train.add_argument("--output", required=True, help="detector folder to write")
     train.add_argument(
         "--detector",
-        choices=DETECTORS,
+        choices=(*DETECTORS, PROBE),
         default="transformer",
-        help="transformer (an encoder and an MLP head, the default), or the paper's feature detectors lr and svm",
+        help="transformer (an encoder and an MLP head, the default); probe (an online MLP head on a causal "
+        "generator's own hidden states, detect.layer's, frozen: generate judges its words with no second "
+        "forward; detect.backbone names the generator); or the paper's feature detectors lr and svm",
     )
     add_key_flags(train, "detect", "mode", "workers", "skip_bad", read=True)
     add_config_args(train)

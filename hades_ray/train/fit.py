@@ -14,6 +14,7 @@ from hades_ray.config import ConfigError, HadesConfig, save_config
 from hades_ray.detect.data import LoadReport, load_labelled
 from hades_ray.detect.description import write_description
 from hades_ray.detect.detector import Detector
+from hades_ray.detect.probe import PROBE, probe_config
 from hades_ray.detect.settings import DETECTORS, MODES
 from hades_ray.io.hades_format import Instance
 from hades_ray.metrics import binary_metrics, write_metrics
@@ -21,6 +22,7 @@ from hades_ray.pipeline import storage
 from hades_ray.text.pipeline import text_settings
 
 log = logging.getLogger(__name__)
+TRAIN_DETECTORS = (*DETECTORS, PROBE)  # what ``hades-ray train --detector`` takes
 
 
 def _ray(config: HadesConfig):
@@ -88,11 +90,11 @@ def stored_vectors(config: HadesConfig, mode: str, data: dict, reps_from=()) -> 
     return out[0], out[1], made
 
 
-def _train_transformer(config: HadesConfig, mode: str, workers: int, train, valid, out: Path, reps) -> dict:
+def _train_transformer(config: HadesConfig, mode: str, workers: int, train, valid, out: Path, reps, extra=None) -> dict:
     from hades_ray.train.transformer import detector_settings, export_best, fit_transformer
 
     best, best_metrics, _ = fit_transformer(config, train, valid, out, mode, workers, reps)
-    export_best(best, detector_settings(config, mode), out)
+    export_best(best, detector_settings(config, mode) | (extra or {}), out)
     # metrics.json: the best epoch's training figures and validation metrics (not Ray's bookkeeping).
     keep = "epoch train_loss examples_per_s selection_score n accuracy h_precision h_recall h_f1".split()
     keep += "n_precision n_recall n_f1 gmean bss auc".split()
@@ -111,12 +113,15 @@ def train_detector(
 ) -> Path:
     """Train a detector; returns its folder, holding ``metrics.json`` of the best epoch on ``valid_path``.
     A frozen span classifier trains on stored span vectors (looked up in the stores ``reps_from`` first,
-    else in the files' own stores, made where missing)."""
-    if detector not in DETECTORS:
-        raise ConfigError(f"detector {detector!r}: choose one of {', '.join(DETECTORS)}")
+    else in the files' own stores, made where missing). ``probe``: a span classifier on a causal
+    generator's own states, always online (``hades_ray/detect/probe.py``)."""
+    if detector not in TRAIN_DETECTORS:
+        raise ConfigError(f"detector {detector!r}: choose one of {', '.join(TRAIN_DETECTORS)}")
     if mode not in MODES:
         raise ConfigError(f"mode {mode!r}: choose offline or online")
-    if detector != "transformer" and mode != "offline":
+    if detector == PROBE:
+        config, mode = probe_config(config), "online"
+    if detector not in ("transformer", PROBE) and mode != "offline":
         raise ConfigError("the feature detectors (lr, svm) are offline only, as in the paper")
     out = Path(output_dir)
     storage.makedirs(out)
@@ -129,10 +134,11 @@ def train_detector(
     save_config(config, out)
     _ray(config)
     reps, stores = None, {}
-    if detector == "transformer":
+    if detector in ("transformer", PROBE):
         reps = stored_vectors(config, mode, {"train": (train, train_path), "valid": (valid, valid_path)}, reps_from)
         stores = {"span_reps": reps[2]} if reps else {}
-        metrics = _train_transformer(config, mode, workers, train, valid, out, reps)
+        extra = {PROBE: True} if detector == PROBE else {}
+        metrics = _train_transformer(config, mode, workers, train, valid, out, reps, extra)
     else:
         metrics = _train_linear(config, detector, train, valid, out, (train_path, valid_path), reps_from)
     write_metrics(metrics, out, name=f"{detector} ({mode})")
