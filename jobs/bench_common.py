@@ -10,7 +10,6 @@ import os
 import resource
 import subprocess
 import sys
-import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,6 +20,20 @@ ENWIKI = ROOT.parent / "shared" / "data" / "enwiki2015_first_paragraphs.jsonl"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 _SCRATCH = ExitStack()  # the run's temporary folders, removed when it exits
 atexit.register(_SCRATCH.close)
+# Names whose homes are in the package, imported on first use (a child of an older worktree imports this
+# module, and must not import this checkout's hades_ray): name -> module.
+HOMES = dict.fromkeys(
+    ("rss_mib", "descendants", "tree_rss_mib", "Sampler", "ForwardClock", "measured"), "pipeline.meters"
+)
+HOMES |= {"adam_epochs": "train.loop", "machine_facts": "plan.machine"}
+
+
+def __getattr__(name: str):
+    if name not in HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"hades_ray.{HOMES[name]}"), name)
 
 
 def scratch(prefix: str) -> Path:
@@ -64,124 +77,6 @@ def texts_file(texts: list[str], path: Path) -> Path:
 def peak_rss_mib() -> float:
     """This process's peak resident memory so far (``ru_maxrss``, KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def rss_mib(pid: int | str = "self") -> float:
-    """A process's resident memory now (Linux /proc); 0 for one that is gone, and this process's peak
-    so far where there is no /proc."""
-    try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return peak_rss_mib() if pid == "self" else 0.0
-
-
-def descendants(root: int) -> set[int]:
-    """``root`` and every process below it now (Linux /proc)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    family, new = {root}, {root}
-    while new:
-        new = {p for p, parent in parents.items() if parent in family} - family
-        family |= new
-    return family
-
-
-def tree_rss_mib(root: int) -> float:
-    """Resident memory of ``root`` and all its descendants now (Linux /proc)."""
-    return sum(rss_mib(pid) for pid in descendants(root))
-
-
-class Sampler:
-    """``measure()`` every ``every`` seconds while a block runs, and at its start and end: its ``samples``,
-    their ``start`` and ``peak`` (a process-wide peak would hide a block's own behind what ran before it)."""
-
-    def __init__(self, measure=rss_mib, every: float = 0.02):
-        self.measure, self.every = measure, every
-
-    def __enter__(self) -> Sampler:
-        self.samples = [self.measure()]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def _sample(self) -> None:
-        while not self._stop.wait(self.every):
-            self.samples.append(self.measure())
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.samples.append(self.measure())
-
-    @property
-    def start(self) -> float:
-        return self.samples[0]
-
-    @property
-    def peak(self) -> float:
-        return max(self.samples)
-
-
-class ForwardClock:
-    """Seconds spent inside a module's forwards, and how many ran: hooks, so the code timed is unchanged.
-    With ``cuda``, CUDA events around each forward (the device's own clock) instead of the wall clock; the
-    first ``skip`` forwards (warm-up) are not counted."""
-
-    def __init__(self, module, cuda: bool = False, skip: int = 0):
-        self.cuda, self.skip, self.spans, self._open = cuda, skip, [], None
-        module.register_forward_pre_hook(self._start)
-        module.register_forward_hook(self._stop)
-
-    def _mark(self):
-        if not self.cuda:
-            return time.perf_counter()
-        import torch
-
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
-
-    def _start(self, *_) -> None:
-        self._open = self._mark()
-
-    def _stop(self, *_) -> None:
-        if self.skip:
-            self.skip -= 1
-        else:
-            self.spans.append((self._open, self._mark()))
-
-    def take(self) -> tuple[float, int]:
-        """The seconds and count of the forwards since the last take."""
-        spans, self.spans = self.spans, []
-        if not self.cuda:
-            return sum(end - start for start, end in spans), len(spans)
-        import torch
-
-        torch.cuda.synchronize()
-        return sum(start.elapsed_time(end) for start, end in spans) / 1000, len(spans)
-
-
-def adam_epochs(model, lr: float, epochs: int, batches, validate=None) -> None:
-    """``epochs`` of Adam (``lr``, over the parameters that train) on ``batches()``: (inputs, labels), a dict of
-    inputs being the model's keywords; ``validate()`` after each epoch: the plain training loop of a bench."""
-    import torch
-
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-    for _epoch in range(epochs):
-        model.train()
-        for inputs, labels in batches():
-            logits = model(**inputs) if isinstance(inputs, dict) else model(inputs)
-            loss = torch.nn.functional.cross_entropy(logits, labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-        if validate:
-            validate()
 
 
 def print_result(result: dict) -> None:
@@ -229,15 +124,6 @@ def worktree(commit: str) -> Path:
     return folder
 
 
-def measured(fn, every: float = 0.5) -> dict:
-    """``fn()``'s figures with its wall seconds and the peak memory of this process and its children (Ray's
-    workers), sampled every ``every`` seconds."""
-    began = time.perf_counter()
-    with Sampler(lambda: tree_rss_mib(os.getpid()), every=every) as memory:
-        extra = fn() or {}
-    return {"wall_s": round(time.perf_counter() - began, 1), "peak_rss_mib": round(memory.peak), **extra}
-
-
 def score_cli(detector: str, data: Path, out: Path) -> dict:
     """One ``hades-ray score --executor local`` process over ``data`` (no Ray start-up: the fastest way to run
     the job on a small machine): its texts, wall seconds end to end, the job's own (its summary) and the
@@ -251,13 +137,6 @@ def score_cli(detector: str, data: Path, out: Path) -> dict:
     job = (summary.get("timings") or {}).get("wall_seconds") or summary.get("wall_seconds")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"texts": summary["scored_texts"], "wall_s": round(wall, 2), "job_s": job, "peak_rss_mib": round(peak, 1)}
-
-
-def machine_facts() -> dict:
-    """This machine's facts now (``hades_ray.plan.machine.machine_facts``: CPU, cores, load, GPU)."""
-    from hades_ray.plan.machine import machine_facts as facts
-
-    return facts()
 
 
 def machine_words(report: dict) -> str:

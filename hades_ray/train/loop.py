@@ -244,3 +244,19 @@ def class_weights(labels: list[int], scheme: str) -> list[float]:
     if scheme != "balanced" or (counts == 0).any():
         return [1.0, 1.0]
     return list(counts.sum() / (2 * counts))
+
+
+def adam_epochs(model, lr: float, epochs: int, batches, validate=None) -> None:
+    """``epochs`` of Adam (``lr``, over the parameters that train) on ``batches()``: (inputs, labels), a dict of
+    inputs being the model's keywords; ``validate()`` after each epoch: the plain training loop of a benchmark."""
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    for _epoch in range(epochs):
+        model.train()
+        for inputs, labels in batches():
+            logits = model(**inputs) if isinstance(inputs, dict) else model(inputs)
+            loss = torch.nn.functional.cross_entropy(logits, labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        if validate:
+            validate()
