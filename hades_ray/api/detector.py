@@ -120,6 +120,23 @@ class Detector:
             )
         return HallucinationStop(self.stream(language, words, threshold), tokenizer)
 
+    def probe(self, model, tokenizer=None, threshold=None, language=None, words=None, stop: bool = True):
+        """A probe's watcher on ``model.generate`` (``hades_ray/guard/probe.py``): pass it as
+        ``stopping_criteria=[probe]``; each generated word's p(H) comes from the hidden states the generator
+        computes anyway, with no second forward. ``probe.words[i]`` holds row ``i``'s judged words
+        (``score``'s word records, offsets in the row's prompt + continuation); with ``stop`` a row stops
+        at its first flagged word (``probe.stopped[i]``). ``tokenizer``: the generator's (default: the
+        probe's). A detector that is no probe, or a generator that is not its backbone, is refused in one
+        ``ValueError`` line; ``with det.probe(model) as probe:`` removes its hooks afterwards."""
+        from hades_ray.detect.model import TOKENIZER, load_tokenizer
+        from hades_ray.guard.probe import GenerationProbe, stream_maker
+
+        if not self.is_probe:
+            raise ValueError(f"{self.folder} is no probe: train one with hades-ray train --detector probe")
+        tokenizer = tokenizer or load_tokenizer(str(self.folder / TOKENIZER))
+        streams = stream_maker(self.detector, self.config, _threshold(threshold, None), language, words)
+        return GenerationProbe(model, tokenizer, self.detector.load_head(), self.detector.meta, streams, stop)
+
     def online_scorer(self, stride: int):
         """The span classifier loaded online with ``stride`` (the guard's judge, ``guarded_generate``)."""
         self.detector.require_online()

@@ -4,8 +4,10 @@ through the span store, and its watcher on ``model.generate`` (``hades_ray/guard
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
+import torch
 
 from hades_ray import Detector
 from hades_ray.config import load_config
@@ -45,3 +47,108 @@ def test_a_probe_is_a_frozen_online_span_classifier_on_the_generators_whole_cont
 def test_a_probe_needs_a_causal_backbone(micro_home, tmp_path):
     with pytest.raises(ConfigError, match="a probe reads a generator's own states"):
         _train(tmp_path, "detect.backbone=local:mlm")
+
+
+PROMPT, CONTINUATION = "the river was built in", " paris and it remained there for many years"
+
+
+class Forced:
+    """A logits processor that makes ``generate`` write ``tokens``: the test's continuation, whatever the
+    micro model's random weights would pick."""
+
+    def __init__(self, tokens: list[int]):
+        self.tokens = tokens
+
+    def __call__(self, input_ids, scores):
+        forced = torch.full_like(scores, float("-inf"))
+        step = min(input_ids.shape[1] - self.start, len(self.tokens) - 1)
+        forced[:, self.tokens[step]] = 0.0
+        return forced
+
+
+def _generate(model, tokenizer, criteria=(), prompt: str = PROMPT):
+    from transformers import LogitsProcessorList, StoppingCriteriaList
+
+    ids = tokenizer(prompt, return_tensors="pt").input_ids[:, :-1]  # [SEP] ends no text's start (score cuts it)
+    forced = Forced(tokenizer(prompt + CONTINUATION).input_ids[ids.shape[1] : -1])
+    forced.start = ids.shape[1]
+    return model.generate(ids, max_new_tokens=len(forced.tokens), do_sample=False, pad_token_id=0,
+                          logits_processor=LogitsProcessorList([forced]),
+                          stopping_criteria=StoppingCriteriaList(list(criteria)))  # fmt: skip
+
+
+# The generator's cached one-token forwards against score's one forward over the text: float32 rounding
+# apart (measured on the micro GPT-2, max and mean pooling: 6e-8 at the last layer, 0 at layers 0 and 1).
+TOLERANCE = 1e-6
+
+
+@pytest.fixture(params=[(1, "max"), (-1, "mean")], ids=["layer1-max", "last-mean"])
+def probe_at(request, probe_folder, tmp_path):
+    """The trained probe, or a copy of it reading another layer with another pooling (the head fits any)."""
+    layer, pooling = request.param
+    if layer == 1:
+        return probe_folder
+    shutil.copytree(probe_folder, tmp_path / "probe")
+    meta = json.loads((tmp_path / "probe" / "detector.json").read_text())
+    meta.pop("layer")
+    (tmp_path / "probe" / "detector.json").write_text(json.dumps(meta | {"pooling": pooling}))
+    return tmp_path / "probe"
+
+
+def test_each_generated_words_p_is_scores_for_the_same_text(probe_at, generator):
+    tokenizer, model = generator
+    det = Detector.open(probe_at)
+    with det.probe(model, tokenizer, words="all", stop=False) as probe:
+        out = _generate(model, tokenizer, [probe])
+    text = PROMPT + CONTINUATION
+    assert tokenizer.decode(out[0], skip_special_tokens=True) == text
+    # The last word is still being written when generate stops: its state would need one more forward.
+    assert [w["word"] for w in probe.words[0]] == CONTINUATION.split()[:-1]
+    scored = {(w["start"], w["end"]): w for w in det.score(text, words="all")["words"]}
+    for word in probe.words[0]:
+        assert set(word) == {"word", "start", "end", "p", "flag"}
+        assert word["word"] == scored[(word["start"], word["end"])]["word"] == text[word["start"] : word["end"]]
+        assert word["p"] == pytest.approx(scored[(word["start"], word["end"])]["p"], abs=TOLERANCE)
+        assert word["flag"] == (word["p"] >= det.threshold)
+
+
+def test_the_probe_adds_no_forward_and_loads_no_backbone(probe_folder, generator, monkeypatch):
+    from transformers.models.gpt2 import modeling_gpt2
+
+    from hades_ray.detect import model as span_model
+
+    tokenizer, model = generator
+    forwards, original = [], modeling_gpt2.GPT2Model.forward
+    monkeypatch.setattr(
+        modeling_gpt2.GPT2Model, "forward", lambda self, *a, **k: forwards.append(1) or original(self, *a, **k)
+    )
+    _generate(model, tokenizer)
+    plain, forwards[:] = len(forwards), []
+    monkeypatch.setattr(span_model, "load_backbone", lambda *a, **k: pytest.fail("the probe loaded a backbone"))
+    with Detector.open(probe_folder).probe(model, tokenizer, words="all", stop=False) as probe:
+        _generate(model, tokenizer, [probe])
+    assert len(forwards) == plain and probe.words[0]
+
+
+def test_a_row_stops_at_its_first_flagged_word(probe_folder, generator):
+    tokenizer, model = generator
+    with Detector.open(probe_folder).probe(model, tokenizer, threshold=0.0, words="all") as probe:
+        out = _generate(model, tokenizer, [probe])
+    assert probe.stopped[0]["word"] == "paris" and probe.stopped[0]["flag"]
+    assert out.shape[1] < len(tokenizer(PROMPT + CONTINUATION).input_ids) - 1
+
+
+def test_another_generator_or_a_detector_that_is_no_probe_is_refused(probe_folder, generator, causal_online):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tokenizer, model = generator
+    det = Detector.open(probe_folder)
+    torch.manual_seed(7)
+    for other in (
+        GPT2LMHeadModel(model.config),
+        GPT2LMHeadModel(GPT2Config(**{**model.config.to_dict(), "n_layer": 1})),
+    ):
+        with pytest.raises(ValueError, match="is another model: generate with the probe's own backbone"):
+            det.probe(other, tokenizer)
+    with pytest.raises(ValueError, match="is no probe"):
+        Detector.open(causal_online).probe(model, tokenizer)
