@@ -206,20 +206,22 @@ def _real(text: str, ends: list[int]) -> np.ndarray:
 def stream_maker(detector, config, threshold: float | None, language: str | None, words: str | None):
     """A function of a judge giving a new ``TextStream`` that cuts words as ``Detector.stream`` does: the
     texts' ``language`` (None: the detector's), ``words`` (None: ``score.words``), flagged at ``threshold``
-    (None: ``score.threshold``, else the detector's own)."""
+    (None: ``score.threshold``, else the detector's own). The language's pipeline loads at the first call,
+    so a refused generator costs no spaCy load (loaded once per process)."""
     import functools
 
     from hades_ray.score.runner import language_config
-    from hades_ray.score.stages import text_pipeline
-    from hades_ray.score.stream import TextStream
 
     resolved = language_config(config, detector, given=language)
     words = words or resolved.score.words
     given = resolved.score.threshold if threshold is None else threshold
     cut = detector.threshold if given is None else float(given)
+    return functools.partial(_stream, resolved, words, cut)
+
+
+def _stream(resolved, words: str, threshold: float, judge):
+    from hades_ray.score.stages import text_pipeline  # loaded once per process
+    from hades_ray.score.stream import TextStream
+
     nlp = text_pipeline(resolved.lang, words, resolved.spacy_model)
-    return functools.partial(_stream, TextStream, words, nlp, resolved.lang, cut)
-
-
-def _stream(kind, words, nlp, lang, threshold, judge):
-    return kind(judge, words, nlp, lang, threshold)
+    return TextStream(judge, words, nlp, resolved.lang, threshold)

@@ -139,16 +139,32 @@ def test_a_row_stops_at_its_first_flagged_word(probe_folder, generator):
 
 
 def test_another_generator_or_a_detector_that_is_no_probe_is_refused(probe_folder, generator, causal_online):
-    from transformers import GPT2Config, GPT2LMHeadModel
+    import copy
+
+    from transformers import GPT2Config
 
     tokenizer, model = generator
     det = Detector.open(probe_folder)
-    torch.manual_seed(7)
-    for other in (
-        GPT2LMHeadModel(model.config),
-        GPT2LMHeadModel(GPT2Config(**{**model.config.to_dict(), "n_layer": 1})),
-    ):
+    other_weights, other_config = copy.deepcopy(model), copy.deepcopy(model)
+    with torch.no_grad():
+        other_weights.get_input_embeddings().weight[0] += 1.0  # the same config and folder name, other weights
+    other_config.config = GPT2Config(**{**model.config.to_dict(), "n_layer": 1})
+    for other in (other_weights, other_config):
         with pytest.raises(ValueError, match="is another model: generate with the probe's own backbone"):
             det.probe(other, tokenizer)
     with pytest.raises(ValueError, match="is no probe"):
         Detector.open(causal_online).probe(model, tokenizer)
+
+
+def test_the_probe_beside_the_span_classifier(probe_folder, causal_online, generator, tmp_path):
+    from hades_ray.guard.probe_bench import compare_quality, generation_cost
+
+    test = write_instances(toy_instances(8, seed=3), tmp_path / "test.txt")
+    quality = compare_quality({"probe": probe_folder, "span": causal_online}, test)
+    assert [quality[k]["n"] for k in ("probe", "span")] == [8, 8] and {"gmean", "auc", "h_f1"} <= set(quality["probe"])
+    tokenizer, model = generator
+    probe, span = Detector.open(probe_folder), Detector.open(causal_online)
+    watchers = {"probe": lambda: probe.probe(model, tokenizer, stop=False),
+                "span": lambda: span.stopping_criteria(tokenizer, threshold=1.0)}  # fmt: skip
+    cost = generation_cost(model, tokenizer, ["the river was"], watchers, new_tokens=4, repeats=1)
+    assert set(cost) == {"plain", "probe", "span"} and all(c["s_per_token"] > 0 for c in cost.values())

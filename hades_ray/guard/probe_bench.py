@@ -1,0 +1,61 @@
+"""The probe beside the span classifier: the paper's metrics on one HaDes-format test split (Tables 2-3
+form, ``evaluate``'s own numbers), and what judging costs ``model.generate`` per generated token against
+plain generation (the probe reads the generator's states; the span classifier's stopping criterion runs
+its own backbone over the text).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+
+def compare_quality(folders: dict[str, str], test_path, config=None) -> dict[str, dict]:
+    """``{name: evaluate's metrics}`` of each detector folder on the labelled file ``test_path``, scored in
+    this process under ``config`` (default: each detector's own training config)."""
+    from hades_ray.detect.detector import Detector
+    from hades_ray.detect.score_job import evaluate_file
+    from hades_ray.pipeline.executor import Executor
+
+    out = {}
+    for name, folder in folders.items():
+        detector = Detector.open(folder)
+        out[name] = evaluate_file(detector, test_path, config or detector.config(), Executor(kind="local"))
+    return out
+
+
+def generation_cost(model, tokenizer, prompts: list[str], watchers: dict, new_tokens: int = 32, repeats: int = 3):
+    """Seconds per generated token of greedy ``generate`` over ``prompts`` (each exactly ``new_tokens``
+    long), plain and with each of ``watchers`` (name -> a function giving a fresh ``StoppingCriteria``,
+    closed afterwards where it has ``close``): ``{name: {"s_per_token", "ratio"}}``, the best of
+    ``repeats`` runs each after one warm-up, ``ratio`` against plain generation."""
+    plain = _per_token(model, tokenizer, prompts, None, new_tokens, repeats)
+    out = {"plain": {"s_per_token": plain, "ratio": 1.0}}
+    for name, make in watchers.items():
+        cost = _per_token(model, tokenizer, prompts, make, new_tokens, repeats)
+        out[name] = {"s_per_token": cost, "ratio": cost / plain}
+    return out
+
+
+def _per_token(model, tokenizer, prompts, make, new_tokens: int, repeats: int) -> float:
+    import torch
+    from transformers import StoppingCriteriaList
+
+    best = math.inf
+    for run in range(repeats + 1):  # the first run warms up (kernels, spaCy, caches) and is not counted
+        seconds, tokens = 0.0, 0
+        for prompt in prompts:
+            criteria = make() if make else None
+            inputs = tokenizer(prompt, return_tensors="pt", return_token_type_ids=False).to(model.device)
+            started = time.perf_counter()
+            out = model.generate(**inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                                 pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+                                 stopping_criteria=StoppingCriteriaList([criteria] if criteria else []))  # fmt: skip
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            seconds += time.perf_counter() - started
+            tokens += out.shape[1] - inputs["input_ids"].shape[1]
+            getattr(criteria, "close", lambda: None)()
+        if run:
+            best = min(best, seconds / max(tokens, 1))
+    return best
