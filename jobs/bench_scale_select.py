@@ -1,14 +1,7 @@
-"""Selection at scale: driver peak RSS and wall time of rounds 0 and 1 on synthetic pools, new beside old.
-
-Each pool is written in the perturbation job's layout (``instances/part-NNNNN.parquet`` + markers), its
-features stored in advance (spaCy over a million windows does not fit 2 cores; tests/select/test_pool.py
-tests the features job). Round 0 samples 400; simulated judges label them; round 1 trains the micro BERT
-(``hades_ray/models/micro.py``, one epoch, head only) on Ray Train, scores the whole pool and selects
-2,000. Every round runs in its own process, the driver, so its peak RSS is the driver's alone.
-
-The old data path (commit 52952ae, before the pool was a dataset) is measured at the smallest size only,
-from a git worktree (``git worktree add /tmp/old-main 52952ae``) on the same pool written as its merged
-``instances.jsonl`` and ``features/features.parquet``. Writes jobs/results/bench_scale_select.{json,md}.
+"""Selection at scale: driver peak RSS and wall time of rounds 0 and 1 on synthetic pools
+(hades_ray/pool/synthetic.py), this checkout's data path beside the old one (commit 52952ae, from a git
+worktree, at the smallest size only); every round in its own process, the driver. How each round runs:
+hades_ray/docs/benchmarks.md. Writes jobs/results/bench_scale_select.{json,md}.
 """
 
 from __future__ import annotations
@@ -52,35 +45,12 @@ def setup_new(size: int, workdir: str) -> dict:
 
 
 def old_meta(size: int, workdir: str) -> dict:
-    """The old code's own marker contents of its features file (run by the old tree's child)."""
+    """The old code's own marker contents of its features file (run by the old tree's child), for
+    ``write_merged_pool``."""
     from hades_ray.config import load_config
     from hades_ray.select.features import _meta  # the old tree's (OLD_COMMIT)
 
     return {"setup": workdir, "meta": _meta(load_config(overrides=OVERRIDES), size)}
-
-
-def setup_old(size: int, workdir: Path, meta: dict) -> None:
-    """The old layout of the same pool, written by this checkout's storage (the old tree has none):
-    merged ``instances.jsonl`` and ``features/features.parquet`` with ``meta`` (``old_meta``) beside it."""
-    import pandas as pd
-
-    from hades_ray.pipeline import storage
-    from hades_ray.pool.synthetic import synthetic_shard
-
-    frames = []
-    with storage.open_atomic(workdir / "pool" / "instances.jsonl", "w") as handle:
-        for index in range((size + SHARD_ROWS - 1) // SHARD_ROWS):
-            instances, features = synthetic_shard(index, min(SHARD_ROWS, size - index * SHARD_ROWS), SHARD_ROWS)
-            for r in instances:
-                words = list(r["words"])
-                words[r["start"]] = f"==={words[r['start']]}==="
-                record = {"replaced": " ".join(words), "replaced_ids": [r["start"], r["end"]], "hallucination": -1}
-                record |= {k: r[k] for k in ("id", "doc_id", "original_span", "replacement")}
-                handle.write(json.dumps(record) + "\n")
-            frames.append(pd.DataFrame(features).drop(columns=["repl_pos"]))
-    with storage.open_atomic(workdir / "features" / "features.parquet", "wb") as handle:
-        pd.concat(frames).to_parquet(handle, index=False)
-    storage.write(workdir / "features" / "features.json", json.dumps(meta))
 
 
 # ---- measured steps (children) -----------------------------------------------------------------------
@@ -139,69 +109,16 @@ def measure(args, impl: str, size: int) -> dict:
     workdir = Path(args.work) / f"{impl}-{size}"
     storage.delete(workdir)
     setup = _spawn(args, impl, old_meta if impl == "old" else setup_new, size, str(workdir))
-    if impl == "old":
-        setup_old(size, workdir, setup["meta"])
+    if impl == "old":  # the old layout, written by this checkout's storage (the old tree has none)
+        from hades_ray.pool.synthetic import write_merged_pool
+
+        write_merged_pool(workdir, size, SHARD_ROWS, setup["meta"])
     rounds = {"round_0": _spawn(args, impl, child_round, str(workdir), 0)}
     _spawn(args, impl, child_judge, str(workdir))
     rounds["round_1"] = _spawn(args, impl, child_round, str(workdir), 1)
     shown = {k: {x: v[x] for x in ("wall_s", "driver_peak_rss_mib")} for k, v in rounds.items()}
     print(f"{impl} {size}: {json.dumps(shown)}", flush=True)
     return rounds
-
-
-def markdown(results: dict) -> str:
-    from hades_ray.markdown import pipe_table
-
-    rows = []
-    for label, runs in (("new", results["new"]), (f"old ({OLD_COMMIT})", results.get("old", {}))):
-        for size, rounds in runs.items():
-            for name, r in rounds.items():
-                t, size_ = r.get("timings", {}), f"{int(size):,}"
-                rows.append([label, size_, name[-1], r["wall_s"], r["driver_peak_rss_mib"], r["counts"]["batch"]])
-                rows[-1] += [t.get("scores_s", "-") if name == "round_1" else "-", t.get("selection_pass_s", "-")]
-    columns = ["data path", "pool instances", "round", "wall (s)", "driver peak RSS (MiB)", "batch"]
-    lines = pipe_table([*columns, "scoring pass (s)", "selection pass (s)"], rows)
-    lines += ["", f"Reproduce: `{COMMAND}` (micro detector, features stored in advance; 2 CPU cores)."]
-    lines += [f"- {key}: {value}" for key, value in results.get("ratios", {}).items()]
-    return "\n".join(lines + [f"- {note}" for note in results.get("notes", [])])
-
-
-def ratios(results: dict) -> dict:
-    new = results["new"]
-    sizes = sorted(new, key=int)
-    if len(sizes) < 2:
-        return {}
-    small, large, span = new[sizes[0]], new[sizes[-1]], f"{int(sizes[-1]):,} / {int(sizes[0]):,}"
-    out = {}
-    for r in ("round_0", "round_1"):
-        out[f"new {r} driver RSS, {span}"] = round(large[r]["driver_peak_rss_mib"] / small[r]["driver_peak_rss_mib"], 2)
-        out[f"new {r} wall, {span}"] = round(large[r]["wall_s"] / small[r]["wall_s"], 2)
-    return out
-
-
-def notes(results: dict) -> list[str]:
-    """Derived figures: what the old path holds per instance, and the per-row cost of the scaling passes."""
-    new, old = results["new"], results.get("old", {})
-    sizes = sorted(new, key=int)
-    lines = []
-    for size, rounds in old.items():
-        if size in new:
-            for r in ("round_0", "round_1"):
-                extra = rounds[r]["driver_peak_rss_mib"] - new[size][r]["driver_peak_rss_mib"]
-                per = extra * 1024 / int(size)
-                lines.append(
-                    f"old {r} holds {extra} MiB more in the driver at {int(size):,} instances (~{per:.1f} KiB per "
-                    f"instance: ~{per * 1e6 / 1024**2:.1f} GiB at 1,000,000 and ~{per * 5e6 / 1024**2:.0f} GiB at "
-                    "5,000,000 if it grew the same way)"
-                )
-    if len(sizes) >= 2:
-        small, large = new[sizes[0]]["round_1"], new[sizes[-1]]["round_1"]
-        rows = int(sizes[-1]) - int(sizes[0])
-        for phase in ("scores_s", "selection_pass_s"):
-            a, b = small.get("timings", {}).get(phase), large.get("timings", {}).get(phase)
-            if a is not None and b is not None:
-                lines.append(f"round 1 {phase[:-2]}: {(b - a) / rows * 1e6:.0f} us per extra pool instance")
-    return lines
 
 
 def run(args) -> dict:
@@ -224,9 +141,10 @@ def run(args) -> dict:
         print(f"no worktree of {OLD_COMMIT} at {args.old_tree}: old figures skipped ({hint})")
     elif args.old_tree:
         results["old"] = {str(min(args.pool_sizes)): measure(args, "old", min(args.pool_sizes))}
-    results["ratios"] = ratios(results)
-    results["notes"] = notes(results)
-    results["markdown"] = markdown(results)
+    from hades_ray.select.scale_page import scale_notes, scale_page, scale_ratios
+
+    results["ratios"], results["notes"] = scale_ratios(results), scale_notes(results)
+    results["markdown"] = scale_page(results, OLD_COMMIT)
     return results
 
 

@@ -57,3 +57,29 @@ def write_synthetic_pool(config, workdir: str | Path, size: int, shard_rows: int
         )
         marker = {"shard": shard.index, "digest": digest, "fingerprint": shard.fingerprint(digest), "rows": shard.rows}
         write_marker(features_dir(workdir), shard.index, marker)
+
+
+def write_merged_pool(workdir: str | Path, size: int, shard_rows: int, meta: dict) -> None:
+    """The same pool in the layout before the pool was a dataset (commit 52952ae): one merged
+    ``pool/instances.jsonl`` (the replaced word marked ``===w===`` in ``replaced``) and one
+    ``features/features.parquet`` with ``meta`` (that code's own marker contents) beside it."""
+    import json
+
+    import pandas as pd
+
+    from hades_ray.pipeline import storage
+
+    workdir, frames = Path(workdir), []
+    with storage.open_atomic(workdir / "pool" / "instances.jsonl", "w") as handle:
+        for index in range((size + shard_rows - 1) // shard_rows):
+            instances, features = synthetic_shard(index, min(shard_rows, size - index * shard_rows), shard_rows)
+            for r in instances:
+                words = list(r["words"])
+                words[r["start"]] = f"==={words[r['start']]}==="
+                record = {"replaced": " ".join(words), "replaced_ids": [r["start"], r["end"]], "hallucination": -1}
+                record |= {k: r[k] for k in ("id", "doc_id", "original_span", "replacement")}
+                handle.write(json.dumps(record) + "\n")
+            frames.append(pd.DataFrame(features).drop(columns=["repl_pos"]))
+    with storage.open_atomic(workdir / "features" / "features.parquet", "wb") as handle:
+        pd.concat(frames).to_parquet(handle, index=False)
+    storage.write(workdir / "features" / "features.json", json.dumps(meta))
