@@ -135,7 +135,8 @@ class Detector:
             raise ValueError(f"{self.folder} is no probe: train one with hades-ray train --detector probe")
         tokenizer = tokenizer or load_tokenizer(str(self.folder / TOKENIZER))
         streams = stream_maker(self.detector, self.config, _threshold(threshold, None), language, words)
-        return GenerationProbe(model, tokenizer, self.detector.load_head(), self.detector.meta, streams, stop)
+        head, threads = self.detector.load_head(), self.config.detect.torch_threads
+        return GenerationProbe(model, tokenizer, head, self.detector.meta, streams, stop, threads)
 
     def online_scorer(self, stride: int):
         """The span classifier loaded online with ``stride`` (the guard's judge, ``guarded_generate``)."""

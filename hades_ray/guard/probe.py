@@ -120,12 +120,14 @@ class GenerationProbe(StoppingCriteria):
     first flagged word. ``words[i]``: row ``i``'s judged words, each ``{"word", "start", "end", "p",
     "flag"}`` (``Detector.score``'s word record, offsets in the row's prompt + continuation text);
     ``stopped[i]``: the word row ``i`` stopped at (with ``new_tokens``), or None. ``stream_of``: a new
-    ``TextStream`` over a judge (the detector's words, language and threshold). Use as a context
+    ``TextStream`` over a judge (the detector's words, language and threshold); ``threads``: the intra-op
+    threads its small pooling and head calls run with (``detect.torch_threads``; 0: as they are: on a
+    busy CPU, several threads' start-up costs those calls far more than their work). Use as a context
     manager, or ``close()`` to remove the hooks."""
 
-    def __init__(self, model, tokenizer, head, settings: dict, stream_of, stop: bool = True):
+    def __init__(self, model, tokenizer, head, settings: dict, stream_of, stop: bool = True, threads: int = 0):
         check_generator(model, settings)
-        self.tokenizer, self.stop, self.stream_of = tokenizer, stop, stream_of
+        self.tokenizer, self.stop, self.stream_of, self.threads = tokenizer, stop, stream_of, threads
         self.layer = int(settings.get("layer", -1))
         self.judge = ProbeJudge(head.to(model.device), settings["pooling"])
         self.chunks: list[torch.Tensor] = []  # each forward's states, [rows, new tokens, hidden]
@@ -159,6 +161,12 @@ class GenerationProbe(StoppingCriteria):
         self.close()
 
     def __call__(self, input_ids: torch.LongTensor, scores=None, **kwargs) -> torch.BoolTensor:
+        from hades_ray.detect.stable import torch_threads
+
+        with torch_threads(self.threads):
+            return self._judge(input_ids)
+
+    def _judge(self, input_ids: torch.LongTensor) -> torch.BoolTensor:
         if self._rows is None:
             self._begin(input_ids)
         self.chunks = [torch.cat(self.chunks, dim=1)] if len(self.chunks) > 1 else self.chunks
