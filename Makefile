@@ -61,11 +61,12 @@ report: demo demo-loop
 TEST_WORKERS ?= 2
 # The cluster scenarios (a job through `ray job submit` to a head that demands the token, a node lost
 # mid-job, the paper preset's 4-GPU pools; tests marked `cluster`) each start a cluster of their own and
-# take minutes on two cores: `make test-cluster` runs them (`pytest tests` runs everything). The four fault
-# scenarios that kill a process of their own and resume (a driver on S3, a Ray Train worker, a Serve process
-# on SIGTERM, a task worker and an actor; marker `slow`) took 254 s of make test's 574 on two cores and each
-# is a whole run again: `make test-slow` runs them. make test keeps a killed driver, a store outage and
-# store errors (tests/pipeline/test_chaos.py), and `make chaos` the whole campaign.
+# take minutes on two cores: `make test-cluster` runs them (`pytest tests` runs everything). Marker `slow`:
+# the fault scenarios that kill a process of their own and resume, and the proven end-to-end runs whose
+# cost is Ray's start-up (a Ray Train fit is about 15 s before its first step on two cores, an actor pool
+# about 10 s) and that a faster test in make test covers in part: `make test-slow` runs them (README
+# "Tests and benchmarks" lists them). make test keeps store errors (tests/pipeline/test_chaos.py), and
+# `make chaos` the whole campaign.
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) --durations=25 -m "not cluster and not slow" tests
 
