@@ -4,7 +4,7 @@ computes anyway).
 
 A probe is an online span classifier (``type: transformer``, ``probe: true`` in ``detector.json``) whose
 backbone is the generator's base model, frozen whole, and whose window is the generator's whole context
-(its position count): a word's view is all the text before it, as the generator saw it when writing the
+(its position count, less ``POSITION_MARGIN``): a word's view is all the text before it, as the generator saw it when writing the
 word. ``detect.layer`` picks the hidden state it pools (-1: the last). It trains through the span store
 like any frozen detector (``hades-ray train --detector probe``), and ``score``, ``stream`` and the guard
 read it as the online causal detector it is.
@@ -18,6 +18,7 @@ from hades_ray.detect.settings import TOKENS
 from hades_ray.errors import ConfigError
 
 PROBE = "probe"
+POSITION_MARGIN = 16  # tokens a cut view may gain over its counted window (probe_config)
 
 
 def is_probe(settings: dict) -> bool:
@@ -48,6 +49,9 @@ def probe_config(config):
             f"detect.backbone={backbone}: a probe reads a generator's own states; name a causal LM "
             "(detect.backbone=local:gpt2)"
         )
-    window = min(int(config_positions(described) or 1024), 1_000_000)
+    # A view cut inside the text starts at a word without its leading space, which a byte-level BPE may
+    # split into a few more tokens than ``spans.token_range_of`` counted in the whole text: the window
+    # leaves them room below the position count (257 tokens for a 256 window on the demo dataset).
+    window = min(int(config_positions(described) or 1024), 1_000_000) - POSITION_MARGIN
     detect = dataclasses.replace(d, backbone=backbone, freeze="all", window=window, window_unit=TOKENS)
     return dataclasses.replace(config, detect=detect)

@@ -11,6 +11,7 @@ import torch
 
 from hades_ray import Detector
 from hades_ray.config import load_config
+from hades_ray.detect.probe import POSITION_MARGIN
 from hades_ray.detect.synthetic import toy_instances
 from hades_ray.errors import ConfigError
 from hades_ray.io.hades_format import write_instances
@@ -36,7 +37,7 @@ def probe_folder(micro_home, tmp_path_factory):
 def test_a_probe_is_a_frozen_online_span_classifier_on_the_generators_whole_context(probe_folder):
     meta = json.loads((probe_folder / "detector.json").read_text())
     assert meta["probe"] is True and meta["type"] == "transformer" and meta["backbone"] == "local:gpt2"
-    assert (meta["mode"], meta["freeze"], meta["window"], meta["layer"]) == ("online", "all", 512, 1)
+    assert (meta["mode"], meta["freeze"], meta["window"], meta["layer"]) == ("online", "all", 512 - POSITION_MARGIN, 1)
     summary = json.loads((probe_folder / "summary.json").read_text())
     assert summary["detector"] == "probe" and summary["span_reps"]["train"]["shards_made_now"] == 1
     det = Detector.open(probe_folder)
@@ -168,3 +169,28 @@ def test_the_probe_beside_the_span_classifier(probe_folder, causal_online, gener
                 "span": lambda: span.stopping_criteria(tokenizer, threshold=1.0)}  # fmt: skip
     cost = generation_cost(model, tokenizer, ["the river was"], watchers, new_tokens=4, repeats=1)
     assert set(cost) == {"plain", "probe", "span"} and all(c["s_per_token"] > 0 for c in cost.values())
+
+
+def test_every_view_of_a_text_longer_than_the_context_fits_the_generators_positions():
+    """A view cut inside a long text starts at a word without its leading space, which the kit's byte-level
+    BPE may split into more tokens than the whole text gave it (258 for a 256-token window here): the
+    probe's window leaves that room. On the offline kit's GPT-2 (skipped where it is not built)."""
+    import os
+    import random
+    from pathlib import Path
+
+    from hades_ray.detect.model import load_tokenizer
+    from hades_ray.detect.probe import generator_config
+    from hades_ray.detect.spans import context_window
+    from hades_ray.perturb.packing import config_positions
+
+    kit = Path(os.environ.get("HADES_GOLDEN_KIT_HOME") or Path.home() / ".cache" / "hades_ray") / "models" / "gpt2"
+    if not (kit / "model.safetensors").is_file():
+        pytest.skip(f"the offline kit's GPT-2 is not built at {kit} (make models)")
+    tokenizer, positions = load_tokenizer(str(kit)), config_positions(generator_config(str(kit)))
+    rng = random.Random(0)
+    vocab = ["Linguistically", "Malacca", "bankruptcy", "Nicobar", "northeast", "1900", "km2", "the", "of", "Strait"]
+    words = [rng.choice(vocab) for _ in range(2 * positions)]
+    window = positions - POSITION_MARGIN
+    views = [context_window(tokenizer, words, k, k, "online", window)["text"] for k in range(positions, 2 * positions)]
+    assert max(len(ids) for ids in tokenizer(views)["input_ids"]) <= positions
