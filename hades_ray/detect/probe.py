@@ -4,10 +4,10 @@ computes anyway).
 
 A probe is an online span classifier (``type: transformer``, ``probe: true`` in ``detector.json``) whose
 backbone is the generator's base model, frozen whole, and whose window is the generator's whole context
-(its position count, less ``POSITION_MARGIN``): a word's view is all the text before it, as the generator saw it when writing the
-word. ``detect.layer`` picks the hidden state it pools (-1: the last). It trains through the span store
-like any frozen detector (``hades-ray train --detector probe``), and ``score``, ``stream`` and the guard
-read it as the online causal detector it is.
+(its position count, less ``POSITION_MARGIN``): a word's view is all the text before it, as the generator
+saw it when writing the word. ``detect.layer`` picks the hidden state it pools (-1: the last). It trains
+through the span store like any frozen detector (``hades-ray train --detector probe``), and ``score``,
+``stream`` and the guard read it as the online causal detector it is.
 """
 
 from __future__ import annotations
