@@ -35,12 +35,14 @@ def random_detector(
     seed: int = 0,
     pooling: str = "max",
     layer: int = -1,
+    probe: bool = False,
 ) -> str:
     """A detector folder on ``backbone`` with a random head (``seed``'s: speed and plumbing do not depend on
     its weights), exported with the config the way ``hades-ray train`` exports one; ``window``: the tokens
     it sees (``detect.window``'s default when None); ``pooling``: max or mean over a span's tokens;
-    ``layer``: the hidden state pooled (``detect.layer``, recorded only where it is not -1). The
-    tests' and the benchmarks' detector folders."""
+    ``layer``: the hidden state pooled (``detect.layer``, recorded only where it is not -1); ``probe``:
+    marked a probe (``detect/probe.py``: ``backbone`` must then be a causal generator, ``window`` its
+    context less ``POSITION_MARGIN``). The tests' and the benchmarks' detector folders."""
     import torch
 
     from hades_ray.config import HadesConfig, save_config
@@ -49,6 +51,7 @@ def random_detector(
     config = HadesConfig()
     settings = {"backbone": backbone, "revision": None, "mode": mode, "window": window or config.detect.window}
     settings |= {"pooling": pooling, "mlp_layers": 2, "freeze": "all"} | ({"layer": layer} if layer != -1 else {})
+    settings |= {"probe": True} if probe else {}
     torch.manual_seed(seed)
     tokenizer, model = build_classifier(backbone, settings)
     export_detector(directory, trainable_state(model), settings, tokenizer)

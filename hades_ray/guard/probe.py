@@ -192,11 +192,16 @@ class GenerationProbe(StoppingCriteria):
         if row["stream"] is None:  # the first judged word is the one the prompt ends in, if any
             row["stream"] = self.stream_of(self.judge)
             row["stream"].since = word_start(full, len(text.prompt), row["stream"].lang)
+        added = full[row["fed"] :] if row.get("fed") is not None and row["stream"].lang.spaced else ""
+        if added.isalnum():  # letters that extend the last word complete no word: the stream would cut,
+            return  # tag and find nothing (its words do not depend on how the text was chunked)
         self.judge.current = (full, np.array(row["ends"]), _real(full, row["ends"]), states)
         try:
             found = row["stream"].feed(full)
         except _NotYet:  # the newest token finished a target: it is judged after the next forward
+            row["fed"] = None  # (fed then whatever that token adds)
             return
+        row["fed"] = len(full)
         for word in found:
             self.words[i].append(word)
             if word["flag"] and self.stop:
