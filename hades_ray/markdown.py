@@ -16,3 +16,15 @@ def pipe_table(columns: Sequence[str], rows: Iterable[Sequence], align: str = ""
 
     rule = "|" + "".join("---:|" if a == "r" else "---|" for a in align.ljust(len(columns), "l"))
     return [line(columns), rule, *(line(row) for row in rows)]
+
+
+def spec_table(spec: dict, items, align: str = "") -> list[str]:
+    """A pipe table from ``spec``: column header -> a function of one of ``items`` giving its cell; a results
+    page's tables without a hand-built row per item."""
+    return pipe_table(list(spec), ([cell(item) for cell in spec.values()] for item in items), align=align)
+
+
+def page(*blocks) -> str:
+    """A results page: ``blocks`` (a line, or a list of lines such as a ``spec_table``) with a blank line
+    between each two, ending in a newline; a None block is left out."""
+    return "\n\n".join(b if isinstance(b, str) else "\n".join(b) for b in blocks if b is not None) + "\n"
