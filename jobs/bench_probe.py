@@ -13,9 +13,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hades_ray import Detector  # noqa: E402
-from hades_ray.guard.probe_bench import compare_quality, generation_cost, paper_sized_generator  # noqa: E402
+from hades_ray.guard.probe_bench import compare_quality, generation_cost  # noqa: E402
 from hades_ray.guard.probe_bench import random_probe_and_span  # noqa: E402
 from hades_ray.models.registry import resolve_model  # noqa: E402
+from hades_ray.plan.measure import paper_sized_generator  # noqa: E402
 from jobs.bench_common import cell, kit_or_micro, machine_words, options, page, peak_rss_mib, spec_table  # noqa: E402
 from jobs.bench_common import write_results  # noqa: E402
 
@@ -35,6 +36,7 @@ def cost(generator: str, probe: str, span: str, args) -> dict:
     tokenizer, model = AutoTokenizer.from_pretrained(generator), AutoModelForCausalLM.from_pretrained(generator)
     probe_det, span_det = Detector.open(probe), Detector.open(span)
     watchers = {"probe": lambda: probe_det.probe(model.eval(), tokenizer, stop=False),
+                "probe_all": lambda: probe_det.probe(model.eval(), tokenizer, stop=False, words="all"),
                 "span_classifier": lambda: span_det.stopping_criteria(tokenizer, threshold=1.0)}  # fmt: skip
     return generation_cost(model, tokenizer, PROMPTS, watchers, new_tokens=args.tokens, repeats=args.repeats)
 
@@ -59,6 +61,7 @@ def markdown(report: dict, args) -> str:
     rows = [{"model": m, **{k: v["ratio"] for k, v in arms.items()}, "ms": 1e3 * arms["plain"]["s_per_token"]}
             for m, arms in report["generate"].items()]  # fmt: skip
     spec = {"generator": cell("model"), "plain ms/token": cell("ms", ".2f"), "probe": cell("probe", ".3f"),
+            "probe, all words (no spaCy)": cell("probe_all", ".3f"),
             "span classifier (a second forward)": cell("span_classifier", ".3f")}  # fmt: skip
     quality = [{"detector": k, **{m: 100 * v.get(m, float("nan")) for m in QUALITY}, "n": v.get("n")}
                for k, v in report["quality"].items()]  # fmt: skip
@@ -67,7 +70,9 @@ def markdown(report: dict, args) -> str:
         "# The probe beside the span classifier",
         f"{machine_words(report)}; greedy `generate` of {args.tokens} tokens for each of {len(PROMPTS)} prompts, "
         "never stopped; time per token over plain generation (best of the timed runs; the judges' heads are "
-        f"random: their weights do not change the cost). Peak memory {report['peak_rss_mib']:.0f} MiB.",
+        "random: their weights do not change the cost). The probe and the span classifier judge content words "
+        "(`score.words`), which spaCy finds once per completed word; with all words no spaCy runs. Peak memory "
+        f"{report['peak_rss_mib']:.0f} MiB.",
         spec_table(spec, rows),
         ("Quality on `" + args.test + "` (evaluate's metrics, %):") if quality else None,
         table if quality else None,

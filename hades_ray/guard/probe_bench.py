@@ -61,24 +61,6 @@ def _per_token(model, tokenizer, prompts, make, new_tokens: int, repeats: int) -
     return best
 
 
-def paper_sized_generator(folder, tokenizer_source: str) -> str:
-    """A GPT-2 of the paper's size (``plan.measure.GPT2_SMALL``: 12 layers, 768 wide, 1,024 positions) with
-    random weights and ``tokenizer_source``'s tokenizer (its vocabulary), saved as safetensors under
-    ``folder``: a generator whose cost per token is the real one's, with no hub."""
-    import torch
-    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
-
-    from hades_ray.plan.measure import GPT2_SMALL
-
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
-    torch.manual_seed(0)
-    ends = {"bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id}
-    model = GPT2LMHeadModel(GPT2Config(**{**GPT2_SMALL, "vocab_size": len(tokenizer), **ends}))
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
 def random_probe_and_span(folder, generator: str, layer: int = -1, span_window: int = 160) -> tuple[str, str]:
     """A probe on ``generator`` (random head, its context less ``POSITION_MARGIN`` as its window) and an
     online span classifier on the same backbone with a ``span_window``-token window, under ``folder``: the

@@ -37,6 +37,22 @@ def paper_sized_models(device: str, dtype):
     return mlm.eval().to(device=device, dtype=dtype), lm.eval().to(device=device, dtype=dtype)
 
 
+def paper_sized_generator(folder, tokenizer_source: str) -> str:
+    """A GPT-2 of the paper's size (``plan.measure.GPT2_SMALL``: 12 layers, 768 wide, 1,024 positions) with
+    random weights and ``tokenizer_source``'s tokenizer (its vocabulary), saved as safetensors under
+    ``folder``: a generator whose cost per token is the real one's, with no hub."""
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    torch.manual_seed(0)
+    ends = {"bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id}
+    model = GPT2LMHeadModel(GPT2Config(**{**GPT2_SMALL, "vocab_size": len(tokenizer), **ends}))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
 def peak_memory_mib(device: str) -> dict:
     """This process's peak resident memory, and the device's peak allocation on a GPU."""
     peak = {"process_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
