@@ -1,12 +1,8 @@
 """Detector benchmarks (``make bench``): Ray Train throughput, and a learnability check without human labels.
 
-1. Examples/s of the MiniLM span classifier: Ray Train with 1 and 2 workers, and a plain PyTorch loop
-   doing the same steps in one process (aims: Ray overhead < 10 %, 2 workers >= 1.6x; reported as measured).
-2. Learnability: the perturbation job on the shared enwiki leads (subsampled); replaced spans are label 1,
-   untouched content words label 0, split by document; offline and online MiniLM detectors, LR and SVM
-   trained and evaluated on the held-out documents.
-Writes jobs/results/bench_detect.{json,md}. Where the kit's MLM/GPT-2 are not built, micro random-weight
-models stand in (said in the report): the replacements are then random words.
+Examples/s of the MiniLM span classifier on Ray Train (1 and 2 workers) beside a plain PyTorch loop; offline
+and online MiniLM detectors, LR and SVM trained on perturbed enwiki leads and evaluated on held-out documents.
+Writes jobs/results/bench_detect.{json,md}; what each part does: hades_ray/docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -3,10 +3,7 @@
 for the resume check, summary merge, JSONL views), at 1,000 and 10,000 shards, with this checkout's
 engine and with the engine at ``--base`` (a git worktree of that commit), in one run on one server.
 
-The finished output is made as the engine writes one (per shard an ``instances`` and a ``quarantine``
-part and a marker with the planned shard's fingerprint, then the merged views). Each rerun is a child
-process; its figure is the wall and CPU time of ``Executor.run`` in it, start-up not counted. Per shard:
-(time at N - time at ``--small``) / (N - small).
+Writes jobs/results/bench_driver.{json,md}; how the output is made and timed: hades_ray/docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""RANK with and without the shared prefix (``perturb.rank.share_prefix``), side by side in one run.
-
-On the first ``--docs`` demo leads with the local preset (the kit's models where built, in their default
-dtype, one torch thread): MASK, REPLACE and the candidates' causal-LM ids are made once (kept in
-``--work``); then RANK scores every block (``perturb.resources.rank.batch_size`` documents) with sharing
-off and on, alternately, so that both see the same load. It reports each side's RANK busy seconds (CPU
-of ``rank_rows``, and wall) and tokens through the model, its peak resident memory while it works
-(sampled; the model's own is in both), the documents whose kept candidate differs and how far the
-perplexities do, and whether sharing on gives the same bytes with other block sizes (and each document
-alone). Results go to jobs/results/bench_rank.json and .md.
+"""RANK with and without the shared prefix (``perturb.rank.share_prefix``), side by side in one run, on the
+first ``--docs`` demo leads (local preset, one torch thread): each side's busy seconds, tokens through the
+model and peak memory, the documents whose kept candidate differs, and whether sharing gives the same bytes
+with other block sizes. Writes jobs/results/bench_rank.{json,md}; how: hades_ray/docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Scale benchmark of the data path: the perturbation job and the selection rounds, old beside new.
-
-Writes jobs/results/bench_scale.json and .md. Perturbation, with micro random-weight models (the model
-work is not what is measured), on the shared enwiki leads repeated with new ids to N documents: driver
-peak RSS at two corpus sizes (the driver plans and merges; it must not grow with the corpus), documents
-per second, when the first shard finished (as a share of the run), and the driver killed at about 60%
-and the job rerun (shards finished before the kill are never redone). Each run is its own process (its
-``ru_maxrss`` the driver's alone; Ray's workers are other processes); the old data path (commit 52952ae,
-in a git worktree) runs the smaller size beside it. Selection: jobs/bench_scale_select.py.
+"""Scale benchmark of the data path: the perturbation job (micro models, the enwiki leads repeated to N
+documents: driver peak RSS, documents/s, the first shard's finish, a kill at 60% and the rerun) and the
+selection rounds (jobs/bench_scale_select.py), old (commit 52952ae) beside new. Writes
+jobs/results/bench_scale.{json,md}; how each run is made: hades_ray/docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Words/s of ``hades-ray score`` against the naive way (one forward per word, batch 1), side by side.
 
-Variants over the same texts and content words, each in a fresh process (its peak memory its own):
-- causal online (the paper's GPT-2 online detector): one forward per text window vs one per word, with
-  the offline kit's GPT-2 and a GPT-2-sized backbone (random weights: speed does not depend on them);
-- encoder offline and online (MiniLM, the local detector backbone): the per-word windows of all texts
-  batched in equal-length groups vs one forward per word.
-Detector heads are random: speed is the point (tests/score/test_score.py checks that the fast paths give
-the per-word views' scores). Texts: leads of ../shared/data when present, else the embedded demo corpus.
-Writes jobs/results/bench_score.{json,md}.
+Causal online (the kit's GPT-2 and a GPT-2-sized backbone) and encoder offline and online (MiniLM) detectors
+with random heads, each variant in a fresh process. Writes jobs/results/bench_score.{json,md}; how each
+variant runs: hades_ray/docs/benchmarks.md.
 """
 
 from __future__ import annotations

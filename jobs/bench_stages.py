@@ -1,13 +1,7 @@
-"""The perturbation job's model stages on the same leads, for two versions of the code side by side.
-
-For each version (``--before``: a git worktree of the older commit; after: this checkout), each measure in
-its own process (``ru_maxrss`` that process's own):
-  * candidates per second of REPLACE, of RANK and of both, on the first ``--docs`` demo leads with the
-    local preset (the kit's models, one torch thread), the job's four stages in-process on one block;
-  * a digest of every candidate's text and perplexity: the two versions must give the same bytes;
-  * RANK's peak RSS on one 16,000-token block (80 rows x 200 tokens, half a full one) of a GPT-2 with
-    the paper GPT-2's 50,257-token vocabulary (random weights, 2 small layers: the logits take the memory).
-Results go to jobs/results/bench_stages.json and .md.
+"""The perturbation job's model stages on the same leads, for two versions of the code side by side
+(``--before``: a git worktree of the older commit; after: this checkout), each measure in its own process:
+REPLACE's and RANK's candidates per second, a digest of every candidate (the same bytes?) and RANK's peak
+RSS on one 16,000-token block. Writes jobs/results/bench_stages.{json,md}; how: hades_ray/docs/benchmarks.md.
 """
 
 from __future__ import annotations
