@@ -24,6 +24,11 @@ def spec_table(spec: dict, items, align: str = "") -> list[str]:
     return pipe_table(list(spec), ([cell(item) for cell in spec.values()] for item in items), align=align)
 
 
+def cell(key: str, fmt: str = ""):
+    """A ``spec_table`` column: an item's ``key`` formatted with ``fmt`` (``","``, ``".1f"``, ...)."""
+    return lambda item: format(item[key], fmt)
+
+
 def page(*blocks) -> str:
     """A results page: ``blocks`` (a line, or a list of lines such as a ``spec_table``) with a blank line
     between each two, ending in a newline; a None block is left out."""

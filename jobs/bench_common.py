@@ -26,6 +26,7 @@ HOMES = dict.fromkeys(
     ("rss_mib", "descendants", "tree_rss_mib", "Sampler", "ForwardClock", "measured"), "pipeline.meters"
 )
 HOMES |= {"adam_epochs": "train.loop", "machine_facts": "plan.machine"}
+HOMES |= dict.fromkeys(("spec_table", "cell", "page"), "markdown")  # a results page's tables and blocks
 
 
 def __getattr__(name: str):
@@ -188,19 +189,6 @@ def write_results(name: str, report, markdown: str | None = None) -> None:
         print(markdown)
 
 
-def spec_table(spec: dict, items, align: str = "") -> list[str]:
-    """A pipe table (``hades_ray.markdown.pipe_table``) from ``spec``: column header -> a function of one of
-    ``items`` giving its cell; a results page's tables without a hand-built row per item."""
-    from hades_ray.markdown import pipe_table
-
-    return pipe_table(list(spec), ([cell(item) for cell in spec.values()] for item in items), align=align)
-
-
-def cell(key: str, fmt: str = ""):
-    """A ``spec_table`` column: an item's ``key`` formatted with ``fmt`` (``","``, ``".1f"``, ...)."""
-    return lambda item: format(item[key], fmt)
-
-
 class _Help(argparse.RawDescriptionHelpFormatter):
     """A job's description as written, and a flag's default after its help (unless none, off or named there)."""
 
@@ -224,12 +212,6 @@ def options(doc: str, flags: dict, argv=None) -> argparse.Namespace:
             kind["type"] = str if default is None else type(default)
         parser.add_argument(name, **(kind | (more[0] if more else {})))
     return parser.parse_args(argv)
-
-
-def page(*blocks) -> str:
-    """A results page: ``blocks`` (a line, or a list of lines such as a ``spec_table``) with a blank line
-    between each two, ending in a newline; a None block is left out."""
-    return "\n\n".join(b if isinstance(b, str) else "\n".join(b) for b in blocks if b is not None) + "\n"
 
 
 def versus(label: str, before, after, fmt: str = "") -> list:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hades_ray.markdown import page, spec_table
+from hades_ray.markdown import cell, page, spec_table
 from hades_ray.train.detector_set import DETECTOR_KINDS
 
 # Judges by arm prefix: the encoder (online); the causal detector on the kit's GPT-2, cached, and as before its
@@ -59,11 +59,6 @@ def _clauses(checks: dict) -> str:
         + (f", {v['unaligned']} words moved" if v.get("unaligned") else "")
         for k, v in checks.items()
     )
-
-
-def cell(key: str, fmt: str = ""):
-    """A ``spec_table`` column: an item's ``key`` formatted with ``fmt``."""
-    return lambda item: format(item[key], fmt)
 
 
 def markdown(report: dict, machine: str) -> str:

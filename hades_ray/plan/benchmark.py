@@ -4,7 +4,7 @@ and after, and what the aim (5 H200-hours for a 1M-segment pool) asks of one H20
 
 from __future__ import annotations
 
-from hades_ray.markdown import pipe_table
+from hades_ray.markdown import cell, pipe_table, spec_table
 from hades_ray.plan.budget import corpus_plans, flops_per_token
 from hades_ray.plan.machine import describe_machine
 
@@ -12,14 +12,6 @@ PAPER_POOL = 1_000_000  # segments the paper perturbs
 WIKI40B_EN_TRAIN = 2_900_000  # Wiki-40B-en training articles, about 2.9M (issue 11)
 H200_AIM_HOURS = 5.0
 H200_BF16_DENSE_TFLOPS = 989  # NVIDIA's H200 SXM datasheet figure (dense, no sparsity)
-
-
-def _cell(key: str, fmt: str = ""):
-    return lambda item: format(item[key], fmt)
-
-
-def _table(spec: dict, items) -> list[str]:
-    return pipe_table(list(spec), ([cell(item) for cell in spec.values()] for item in items))
 
 
 def _kept(run: dict) -> float:
@@ -46,13 +38,13 @@ def corpus_plans_of(paper: dict, demo: dict, runs: dict) -> dict:
 
 PAIRS = (("paper_sized", "paper-sized"), ("kit", "offline kit"))
 PER_DOC = lambda key, f=",.0f": lambda s: f"{s[key] / max(s['perturbed'], 1):{f}}"  # noqa: E731
-THROUGHPUT = {"models": _cell("model"), "stage": _cell("stage"), "dtype": _cell("dtype")}
-THROUGHPUT |= {"tokens per CPU-second": _cell("tokens_per_cpu_s", ",.0f")}
-THROUGHPUT |= {"tokens per wall-second": _cell("tokens_per_wall_s", ",.0f")}
-THROUGHPUT |= {"token-forwards timed": _cell("token_forwards", ","), "forward calls": _cell("forward_calls")}
-THROUGHPUT |= {"wall s": _cell("wall_seconds", ".1f"), "CPU s": _cell("cpu_seconds", ".1f")}
-THROUGHPUT |= {"peak RSS (MiB)": _cell("process_peak_rss_mib", ",.0f")}
-SAMPLE = {"sample (settings)": _cell("label"), "read": _cell("read")}
+THROUGHPUT = {"models": cell("model"), "stage": cell("stage"), "dtype": cell("dtype")}
+THROUGHPUT |= {"tokens per CPU-second": cell("tokens_per_cpu_s", ",.0f")}
+THROUGHPUT |= {"tokens per wall-second": cell("tokens_per_wall_s", ",.0f")}
+THROUGHPUT |= {"token-forwards timed": cell("token_forwards", ","), "forward calls": cell("forward_calls")}
+THROUGHPUT |= {"wall s": cell("wall_seconds", ".1f"), "CPU s": cell("cpu_seconds", ".1f")}
+THROUGHPUT |= {"peak RSS (MiB)": cell("process_peak_rss_mib", ",.0f")}
+SAMPLE = {"sample (settings)": cell("label"), "read": cell("read")}
 SAMPLE |= {"perturbed": lambda s: f"{s['perturbed']} ({s['perturbed'] / s['read']:.1%})"}
 SAMPLE |= {"filtered out": lambda s: ", ".join(f"{k} {v}" for k, v in s["filtered"].items()) or "none"}
 SAMPLE |= {"spaCy words / read doc": lambda s: f"{s['spacy_words'] / s['read']:.0f}"}
@@ -66,18 +58,18 @@ SAMPLE |= {"MLM calls / doc": PER_DOC("mlm_forward_calls", ".1f")}
 SAMPLE |= {"tokens per MLM call": lambda s: f"{s['mlm_token_forwards_done'] / max(s['mlm_forward_calls'], 1):,.0f}"}
 SAMPLE |= {"GPT-2 tokens / doc": PER_DOC("lm_tokens"), "GPT-2 calls / doc": PER_DOC("lm_forward_calls", ".2f")}
 PLAN = {"throughput": lambda p: p["label"], "corpus": lambda p: p["corpus"]}
-PLAN |= {"read": _cell("documents_read", ","), "perturbed": _cell("documents_perturbed", ",")}
-PLAN |= {"candidates": _cell("candidates", ","), "REPLACE core-h": _cell("replace_device_hours", ",.0f")}
-PLAN |= {"RANK core-h": _cell("rank_device_hours", ",.0f"), "total core-h": _cell("device_hours", ",.0f")}
+PLAN |= {"read": cell("documents_read", ","), "perturbed": cell("documents_perturbed", ",")}
+PLAN |= {"candidates": cell("candidates", ","), "REPLACE core-h": cell("replace_device_hours", ",.0f")}
+PLAN |= {"RANK core-h": cell("rank_device_hours", ",.0f"), "total core-h": cell("device_hours", ",.0f")}
 PLAN |= {
     "REPLACE:RANK actors per 4 cores": lambda p: (
         f"{p['balance']['replace_actors_per_device']}:{p['balance']['rank_actors_per_device']}"
     )
 }
-PLAN |= {"MASK core-h": _cell("prepare_cpu_core_hours", ",.1f")}
-BATCH = {"REPLACE batch (documents)": _cell("replace_batch_size")}
-BATCH |= {"MLM token-forwards": _cell("mlm_token_forwards", ","), "forward calls": _cell("mlm_forward_calls", ",")}
-BATCH |= {"rows per forward": _cell("rows_per_forward"), "tokens per forward": _cell("tokens_per_forward", ",")}
+PLAN |= {"MASK core-h": cell("prepare_cpu_core_hours", ",.1f")}
+BATCH = {"REPLACE batch (documents)": cell("replace_batch_size")}
+BATCH |= {"MLM token-forwards": cell("mlm_token_forwards", ","), "forward calls": cell("mlm_forward_calls", ",")}
+BATCH |= {"rows per forward": cell("rows_per_forward"), "tokens per forward": cell("tokens_per_forward", ",")}
 
 
 def before_after(results: dict) -> list[list]:
@@ -153,15 +145,15 @@ def benchmark_page(results: dict) -> str:
         "# Capacity planner benchmark (hades-ray plan), CPU only",
         machine,
         "## Throughput per CPU core (REPLACE: `fill_masks`; RANK: `perplexities`)",
-        _table(THROUGHPUT, measured),
+        spec_table(THROUGHPUT, measured),
         f"The kit is {ratio['replace']:.1f}x faster per token in REPLACE and {ratio['rank']:.1f}x in RANK than the "
         "paper-sized models; the RANK row's peak RSS includes REPLACE's model.",
         "## The samples' counts (MASK ran, the models did not)",
-        _table(SAMPLE, [runs[k]["sample"] | {"label": label} for k, label in names.items()]),
+        spec_table(SAMPLE, [runs[k]["sample"] | {"label": label} for k, label in names.items()]),
         "enwiki's leads are pre-filtered (5+ regex sentences): its pass share is an upper bound; the demo "
         "corpus's, a lower one. Counts use the kit's tokenizers.",
         "## Plans (CPU core-hours; wall time is hours / cores)",
-        _table(PLAN, plans),
+        spec_table(PLAN, plans),
         "## Before / after (issue 35): RANK's shared prefix, and the rounds' screening with the store",
         pipe_table(["work", "throughput", "before", "after", "after / before"], before_after(results)),
         "RANK's after counts each document's shared prefix once (`jobs/results/bench_rank.md` measures it); "
@@ -170,7 +162,7 @@ def benchmark_page(results: dict) -> str:
         *aim_lines(results),
         f"REPLACE's batches on one shard of the first {results['replace_batch_size'][-1]['replace_batch_size']} "
         "enwiki rows (sequences of one length share a forward; the work does not change):",
-        _table(BATCH, results["replace_batch_size"]),
+        spec_table(BATCH, results["replace_batch_size"]),
         "## Commands",
         [*commands, f"- whole benchmark: `python jobs/bench_plan.py` ({results['wall_s']} s)"],
     )
