@@ -31,22 +31,17 @@ def test_a_child_reports_its_figures_in_one_line_and_a_failing_one_raises():
         child_result([sys.executable, "-c", "import sys; sys.exit(3)"])
 
 
-def test_the_sampler_keeps_the_peak_and_the_forward_clock_counts_forwards():
-    import torch
+def test_the_meters_and_page_writers_are_the_packages():
+    """bench_common names them from the package on first use (tests/pipeline/test_meters.py tests them)."""
+    import jobs.bench_common as common
+    from hades_ray import markdown
+    from hades_ray.pipeline import meters
 
-    from hades_ray.pipeline.laps import Laps
-    from jobs.bench_common import ForwardClock, Sampler
-
-    values = iter(range(1000))
-    with Sampler(lambda: next(values), every=0.001) as sampled:
-        Laps().lap()
-    assert sampled.start == 0 and sampled.peak == max(sampled.samples) >= 1
-    layer = torch.nn.Linear(2, 2)
-    clock = ForwardClock(layer, skip=1)
-    for _ in range(3):
-        layer(torch.zeros(1, 2))
-    seconds, calls = clock.take()
-    assert calls == 2 and seconds >= 0 and clock.take() == (0, 0)
+    assert (common.Sampler, common.ForwardClock, common.measured) == (meters.Sampler, meters.ForwardClock,
+                                                                     meters.measured)  # fmt: skip
+    assert (common.spec_table, common.cell, common.page) == (markdown.spec_table, markdown.cell, markdown.page)
+    with pytest.raises(AttributeError):
+        getattr(common, "no_such_name")  # noqa: B009
 
 
 def test_a_results_page_names_the_commit_that_made_it(tmp_path, monkeypatch):
