@@ -7,7 +7,6 @@ split. Writes jobs/results/bench_probe.{json,md}.
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -16,6 +15,7 @@ from hades_ray import Detector  # noqa: E402
 from hades_ray.guard.probe_bench import compare_quality, generation_cost  # noqa: E402
 from hades_ray.guard.probe_bench import random_probe_and_span  # noqa: E402
 from hades_ray.models.registry import resolve_model  # noqa: E402
+from hades_ray.pipeline import storage  # noqa: E402
 from hades_ray.plan.measure import paper_sized_generator  # noqa: E402
 from jobs.bench_common import cell, kit_or_micro, machine_words, options, page, peak_rss_mib, spec_table  # noqa: E402
 from jobs.bench_common import write_results  # noqa: E402
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     args = options(__doc__, FLAGS, argv)
     kit = resolve_model("local:gpt2") if kit_or_micro() else None
     report = {"generate": {}, "quality": {}, "tokens": args.tokens}
-    with tempfile.TemporaryDirectory() as tmp:
+    with storage.scratch_folder("hades_bench_probe_") as tmp:
         paper = paper_sized_generator(Path(tmp) / "gpt2-paper", kit or resolve_model("local:gpt2"))
         for name, generator in (("kit GPT-2", kit), ("paper-sized GPT-2", paper)):
             if generator:

@@ -48,8 +48,10 @@ def paper_sized_generator(folder, tokenizer_source: str) -> str:
     torch.manual_seed(0)
     ends = {"bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id}
     model = GPT2LMHeadModel(GPT2Config(**{**GPT2_SMALL, "vocab_size": len(tokenizer), **ends}))
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    from hades_ray.pipeline import storage
+
+    storage.save_pretrained(model, folder)
+    storage.save_pretrained(tokenizer, folder)
     return str(folder)
 
 
