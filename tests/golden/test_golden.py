@@ -134,7 +134,12 @@ def inputs(tmp_path_factory, micro_home) -> Inputs:
     return Inputs(tmp_path_factory.mktemp("golden", numbered=True), micro_home)
 
 
-@pytest.mark.parametrize("name", list(JOBS))
+# predict_transformer's span store and Ray actor pool (30-50 s on 2 cores) run in make test-slow; make test
+# keeps predict_lr's Ray predict and score_offline's transformer detector.
+SLOW_JOBS = {"predict_transformer"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_JOBS else n for n in JOBS])
 def test_job_writes_the_recorded_content(name, inputs, request):
     if name in NEEDS_RAY:
         request.getfixturevalue("ray_local")

@@ -244,6 +244,7 @@ def test_offline_detector_is_refused(micro_home, tmp_path, capsys):
     assert "is an lr detector" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the guard on a Ray Data actor pool (15-30 s on 2 cores); make test keeps predict's Ray pool
 def test_ray_executor_writes_what_the_local_one_does(detector, ray_local, tmp_path):
     """Two shards through a Ray Data actor pool: the same records as in-process, and a rerun skips them."""
     prompts = _prompts_file(tmp_path)

@@ -167,6 +167,7 @@ def test_context_lets_the_users_set_values_win_over_its_own_defaults():
     assert (defaults.detect.window_unit, defaults.reproduce.context_windows) == ("words", [5, 10, 20, 40, 80, 160])
 
 
+@pytest.mark.slow  # a Fig. 6 grid trained and read back (25 s on 2 cores); make test keeps the fig6 options' checks
 def test_fig6_command_writes_the_analyses_the_report_reads_and_reads_its_grid_back(
     judged, micro_home, ray_local, tmp_path, capsys
 ):
