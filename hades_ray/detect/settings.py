@@ -23,8 +23,9 @@ class DetectConfig:
     # tokens: as above | words: ``window`` context words besides the span (the paper's Fig. 6 gives no unit)
     window_unit: str = key(TOKENS, choices=WINDOW_UNITS, help="what detect.window counts: subword tokens, or words")
     pooling: str = key("max", choices=("max", "mean"))  # over the span's subword states (max: §4-5)
-    # Which of the backbone's hidden states a span is pooled from: -1 the last (the paper's, and every
-    # detector from before the key), 0 the embeddings, k the output of block k; negatives count from the last.
+    # Which of the backbone's hidden states a span is pooled from: -1 the last (the paper pools the last
+    # layer's hidden states, §4 "Transformer-based models"; and every detector from before the key), 0 the
+    # embeddings, k the output of block k; negatives count from the last.
     # A probe (train --detector probe) reads its generator's states there during generation.
     layer: int = key(-1, "[-1000, 1000]", help="the backbone's hidden state spans are pooled from (-1: the last)")
     mlp_layers: int = key(2, "[1, 16]")  # head depth (2: §5); tanh between layers (§4)
