@@ -43,6 +43,9 @@ def cost(generator: str, probe: str, span: str, args) -> dict:
 
 def main(argv=None) -> int:
     args = options(__doc__, FLAGS, argv)
+    bad = [item for item in args.trained if "=" not in item]
+    if args.trained and (bad or not args.test):  # said before any work
+        sys.exit(f"bench_probe: --trained takes NAME=FOLDER and needs --test (got {' '.join(bad) or 'no --test'})")
     kit = resolve_model("local:gpt2") if kit_or_micro() else None
     report = {"generate": {}, "quality": {}, "tokens": args.tokens}
     with storage.scratch_folder("hades_bench_probe_") as tmp:
