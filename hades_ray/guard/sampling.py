@@ -40,7 +40,12 @@ def generation_config(model, tokenizer, sampling: Sampling):
     if sampling.no_end:
         # A processor that reads no history, so the guarded loop's rejected tokens cannot move it.
         config.suppress_tokens = sorted(set(config.suppress_tokens or []) | end_token_ids(config))
-    return config
+    # Values still unset take transformers' global defaults, as ``generate`` resolves them (top-k 50 where
+    # neither the model nor the user sets one): without this the guarded loop's processors sampled from
+    # another distribution than ``generate`` did under the default settings. Private, as logits_processors.
+    resolved, _ = model._prepare_generation_config(config)
+    resolved.max_length = None  # a default too: max_new_tokens decides
+    return resolved
 
 
 def prepare_tokenizer(tokenizer):

@@ -59,18 +59,20 @@ def _strip(tokens, end):
     return tokens[: tokens.index(end) + 1] if end in tokens else tokens
 
 
-@pytest.mark.parametrize("seed, no_end", [(0, False), (1, True)])
-def test_guard_that_never_flags_draws_generates_tokens(generator, seed, no_end):
+# The model's defaults too: transformers' global ones (top-k 50) fill what neither the model nor the user set.
+@pytest.mark.parametrize("seed, no_end, given", [(0, False, True), (1, True, True), (2, False, False)])
+def test_guard_that_never_flags_draws_generates_tokens(generator, seed, no_end, given):
     from hades_ray.guard.loop import GuardSettings, guarded_generate
     from hades_ray.guard.sampling import Sampling
 
     tokenizer, model = generator
-    sampling = Sampling(max_new_tokens=20, top_k=20, temperature=0.9, no_end=no_end)
+    values = {"top_k": 20, "temperature": 0.9} if given else {}
+    sampling = Sampling(max_new_tokens=20, no_end=no_end, **values)
     judge = LetterJudge("e", threshold=1.5)  # p(H) is at most 1: nothing reaches the threshold
     got = guarded_generate(model, tokenizer, PROMPTS, sampling, judge, GuardSettings(1.5, 3), seed)
     end = model.generation_config.eos_token_id
     extra = {"suppress_tokens": [end]} if no_end else {}
-    expected = _generate_ids(model, tokenizer, PROMPTS, seed, max_new_tokens=20, top_k=20, temperature=0.9, **extra)
+    expected = _generate_ids(model, tokenizer, PROMPTS, seed, max_new_tokens=20, **values, **extra)
     assert [g["tokens"] for g in got] == [_strip(e, end) for e in expected]
     assert judge.calls > 0 and not any(g["interventions"] for g in got)
     if no_end:
