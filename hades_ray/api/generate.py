@@ -79,14 +79,16 @@ def _guard_reference(detector) -> str | None:
 
 
 def _judge(detector, job, model):
-    """The judge of ``job``'s guard: the ``Detector``'s own loaded model, or the folder's, on the generator's
-    device (None: the guard is off)."""
+    """The judge of ``job``'s guard: a probe on ``model`` reads its states; otherwise the ``Detector``'s own
+    loaded model, or the folder's, on the generator's device (None: the guard is off)."""
     from hades_ray.api.detector import Detector
     from hades_ray.guard.judge import open_judge, scorer_judge
+    from hades_ray.guard.probe_judge import probe_guard_judge
 
     if job.detector is None:
         return None
     if isinstance(detector, Detector):
-        return scorer_judge(detector.online_scorer(job.stride), job.threshold, job.words, lang=job.language)
+        probe = probe_guard_judge(detector.detector, model, job.threshold, job.words, lang=job.language)
+        return probe or scorer_judge(detector.online_scorer(job.stride), job.threshold, job.words, lang=job.language)
     device = str(next(model.parameters()).device)
-    return open_judge(job.detector, job.threshold, job.words, device, job.stride, lang=job.language)
+    return open_judge(job.detector, job.threshold, job.words, device, job.stride, lang=job.language, generator=model)

@@ -10,6 +10,8 @@ called once per generation step with every waiting row's ``(row, prefix, chunk)`
 - ``CausalJudge`` (hades_ray/detect/incremental.py): a causal backbone, scored incrementally with each
   row's key/value cache: about one forward per generated token.
 - ``HttpJudge`` (hades_ray/guard/http_judge.py): a detector served by ``hades-ray serve``.
+- ``ProbeGuardJudge`` (hades_ray/guard/probe_judge.py): a probe on the generator itself, reading the
+  states the generator's own forwards compute: no forward of its own.
 """
 
 from __future__ import annotations
@@ -19,19 +21,33 @@ from hades_ray.text.languages import Language
 
 
 def open_judge(
-    guard: str, threshold: float | None, words: str = "content", device: str = "cpu", stride: int = 0, *, lang: Language
+    guard: str,
+    threshold: float | None,
+    words: str = "content",
+    device: str = "cpu",
+    stride: int = 0,
+    *,
+    lang: Language,
+    generator=None,
 ):
-    """The judge for ``--guard``: a served detector's URL, or an online detector folder, scored by the
-    route the detector takes online (``Detector.route``): windows (a causal backbone, a window in tokens)
-    get the cached judge, with ``stride`` as ``score.stride``; views score each word's own view. ``lang``:
-    the generated text's language (a served detector cuts words in the service's)."""
+    """The judge for ``--guard``: a served detector's URL, or an online detector folder. A probe whose
+    backbone is ``generator`` (the loaded causal LM) reads the generator's own states (no second forward,
+    ``guard/probe_judge.py``); any other detector is scored by the route it takes online
+    (``Detector.route``): windows (a causal backbone, a window in tokens) get the cached judge, with
+    ``stride`` as ``score.stride``; views score each word's own view. ``lang``: the generated text's
+    language (a served detector cuts words in the service's)."""
     from hades_ray.detect.detector import Detector
     from hades_ray.guard.http_judge import HttpJudge, is_url
+    from hades_ray.guard.probe_judge import probe_guard_judge
 
     if is_url(guard):
         return HttpJudge(guard, threshold)
     detector = Detector.open(guard)
     detector.require_online()
+    if generator is not None:
+        judge = probe_guard_judge(detector, generator, threshold, words, lang=lang)
+        if judge is not None:
+            return judge
     return scorer_judge(detector.scorer("online", device, stride=stride), threshold, words, lang=lang)
 
 

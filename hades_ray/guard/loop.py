@@ -29,6 +29,7 @@ values are the same.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from dataclasses import dataclass
 
@@ -69,19 +70,29 @@ def guarded_generate(
         return Row(TokenText(tokenizer, prompt_ids), ends, sampling.max_new_tokens)
 
     rows = [new_row(r[m.bool()].tolist()) for r, m in zip(ids, mask)]
-    step = _Stepper(model, int(config.pad_token_id), mask.sum(dim=1).tolist(), device)
-    refill = _Refill(step, tokenizer, prompts, slots, new_row, processors)
-    judge.begin(slots)
-    torch.manual_seed(seed)
+    # A judge reading the generator's own states (a probe on it: guard/probe_judge.py) keeps them per slot.
+    reading = getattr(judge, "reading", None)
+    with reading(model, rows) if reading else contextlib.nullcontext() as states:
+        step = _Stepper(model, int(config.pad_token_id), mask.sum(dim=1).tolist(), device, states)
+        refill = _Refill(step, tokenizer, prompts, slots, new_row, processors)
+        judge.begin(slots)
+        torch.manual_seed(seed)
+        return _steps(model, ids, mask, rows, step, refill, processors, judge, guard, sampling, slots, len(prompts))
+
+
+def _steps(model, ids, mask, rows, step, refill, processors, judge, guard, sampling, slots, prompts) -> list[dict]:
+    """The prompts' forward, then a step per token until every prompt is done (``guarded_generate``)."""
     cache = growing_cache(model)  # appends a step's columns in place, not by copying the cache
     out = model(input_ids=ids, attention_mask=mask, cache=cache, use_cache=True, **step.prefill_inputs(mask))
-    if slots < len(prompts):
+    if step.states is not None:
+        step.states.prompts(list(range(slots)), mask)
+    if slots < prompts:
         _layers(cache_of(out))  # a cache slots cannot refill fails before any token is drawn
     # Steps no run can need: each word position takes at most ``max_retries`` rejections, each of at most
     # ``budget`` tokens, and a rollback never reaches behind an accepted word; times the prompts one slot
     # can serve.
     budget = sampling.max_new_tokens
-    bound = (budget * (1 + guard.max_retries * (budget + 2)) + 2) * (len(prompts) - slots + 1)
+    bound = (budget * (1 + guard.max_retries * (budget + 2)) + 2) * (prompts - slots + 1)
     for _ in range(bound):
         if all(r.done or r.finishing for r in rows):  # nobody needs a token: draw none, as ``generate`` stops
             tokens, raw = [None] * len(rows), [None] * len(rows)
@@ -121,8 +132,9 @@ def _redraw(taken_back: list[int], rows: list[Row], processors, ids: torch.Tenso
 class _Stepper:
     """Appends each step's tokens to the batch (a masked pad for a row with none) and runs the model."""
 
-    def __init__(self, model, pad: int, prompt_lengths: list[int], device):
+    def __init__(self, model, pad: int, prompt_lengths: list[int], device, states=None):
         self.model, self.pad, self.lengths, self.device = model, pad, prompt_lengths, device
+        self.states = states  # GeneratorStates, where the judge reads the generator's own states
         takes = inspect.signature(model.forward).parameters
         self.takes_positions = "position_ids" in takes
         # ``generate`` asks a model that can for the last position's scores only on the prompt's forward
@@ -153,6 +165,8 @@ class _Stepper:
             at = [[n + max(len(r.kept) - 1, 0)] for n, r in zip(self.lengths, rows)]
             positions = {"position_ids": torch.tensor(at, device=self.device)}
         out = self.model(input_ids=feed, attention_mask=mask, cache=cache_of(out), use_cache=True, **positions)
+        if self.states is not None:
+            self.states.fed({i: len(r.text.prompt_ids) + len(r.kept) for i, r in enumerate(rows) if r.feed is not None})
         return ids, mask, out
 
     def place(self, slots: list[int], new_ids, new_mask, ids, mask, cache, prompt_kv):
@@ -208,6 +222,7 @@ class _Refill:
         self.queue = list(range(slots, len(prompts)))
         self.ready: list[tuple] = []  # (prompt, ids, mask, keys and values per layer, last scores)
         self.results: list[dict | None] = [None] * len(prompts)
+        self.waiting_states: dict[int, torch.Tensor] = {}  # prompt -> its states, for a judge reading them
 
     def done_rows(self, rows: list[Row], ids, mask, out):
         """Keep the results of rows just done; give their slots the next prompts and draw each one's first
@@ -226,6 +241,8 @@ class _Refill:
             k, new_ids, new_mask, new_kv, last = self._next(ids.device)
             ids, mask = self.step.place([i], new_ids, new_mask, ids, mask, cache_of(out), new_kv)
             rows[i] = self.new_row(new_ids[0, new_mask[0].bool()].tolist())
+            if self.step.states is not None:
+                self.step.states.placed(i, self.waiting_states.pop(k))
             self.owner[i] = k
             scores.append(last)
         ids, mask = self.step.trim(rows, ids, mask, cache_of(out))
@@ -250,6 +267,8 @@ class _Refill:
                 pad = int((new_mask[j] == 0).sum())  # its left padding stays behind: it would widen the batch
                 kv = [(layer.keys[j : j + 1, :, pad:], layer.values[j : j + 1, :, pad:]) for layer in layers]
                 last = prompt_out.logits[j, -1].to(dtype=torch.float32, copy=True)  # not a view of all scores
+                if self.step.states is not None:
+                    self.waiting_states[k] = self.step.states.waiting(j, pad)
                 self.ready.append((k, new_ids[j : j + 1, pad:], new_mask[j : j + 1, pad:], kv, last))
         return self.ready.pop(0)
 

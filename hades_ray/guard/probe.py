@@ -66,13 +66,40 @@ def _same_embeddings(model, source: str) -> bool:
     return False
 
 
+class LayerTap:
+    """Hooks on a generator's base model handing each forward's states at ``layer`` (-1: the last hidden
+    state) to ``keep(states, prefill)``; every layer's states are asked for only where ``layer`` needs them.
+    A prefill is a forward with no cache, or an empty one. ``close()`` removes the hooks."""
+
+    def __init__(self, model, layer: int, keep):
+        self.layer, self.keep = layer, keep
+        base = model.base_model
+        self._hooks = [base.register_forward_pre_hook(self._ask, with_kwargs=True),
+                       base.register_forward_hook(self._kept, with_kwargs=True)]  # fmt: skip
+
+    def _ask(self, module, args, kwargs):
+        cache = kwargs.get("cache", kwargs.get("past_key_values"))
+        self._prefill = cache is None or cache.get_seq_length() == 0
+        return args, ({**kwargs, "output_hidden_states": True} if self.layer != -1 else kwargs)
+
+    def _kept(self, module, args, kwargs, out):
+        states = out.last_hidden_state if self.layer == -1 else out.hidden_states[self.layer]
+        self.keep(states.detach(), self._prefill)
+
+    def close(self) -> None:
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks = []
+
+
 class ProbeJudge:
-    """A ``TextStream`` judge whose p(H) comes from the kept generator states of the text being fed
-    (``current``: the text, each token's end in it, whether it is real, and the states run so far)."""
+    """A judge whose p(H) comes from the kept generator states of each row's text (``current[row]``: the
+    text, each token's end in it, whether it is real, and the states run so far)."""
 
     def __init__(self, head, pooling: str):
         self.head, self.pooling = head, pooling
-        self.current: tuple[str, np.ndarray, np.ndarray, torch.Tensor] | None = None
+        # row -> (text, each token's end in it, whether it is real, its states: a tensor or a list of them)
+        self.current: dict[int, tuple[str, np.ndarray, np.ndarray, torch.Tensor | list]] = {}
 
     def begin(self, rows: int) -> None:
         """Nothing to reset: ``GenerationProbe`` sets ``current`` before each feed."""
@@ -83,9 +110,9 @@ class ProbeJudge:
         newest token, whose state the next forward computes."""
         from hades_ray.detect.stable import head_probabilities, pool_span
 
-        text, ends, real, states = self.current
         pooled, sizes = [], []
-        for _, words, first, last in requests:
+        for row, words, first, last in requests:
+            text, ends, real, states = self.current[row]
             starts, at = [], 0
             for word in words:  # a text's units are its substrings, in order
                 at = text.index(word, at)
@@ -100,9 +127,9 @@ class ProbeJudge:
                     own = np.flatnonzero(ends <= starts[la] + len(words[la]))[-1:]
                 if own[-1] >= len(states):
                     raise _NotYet
-                index = torch.as_tensor(own, device=states.device)
-                mask = torch.ones((1, len(own)), dtype=torch.bool, device=states.device)
-                pooled.append(pool_span(states[index][None], mask, self.pooling))
+                span = torch.stack([states[k] for k in own.tolist()])
+                mask = torch.ones((1, len(own)), dtype=torch.bool, device=span.device)
+                pooled.append(pool_span(span[None], mask, self.pooling))
             sizes.append(len(first))
         p = np.zeros(0)
         if pooled:
@@ -128,31 +155,21 @@ class GenerationProbe(StoppingCriteria):
     def __init__(self, model, tokenizer, head, settings: dict, stream_of, stop: bool = True, threads: int = 0):
         check_generator(model, settings)
         self.tokenizer, self.stop, self.stream_of, self.threads = tokenizer, stop, stream_of, threads
-        self.layer = int(settings.get("layer", -1))
         self.judge = ProbeJudge(head.to(model.device), settings["pooling"])
         self.chunks: list[torch.Tensor] = []  # each forward's states, [rows, new tokens, hidden]
         self.words: list[list[dict]] = []
         self.stopped: list[dict | None] = []
         self._rows: list[dict] | None = None
-        base = model.base_model
-        self._hooks = [base.register_forward_pre_hook(self._ask, with_kwargs=True),
-                       base.register_forward_hook(self._keep, with_kwargs=True)]  # fmt: skip
+        self._tap = LayerTap(model, int(settings.get("layer", -1)), self._keep)
 
-    def _ask(self, module, args, kwargs):
-        cache = kwargs.get("cache", kwargs.get("past_key_values"))
-        if cache is None or cache.get_seq_length() == 0:  # a prefill: a new generation
+    def _keep(self, states: torch.Tensor, prefill: bool) -> None:
+        if prefill:  # a new generation
             self.chunks, self._rows = [], None
-        return args, ({**kwargs, "output_hidden_states": True} if self.layer != -1 else kwargs)
-
-    def _keep(self, module, args, kwargs, out):
-        states = out.last_hidden_state if self.layer == -1 else out.hidden_states[self.layer]
-        self.chunks.append(states.detach())
+        self.chunks.append(states)
 
     def close(self) -> None:
         """Remove the hooks: the generator runs as it did before."""
-        for hook in self._hooks:
-            hook.remove()
-        self._hooks = []
+        self._tap.close()
 
     def __enter__(self) -> GenerationProbe:
         return self
@@ -195,7 +212,7 @@ class GenerationProbe(StoppingCriteria):
         added = full[row["fed"] :] if row.get("fed") is not None and row["stream"].lang.spaced else ""
         if added.isalnum():  # letters that extend the last word complete no word: the stream would cut,
             return  # tag and find nothing (its words do not depend on how the text was chunked)
-        self.judge.current = (full, np.array(row["ends"]), _real(full, row["ends"]), states)
+        self.judge.current = {row["stream"].row: (full, np.array(row["ends"]), _real(full, row["ends"]), states)}
         try:
             found = row["stream"].feed(full)
         except _NotYet:  # the newest token finished a target: it is judged after the next forward

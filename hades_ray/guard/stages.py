@@ -144,7 +144,9 @@ class GenerateStage(Stage):
         job = self.job
         self.judge = None
         if job.detector:
-            self.judge = open_judge(job.detector, job.threshold, job.words, device, job.stride, lang=job.language)
+            self.judge = open_judge(
+                job.detector, job.threshold, job.words, device, job.stride, lang=job.language, generator=self.model
+            )
 
     def process(self, batch: pa.Table) -> dict[str, list]:
         rows = batch.select(list(self.inputs)).to_pylist()

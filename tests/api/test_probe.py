@@ -157,6 +157,68 @@ def test_another_generator_or_a_detector_that_is_no_probe_is_refused(probe_folde
         Detector.open(causal_online).probe(model, tokenizer)
 
 
+GUARD_PROMPTS = ["the city of", "in 1990 the band released their first album", "he was born in", "x"]
+
+
+def _watched(det, model, tokenizer, prompt: str, new_ids: list[int]) -> list[dict]:
+    """The watcher's words (``Detector.probe`` on ``model.generate``) for ``prompt`` continued by ``new_ids``."""
+    from transformers import LogitsProcessorList, StoppingCriteriaList
+
+    ids = tokenizer(prompt, return_tensors="pt").input_ids
+    forced = Forced(new_ids)
+    forced.start = ids.shape[1]
+    with det.probe(model, tokenizer, words="all", stop=False) as probe:
+        processors, criteria = LogitsProcessorList([forced]), StoppingCriteriaList([probe])
+        model.generate(ids, max_new_tokens=len(new_ids), do_sample=False, pad_token_id=0,
+                       logits_processor=processors, stopping_criteria=criteria)  # fmt: skip
+    return probe.words[0]
+
+
+def test_the_guard_reads_a_probe_from_the_generators_own_forwards(probe_folder, generator, monkeypatch):
+    """``hades_ray.guarded_generate`` with a probe on its own generator adds no forward and loads no
+    backbone; with words taken back and slots refilled, every kept word but the last has the watcher's
+    p(H) on the final tokens (the last: the watcher never judges the word generate stops in)."""
+    from transformers.models.gpt2 import modeling_gpt2
+
+    from hades_ray import guarded_generate
+    from hades_ray.detect import model as span_model
+
+    tokenizer, model = generator
+    det = Detector.open(probe_folder)
+    monkeypatch.setattr(span_model, "load_backbone", lambda *a, **k: pytest.fail("the guard loaded a backbone"))
+    forwards, original = [], modeling_gpt2.GPT2Model.forward
+    monkeypatch.setattr(
+        modeling_gpt2.GPT2Model, "forward", lambda self, *a, **k: forwards.append(1) or original(self, *a, **k)
+    )
+    settings = {"max_new_tokens": 12, "seed": 3, "words": "all", "no_end": True}
+    judged = guarded_generate(model, tokenizer, GUARD_PROMPTS, det, threshold=1.0, **settings)
+    guarded = len(forwards)
+    forwards[:] = []
+    assert [r["token_ids"] for r in guarded_generate(model, tokenizer, GUARD_PROMPTS, **settings)] == [
+        r["token_ids"] for r in judged
+    ]  # the guard off: model.generate, the same tokens
+    # generate's forwards and the guarded loop's one more, which feeds the last token: the probe's judge of
+    # the last word reads its state (generate never feeds the token it samples last)
+    assert len(forwards) + 1 == guarded and all(r["words"] for r in judged)
+    p = sorted(w["p"] for r in judged for w in r["words"])
+    resampled = guarded_generate(model, tokenizer, GUARD_PROMPTS, det, threshold=p[len(p) // 2], slots=2, **settings)
+    assert sum(len(r["events"]) for r in resampled) > 0
+    # Words pair up by their end: a chunk that continues the prompt's last word ("album" + "pes") is judged
+    # as the whole word, which the guard reports from the chunk on. Where the micro model's random tokens
+    # join odd pieces (a letter, then a kana) the two cut words differently and do not pair; every pair agrees.
+    kept, paired = 0, 0
+    for record in resampled:
+        watched = {w["end"]: w for w in _watched(det, model, tokenizer, record["prompt"], record["token_ids"])}
+        for word in record["words"]:
+            if word["end"] < len(record["text"]):
+                kept += 1
+                other = watched.get(word["end"])
+                if other and other["start"] <= word["start"]:
+                    paired += 1
+                    assert word["p"] == pytest.approx(other["p"], abs=TOLERANCE)
+    assert paired >= 0.75 * kept > 0
+
+
 def test_the_probe_beside_the_span_classifier(probe_folder, causal_online, generator, tmp_path):
     from hades_ray.guard.probe_bench import compare_quality, generation_cost
 
