@@ -25,8 +25,9 @@ def spec_table(spec: dict, items, align: str = "") -> list[str]:
 
 
 def cell(key: str, fmt: str = ""):
-    """A ``spec_table`` column: an item's ``key`` formatted with ``fmt`` (``","``, ``".1f"``, ...)."""
-    return lambda item: format(item[key], fmt)
+    """A ``spec_table`` column: an item's ``key`` formatted with ``fmt`` (``","``, ``".1f"``, ...); None, a
+    figure that does not apply, is a dash."""
+    return lambda item: "-" if item[key] is None else format(item[key], fmt)
 
 
 def page(*blocks) -> str:
