@@ -1,7 +1,8 @@
 """The probe beside the span classifier: the paper's metrics on one HaDes-format test split (Tables 2-3
-form, ``evaluate``'s own numbers), and what judging costs ``model.generate`` per generated token against
+form, ``evaluate``'s own numbers), what judging costs ``model.generate`` per generated token against
 plain generation (the probe reads the generator's states; the span classifier's stopping criterion runs
-its own backbone over the text).
+its own backbone over the text), and what the guard costs against plain sampling with the same prompts,
+settings and seed, with nothing flagged and with words taken back.
 """
 
 from __future__ import annotations
@@ -74,3 +75,45 @@ def random_probe_and_span(folder, generator: str, layer: int = -1, span_window: 
     window = config_positions(generator_config(generator)) - POSITION_MARGIN
     probe = random_detector(Path(folder) / "probe", generator, "online", window, layer=layer, probe=True)
     return probe, random_detector(Path(folder) / "span", generator, "online", span_window)
+
+
+def guard_cost(model, tokenizer, prompts: list[str], judges: dict, sampling, repeats: int = 3, seed: int = 0):
+    """Seconds per kept token of ``guarded_generate`` over ``prompts`` (one batch) with each judge of
+    ``judges`` (name -> ``(judge, max_retries)``), against ``plain_generate`` with the same ``sampling`` and
+    ``seed``: ``{name: {"s_per_token", "ratio", "words_taken_back", "ms_per_word_taken_back"}}``, the best of
+    ``repeats`` runs after one warm-up. A word taken back costs the steps it is drawn again in: its time is
+    the arm's time beyond plain generation's for the same kept tokens, per word taken back."""
+    from hades_ray.guard.loop import GuardSettings, guarded_generate
+    from hades_ray.guard.sampling import plain_generate
+
+    def plain() -> tuple[int, int]:
+        return sum(len(t) for t in plain_generate(model, tokenizer, prompts, sampling, seed)), 0
+
+    def guarded(judge, retries: int):
+        def run() -> tuple[int, int]:
+            settings = GuardSettings(judge.threshold, retries)
+            got = guarded_generate(model, tokenizer, prompts, sampling, judge, settings, seed)
+            return sum(len(g["tokens"]) for g in got), sum(len(g["interventions"]) for g in got)
+
+        return run
+
+    base, _, _ = _best(plain, repeats)
+    out = {"plain": {"s_per_token": base, "ratio": 1.0, "words_taken_back": 0, "ms_per_word_taken_back": None}}
+    for name, (judge, retries) in judges.items():
+        cost, tokens, taken = _best(guarded(judge, retries), repeats)
+        extra = 1e3 * (cost - base) * tokens / taken if taken else None
+        out[name] = {"s_per_token": cost, "ratio": cost / base, "words_taken_back": taken}
+        out[name]["ms_per_word_taken_back"] = extra
+    return out
+
+
+def _best(run, repeats: int) -> tuple[float, int, int]:
+    """(the best seconds per kept token of ``repeats`` timed calls of ``run`` after a warm-up, its kept
+    tokens, its words taken back); ``run`` returns (kept tokens, words taken back), the same every call."""
+    best, tokens, taken = math.inf, 0, 0
+    for k in range(repeats + 1):
+        started = time.perf_counter()
+        tokens, taken = run()
+        if k:
+            best = min(best, (time.perf_counter() - started) / max(tokens, 1))
+    return best, tokens, taken
