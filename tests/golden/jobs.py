@@ -214,10 +214,10 @@ def select_round_1(inputs: Inputs, out: Path) -> tuple[str, ...]:
     return ("pool",)
 
 
-def _predict(detector: str) -> Callable[[Inputs, Path], tuple[str, ...]]:
+def _predict(detector: str, *extra: str) -> Callable[[Inputs, Path], tuple[str, ...]]:
     def job(inputs: Inputs, out: Path) -> tuple[str, ...]:
         model = getattr(inputs, detector)
-        args = ["predict", "--model", str(model), "--data", str(inputs.hades_files["test"])]
+        args = ["predict", "--model", str(model), "--data", str(inputs.hades_files["test"]), *extra]
         assert main([*args, "--output", str(out / "test.pred.jsonl"), "--skip-bad"]) == 0
         assert (out / "quarantine.jsonl").read_text().strip()  # the bad line, with its reason
         return ()
@@ -235,7 +235,8 @@ JOBS: dict[str, Callable[[Inputs, Path], tuple[str, ...]]] = {
     "select_round_0": select_round_0,
     "select_round_1": select_round_1,
     "predict_transformer": _predict("offline_detector"),
-    "predict_lr": _predict("lr_detector"),
+    # In this process: predict's Ray executor is predict_transformer's (make test-slow) and detect/test_cli's.
+    "predict_lr": _predict("lr_detector", "--executor", "local"),
 }
 # Jobs that train or score through Ray (Ray Train, Ray Data) whatever their executor.
 NEEDS_RAY = {"score_lr", "select_round_0", "select_round_1", "predict_transformer", "predict_lr"}

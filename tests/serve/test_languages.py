@@ -1,21 +1,19 @@
-"""``hades-ray serve`` in other Wiki-40B languages: a request names its texts' language (default: the
-service's), gets the bytes ``hades-ray score --language`` writes, with character offsets into its text;
-an unknown language is a 422 with one line; an Arabic heatmap page is right to left."""
+"""``hades-ray serve``'s scorer in other Wiki-40B languages: each request is cut in its own language within
+one batch, with character offsets into its text, and an unknown language is refused in one line (over
+HTTP, on the served app of tests/serve/test_serve.py: the bytes ``score --language`` writes, a 422, an
+Arabic heatmap page right to left)."""
 
 from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
-from hades_ray.cli import main
 from hades_ray.config import load_config
 from hades_ray.serve.scoring import RequestError, ServiceScorer, records_body
 from tests.score.test_languages import SAMPLES
 from tests.score.test_score import TEXTS
 from tests.detectors import detector_folder
-from tests.serve import running
 
 SETTINGS = ["spacy_model=blank", "languages.en.spacy_model=auto", "serve.num_cpus=0.5"]
 
@@ -51,31 +49,3 @@ def test_an_unknown_language_is_refused_with_one_line(scorer):
         scorer.table(["a text"], "xx")
     assert refused.value.status == 422 and "unknown language 'xx'" in refused.value.reason
     assert "\n" not in refused.value.reason
-
-
-@pytest.fixture(scope="module")
-def client(detector, ray_local):
-    with running.served(detector, SETTINGS, "", "hades-languages") as url:
-        with httpx.Client(base_url=url, timeout=60) as c:
-            yield c
-
-
-def test_served_bytes_are_what_score_writes_in_that_language(client, detector, tmp_path):
-    reply = client.post("/score", json={"text": SAMPLES["ar"], "language": "ar"})
-    out = tmp_path / "out"
-    sets = [x for s in SETTINGS for x in ("--set", s)]
-    args = ["score", "--model", str(detector), "--output", str(out), "--executor", "local", "--text", SAMPLES["ar"]]
-    assert main([*args, "--language", "ar", *sets]) == 0
-    line = (out / "scores.jsonl").read_text(encoding="utf-8").strip()
-    assert reply.status_code == 200 and reply.content == ('{"results": [' + line + "]}").encode()
-    assert client.get("/healthz").json()["language"] == "en"
-
-
-def test_a_bad_language_is_a_422_with_one_line_and_the_arabic_page_is_right_to_left(client):
-    for body in ({"text": "a text", "language": "xx"}, {"text": "a text", "language": 3}):
-        reply = client.post("/score", json=body)
-        assert reply.status_code == 422 and reply.json()["error"].startswith("language")
-        assert "\n" not in reply.json()["error"]
-    page = client.get("/heatmap", params={"text": SAMPLES["ar"], "language": "ar"})
-    assert page.status_code == 200 and '<p class="text" dir="rtl" lang="ar">' in page.text
-    assert client.get("/heatmap", params={"text": "a text", "language": "xx"}).status_code == 422

@@ -1,6 +1,8 @@
 """``hades-ray serve``'s application on loopback, through a real HTTP client: the bytes ``hades-ray score``
 writes, words as a text streams in, a 4xx with a one-line reason for every bad request, the bearer
-token, an inert ``<script>`` in the heatmap page, and a short load test. One app for the module."""
+token, an inert ``<script>`` in the heatmap page, a short load test, and a text in another language (the
+bytes ``score --language`` writes, a 422 for an unknown one, an Arabic page right to left). One app for the
+module."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 
 from hades_ray.cli import main
+from tests.score.test_languages import SAMPLES
 from tests.score.test_score import TEXTS, _Elements
 from tests.detectors import detector_folder
 from tests.serve import running
@@ -18,7 +21,9 @@ from tests.serve import running
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 MAX_CHARS, MAX_TEXTS, MAX_BYTES = 400, 4, 4096
+# Blank spaCy pipelines for the other languages (English keeps its own): the language tests share the app.
 SETTINGS = [f"score.max_chars={MAX_CHARS}", "score.words=all", "serve.num_cpus=0.5"]
+SETTINGS += ["spacy_model=blank", "languages.en.spacy_model=auto"]
 SETTINGS += [f"serve.max_texts_per_request={MAX_TEXTS}", f"serve.max_request_bytes={MAX_BYTES}"]
 
 
@@ -197,3 +202,24 @@ def test_concurrent_clients_get_no_errors(url, capsys):
             f"{figures['texts_per_s']:.1f} requests/s, p50 {figures['p50_ms']:.0f} ms, p99 {figures['p99_ms']:.0f} ms"
         )
     assert errors == [] and figures["requests"] >= clients
+
+
+def test_served_bytes_are_what_score_writes_in_that_language(client, detector, tmp_path):
+    reply = client.post("/score", json={"text": SAMPLES["ar"], "language": "ar"})
+    out = tmp_path / "out"
+    sets = [x for s in SETTINGS for x in ("--set", s)]
+    args = ["score", "--model", str(detector), "--output", str(out), "--executor", "local", "--text", SAMPLES["ar"]]
+    assert main([*args, "--language", "ar", *sets]) == 0
+    line = (out / "scores.jsonl").read_text(encoding="utf-8").strip()
+    assert reply.status_code == 200 and reply.content == ('{"results": [' + line + "]}").encode()
+    assert client.get("/healthz").json()["language"] == "en"
+
+
+def test_a_bad_language_is_a_422_with_one_line_and_the_arabic_page_is_right_to_left(client):
+    for body in ({"text": "a text", "language": "xx"}, {"text": "a text", "language": 3}):
+        reply = client.post("/score", json=body)
+        assert reply.status_code == 422 and reply.json()["error"].startswith("language")
+        assert "\n" not in reply.json()["error"]
+    page = client.get("/heatmap", params={"text": SAMPLES["ar"], "language": "ar"})
+    assert page.status_code == 200 and '<p class="text" dir="rtl" lang="ar">' in page.text
+    assert client.get("/heatmap", params={"text": "a text", "language": "xx"}).status_code == 422
