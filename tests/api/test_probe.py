@@ -233,6 +233,28 @@ def test_the_probe_beside_the_span_classifier(probe_folder, causal_online, gener
     assert set(cost) == {"plain", "probe", "span"} and all(c["s_per_token"] > 0 for c in cost.values())
 
 
+def test_the_guards_cost_counts_the_words_it_takes_back(probe_folder, generator):
+    import copy
+
+    from hades_ray.guard.probe_bench import guard_cost
+    from hades_ray.guard.probe_judge import probe_guard_judge
+    from hades_ray.guard.sampling import Sampling, prepare_tokenizer
+    from hades_ray.text.languages import DEFAULT_LANGUAGE
+
+    tokenizer, model = generator
+    tokenizer = prepare_tokenizer(copy.deepcopy(tokenizer))
+    det = Detector.open(probe_folder).detector
+    judges = {
+        k: (probe_guard_judge(det, model, cut, "all", lang=DEFAULT_LANGUAGE), 2)
+        for k, cut in (("quiet", 1.0), ("all", 0.0))
+    }
+    cost = guard_cost(model, tokenizer, GUARD_PROMPTS, judges, Sampling(max_new_tokens=6, no_end=True), repeats=1)
+    assert cost["plain"]["ratio"] == 1.0 and cost["quiet"]["words_taken_back"] == 0
+    assert cost["quiet"]["ms_per_word_taken_back"] is None
+    # threshold 0 flags every word: each is drawn again twice (its retries), so at least 2 per prompt
+    assert cost["all"]["words_taken_back"] >= 2 * len(GUARD_PROMPTS) and cost["all"]["s_per_token"] > 0
+
+
 def test_every_view_of_a_text_longer_than_the_context_fits_the_generators_positions():
     """A view cut inside a long text starts at a word without its leading space, which the kit's byte-level
     BPE may split into more tokens than the whole text gave it (258 for a 256-token window here): the
