@@ -131,6 +131,33 @@ def test_the_probe_adds_no_forward_and_loads_no_backbone(probe_folder, generator
     assert len(forwards) == plain and probe.words[0]
 
 
+def test_a_left_padded_batch_judges_each_row_as_alone(probe_folder, generator):
+    """Rows of a batch padded on the left (prompts of different lengths): each row's words and p(H) are
+    those of its prompt generated alone, to the cached forwards' rounding."""
+    from transformers import LogitsProcessorList, StoppingCriteriaList
+
+    tokenizer, model = generator
+    det = Detector.open(probe_folder)
+    prompts, tokens = ["the river was built in", "it"], tokenizer(CONTINUATION).input_ids[1:-1]
+
+    def watched(texts: list[str]) -> list[list[dict]]:
+        tokenizer.padding_side = "left"
+        enc = tokenizer(texts, return_tensors="pt", padding=True, return_token_type_ids=False)
+        forced = Forced(tokens)
+        forced.start = enc["input_ids"].shape[1]
+        with det.probe(model, tokenizer, words="all", stop=False) as probe:
+            processors, criteria = LogitsProcessorList([forced]), StoppingCriteriaList([probe])
+            model.generate(**enc, max_new_tokens=len(tokens), do_sample=False, pad_token_id=tokenizer.pad_token_id,
+                           logits_processor=processors, stopping_criteria=criteria)  # fmt: skip
+        return probe.words
+
+    together = watched(prompts)
+    for prompt, words in zip(prompts, together):
+        (alone,) = watched([prompt])
+        assert [w["word"] for w in words] == [w["word"] for w in alone] and len(words) >= 3
+        assert all(a["p"] == pytest.approx(b["p"], abs=TOLERANCE) for a, b in zip(words, alone))
+
+
 def test_a_row_stops_at_its_first_flagged_word(probe_folder, generator):
     tokenizer, model = generator
     with Detector.open(probe_folder).probe(model, tokenizer, threshold=0.0, words="all") as probe:
