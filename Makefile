@@ -55,8 +55,7 @@ report: demo demo-loop
 		$$(for k in 1 2; do m=out/demo-loop/round-00$$k/detector/model; test -d $$m && echo --detector round$$k=$$m; done) \
 		--split all --min-round 2 --analyses out/analyses/analyses.json --output out/report
 
-# Two pytest workers, a test file each at a time (module fixtures stay shared within a file; the longest
-# files first, tests/conftest.LONGEST_FIRST): most tests
+# Two pytest workers, a test file each at a time (module fixtures stay shared within a file): most tests
 # wait on Ray's start-up, actors and subprocesses more than they compute, so two halve the wall time on
 # two cores. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
@@ -69,13 +68,13 @@ TEST_WORKERS ?= 2
 # "Tests and benchmarks" lists them). make test keeps store errors (tests/pipeline/test_chaos.py), and
 # `make chaos` the whole campaign.
 test: install
-	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) --durations=25 -m "not cluster and not slow" tests
+	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) --durations=25 -m "not cluster and not slow" tests
 
 test-cluster: install
 	$(PY) -m pytest -q -p no:cacheprovider -m cluster tests
 
 test-slow: install
-	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) -m slow tests
+	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) -m slow tests
 
 # The whole fault campaign (make test keeps a seeded slice, tests/pipeline/test_chaos.py): seeded runs of the
 # perturbation job under store errors, a store outage, a full disk (a tmpfs: root only), killed drivers,

@@ -50,23 +50,9 @@ S3_ENV = {
 os.environ.update(S3_ENV)
 
 
-# make test's two workers take a file at a time (--dist loadfile --no-loadscope-reorder): the files that take
-# longest (start-up of Ray runs, Serve and actor pools; measured on 2 cores, ~20-130 s each) go first, so the
-# workers end together rather than one waiting on a long file picked last. The rest keep their order.
-LONGEST_FIRST = (
-    "perturb/test_job.py", "golden/test_golden.py", "api/test_stream_cost.py", "guard/test_http_judge.py",
-    "serve/test_serve.py", "select/test_pool.py", "perturb/test_rank_prefix.py",
-    "detect/test_cli.py", "pipeline/test_lock.py", "perturb/test_languages.py", "perturb/test_packing.py",
-    "report/test_report.py", "api/test_score_kernels.py", "cluster/test_ray_auth.py", "select/test_round.py",
-)  # fmt: skip
-
-
 def pytest_collection_modifyitems(config, items):
     import torch
 
-    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
-    tests = Path(__file__).parent
-    items.sort(key=lambda item: rank.get(item.path.relative_to(tests).as_posix(), len(rank)))  # a stable sort
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")

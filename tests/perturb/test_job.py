@@ -40,13 +40,18 @@ def corpus(tmp_path_factory, shared_data, micro_home):
     return folder
 
 
-@pytest.fixture(scope="module")
-def watched_ray_run(ray_local, corpus, tmp_path_factory) -> tuple:
-    """The module's one Ray run (3 shards), watched while it runs: its output folder and the most shard
-    markers seen before its summary.json was written (one run serves both; CI time is short)."""
-    output = tmp_path_factory.mktemp("ray_out")
-    args = ["perturb", "--input", str(corpus), "--output", str(output), *SMALL]
+# make test runs the job in this process; make test-slow on Ray too (REPLACE on 2 actors): Ray's actor pools
+# start in ~45 s on 2 cores, and tests/pipeline/test_job.py, golden score_lr and select/test_round keep the
+# Ray executor in make test.
+@pytest.fixture(scope="module", params=["local", pytest.param("ray", marks=pytest.mark.slow)])
+def watched_run(request, corpus, tmp_path_factory) -> tuple:
+    """The module's run (3 shards, REPLACE in batches of 3), watched while it runs: its output folder and
+    the most shard markers seen before its summary.json was written (one run serves both)."""
+    output = tmp_path_factory.mktemp(f"{request.param}_out")
+    args = ["perturb", "--input", str(corpus), "--output", str(output), "--executor", request.param, *SMALL]
     args += ["--set", "perturb.resources.replace.concurrency=2", "--set", "perturb.resources.replace.batch_size=3"]
+    if request.param == "ray":
+        request.getfixturevalue("ray_local")
     codes: list[int] = []
     job = threading.Thread(target=lambda: codes.append(main(args)))
     job.start()
@@ -61,8 +66,8 @@ def watched_ray_run(ray_local, corpus, tmp_path_factory) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def ray_run(watched_ray_run):
-    return watched_ray_run[0]
+def run(watched_run):
+    return watched_run[0]
 
 
 def _pool(output):
@@ -88,8 +93,8 @@ def _copy(finished, output):
     shutil.copytree(finished, output, dirs_exist_ok=True)
 
 
-def test_outputs_are_complete_and_consistent(ray_run):
-    summary = json.loads((ray_run / "summary.json").read_text())
+def test_outputs_are_complete_and_consistent(run):
+    summary = json.loads((run / "summary.json").read_text())
     assert summary["read"] == 16
     assert summary["quarantined_by_reason"] == {
         "empty_text": 1,
@@ -100,10 +105,10 @@ def test_outputs_are_complete_and_consistent(ray_run):
         "too_long": 1,
     }
     assert summary["kept"] + summary["too_short"] + summary["no_maskable_words"] + summary["quarantined"] == 16
-    quarantine = [json.loads(line) for line in (ray_run / "quarantine.jsonl").read_text().splitlines()]
+    quarantine = [json.loads(line) for line in (run / "quarantine.jsonl").read_text().splitlines()]
     assert sorted(q["reason"] for q in quarantine) == sorted(summary["quarantined_by_reason"])
     assert {q["source"].rsplit("/", 1)[1] for q in quarantine if q["reason"] == "invalid_json"} == {"b_bad.jsonl:1"}
-    pool = _pool(ray_run)
+    pool = _pool(run)
     assert len(pool) == summary["kept"] > 0
     for row in pool:
         text = row["original"]
@@ -111,28 +116,29 @@ def test_outputs_are_complete_and_consistent(ray_run):
             text = text[: span["orig_start"]] + span["replacement"] + text[span["orig_end"] :]
         assert text == row["perturbed"]
         assert len(row["candidate_ppls"]) == 3 and row["ppl"] == min(row["candidate_ppls"])
-    instances = read_instances(ray_run / "instances.jsonl")
+    instances = read_instances(run / "instances.jsonl")
     assert len(instances) == summary["instances"] == sum(len(r["spans"]) for r in pool)
     assert len({i.extra["id"] for i in instances}) == len(instances)
-    columns = [r for p in sorted((ray_run / "instances").glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
+    columns = [r for p in sorted((run / "instances").glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
     assert [c["id"] for c in columns] == [i.extra["id"] for i in instances]
     assert all(c["words"] == i.words and (c["start"], c["end"]) == (i.start, i.end) for c, i in zip(columns, instances))
-    assert (ray_run / "config.resolved.yaml").is_file()
+    assert (run / "config.resolved.yaml").is_file()
 
 
-def test_output_does_not_depend_on_actors_batches_or_neighbours(ray_run, corpus, tmp_path):
+def test_output_does_not_depend_on_actors_batches_or_neighbours(run, corpus, tmp_path):
     """Default dtype (the local preset's REPLACE runs bf16 where the CPU has it): bit-identical outputs
-    from 2 Ray actors with batches of 3, one process with batches of 1, and the documents mixed among others."""
+    from the run (in this process, or on 2 Ray actors) with batches of 3, one process with batches of 1, and
+    the documents mixed among others."""
     assert _local(corpus, tmp_path / "b1", "--set", "perturb.resources.replace.batch_size=1") == 0
-    assert (tmp_path / "b1" / "instances.jsonl").read_text() == (ray_run / "instances.jsonl").read_text()
-    assert _pool(tmp_path / "b1") == _pool(ray_run)
+    assert (tmp_path / "b1" / "instances.jsonl").read_text() == (run / "instances.jsonl").read_text()
+    assert _pool(tmp_path / "b1") == _pool(run)
     wiki = (corpus / "a_wiki.jsonl").read_text().splitlines()
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     (mixed / "a_wiki.jsonl").write_text("\n".join(wiki[::-1]) + "\n")  # other neighbours in every batch
     assert _local(mixed, tmp_path / "mixed_out", "--set", "perturb.read.shard_size=20") == 0
     by_doc = {r["doc_id"]: r for r in _pool(tmp_path / "mixed_out")}
-    for row in _pool(ray_run):
+    for row in _pool(run):
         other = by_doc[row["doc_id"]]
         assert (other["perturbed"], other["spans"], other["candidate_ppls"]) == (
             row["perturbed"],
@@ -177,8 +183,8 @@ def test_a_second_run_on_the_same_output_is_refused(corpus, tmp_path, capsys):
     assert not (tmp_path / "_lock.json").exists()
 
 
-def test_markers_appear_while_the_job_runs(watched_ray_run):
-    output, seen_while_running = watched_ray_run
+def test_markers_appear_while_the_job_runs(watched_run):
+    output, seen_while_running = watched_run
     assert 0 < seen_while_running  # shards finished, one after another, before the job ended
     total = json.loads((output / "summary.json").read_text())["shards"]["total"]
     assert len(list((output / "_markers").glob("part-*.json"))) == total == 3
@@ -218,14 +224,14 @@ def test_user_errors_are_reported_before_any_work(tmp_path, capsys, micro_home):
     assert "no_model" in capsys.readouterr().err
 
 
-def test_the_same_seed_gives_the_same_bytes_whatever_the_shard_size(ray_run, corpus, tmp_path):
-    """shard_size auto (16 rows: the floor, one shard per input file) against the Ray run's shards of 6."""
+def test_the_same_seed_gives_the_same_bytes_whatever_the_shard_size(run, corpus, tmp_path):
+    """shard_size auto (16 rows: the floor, one shard per input file) against the run's shards of 6."""
     assert _local(corpus, tmp_path / "auto", "--set", "perturb.read.shard_size=auto") == 0
     assert json.loads((tmp_path / "auto" / "summary.json").read_text())["shards"]["total"] == 2
-    assert json.loads((ray_run / "summary.json").read_text())["shards"]["total"] == 3
+    assert json.loads((run / "summary.json").read_text())["shards"]["total"] == 3
     for view in ("instances.jsonl", "quarantine.jsonl"):
-        assert (tmp_path / "auto" / view).read_bytes() == (ray_run / view).read_bytes()
-    assert _without_shard(_pool(tmp_path / "auto")) == _without_shard(_pool(ray_run))
+        assert (tmp_path / "auto" / view).read_bytes() == (run / view).read_bytes()
+    assert _without_shard(_pool(tmp_path / "auto")) == _without_shard(_pool(run))
 
 
 def _without_shard(rows: list[dict]) -> list[dict]:
