@@ -77,11 +77,12 @@ def guarded_generate(
         refill = _Refill(step, tokenizer, prompts, slots, new_row, processors)
         judge.begin(slots)
         torch.manual_seed(seed)
-        return _steps(model, ids, mask, rows, step, refill, processors, judge, guard, sampling, slots, len(prompts))
+        return _steps(ids, mask, rows, step, refill, judge, guard, sampling.max_new_tokens, len(prompts))
 
 
-def _steps(model, ids, mask, rows, step, refill, processors, judge, guard, sampling, slots, prompts) -> list[dict]:
+def _steps(ids, mask, rows, step, refill, judge, guard: GuardSettings, budget: int, prompts: int) -> list[dict]:
     """The prompts' forward, then a step per token until every prompt is done (``guarded_generate``)."""
+    model, processors, slots = step.model, refill.processors, refill.slots
     cache = growing_cache(model)  # appends a step's columns in place, not by copying the cache
     out = model(input_ids=ids, attention_mask=mask, cache=cache, use_cache=True, **step.prefill_inputs(mask))
     if step.states is not None:
@@ -91,7 +92,6 @@ def _steps(model, ids, mask, rows, step, refill, processors, judge, guard, sampl
     # Steps no run can need: each word position takes at most ``max_retries`` rejections, each of at most
     # ``budget`` tokens, and a rollback never reaches behind an accepted word; times the prompts one slot
     # can serve.
-    budget = sampling.max_new_tokens
     bound = (budget * (1 + guard.max_retries * (budget + 2)) + 2) * (prompts - slots + 1)
     for _ in range(bound):
         if all(r.done or r.finishing for r in rows):  # nobody needs a token: draw none, as ``generate`` stops

@@ -198,13 +198,13 @@ class GenerationProbe(StoppingCriteria):
         for ids in input_ids[:, :-1].tolist():
             lead = next((k for k, t in enumerate(ids) if t != pad), len(ids))  # left padding: no part of it
             text = TokenText(self.tokenizer, ids[lead:])
-            ends = [len(text._decode(ids[lead : k + 1])) for k in range(lead, len(ids))]
+            ends = text.prompt_ends()
             self._rows.append({"lead": lead, "text": text, "stream": None, "ends": ends, "prompt": len(ends)})
 
     def _step(self, i: int, row: dict, new: list[int], states: torch.Tensor) -> None:
         text = row["text"]
         while len(row["ends"]) < row["prompt"] + len(new):  # each new token's end in the text, decoded once
-            row["ends"].append(len(text.prompt) + len(text.generated(new[: len(row["ends"]) - row["prompt"] + 1])))
+            row["ends"].append(text.end(new[: len(row["ends"]) - row["prompt"] + 1]))
         full = text.prompt + text.generated(new)
         if row["stream"] is None:  # the first judged word is the one the prompt ends in, if any
             row["stream"] = self.stream_of(self.judge)

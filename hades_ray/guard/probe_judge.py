@@ -61,14 +61,13 @@ class GeneratorStates:
         text = row.text
         known = self._ends.get(slot)
         if known is None or known[0] is not row:  # a new prompt in the slot: its tokens' ends, decoded once
-            ends = [len(text._decode(text.prompt_ids[: k + 1])) for k in range(len(text.prompt_ids))]
-            known = (row, [], ends)
+            known = (row, [], text.prompt_ends())
         _, measured, ends = known
         common = min(len(measured), len(row.kept))
         same = next((k for k, (a, b) in enumerate(zip(measured, row.kept)) if a != b), common)
         del ends[len(text.prompt_ids) + same :]
         for k in range(same, len(row.kept)):
-            ends.append(len(text.prompt) + len(text.generated(row.kept[: k + 1])))
+            ends.append(text.end(row.kept[: k + 1]))
         self._ends[slot] = (row, list(row.kept), ends)
         full = text.prompt + text.generated(row.kept)
         return full, np.array(ends), _real(full, ends), self.states[slot]

@@ -45,6 +45,15 @@ class TokenText:
             self._memo[key] = full[len(context) :] if full.startswith(context) else self._decode(list(kept))
         return self._memo[key]
 
+    def prompt_ends(self) -> list[int]:
+        """Each prompt token's end in the decoded prompt (each prefix decoded: a token's characters are what
+        the tokenizer shows once the token is there)."""
+        return [len(self._decode(self.prompt_ids[: k + 1])) for k in range(len(self.prompt_ids))]
+
+    def end(self, kept: list[int]) -> int:
+        """Where the text of the prompt and ``kept`` ends: the last kept token's end in it."""
+        return len(self.prompt) + len(self.generated(kept))
+
     def piece(self, kept: list[int], token: int) -> str:
         """The text ``token`` adds after ``kept``."""
         before, after = self.generated(kept), self.generated([*kept, token])
