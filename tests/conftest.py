@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -104,20 +100,10 @@ def s3():
     Ray workers, started later, have them too."""
     import pyarrow.fs as pafs
 
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(S3_PORT)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        assert server.poll() is None, f"moto_server exited (port {S3_PORT} taken since conftest chose it?)"
-        try:
-            socket.create_connection(("127.0.0.1", S3_PORT), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
+    from tests.pipeline.s3_local import start_moto, wait_for_port
+
+    server = start_moto(S3_PORT)
+    wait_for_port(S3_PORT, server)  # an exit here: port S3_PORT taken since conftest chose it?
     bucket_maker = pafs.S3FileSystem(
         endpoint_override=f"127.0.0.1:{S3_PORT}", scheme="http", region="us-east-1", allow_bucket_creation=True
     )

@@ -1,13 +1,18 @@
-"""A moto S3 server on 127.0.0.1 for the benchmarks and the fault campaign, which run outside pytest
-(tests/conftest.py's ``s3`` fixture is the tests' own)."""
+"""A moto S3 server on 127.0.0.1: ``start_moto`` for tests/conftest.py's ``s3`` fixture, ``moto_server``
+for the benchmarks and the fault campaign, which run outside pytest. ``python -m tests.pipeline.s3_local
+--port P`` is the server itself: moto's S3 with its writes one at a time, since moto 5 checks a
+conditional write's If-Match / If-None-Match and then writes, unlocked, on a threaded server (two takers
+of a stale lock could both pass the same ETag's check), where S3 does both at once."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,16 +45,22 @@ def wait_for_port(port: int, process: subprocess.Popen | None = None, timeout: f
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout:g} s")
 
 
-@contextmanager
-def moto_server(buckets: tuple[str, ...] = ("hades",)):
-    """Yields the port of a fresh moto server holding empty ``buckets``; stopped at the end."""
-    port = free_port()
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+def start_moto(port: int) -> subprocess.Popen:
+    """This module's server on 127.0.0.1:``port``, in a session of its own (stop it with ``os.killpg``)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.pipeline.s3_local", "--port", str(port)],
+        cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+@contextmanager
+def moto_server(buckets: tuple[str, ...] = ("hades",)):
+    """Yields the port of a fresh moto server holding empty ``buckets``; stopped at the end."""
+    port = free_port()
+    server = start_moto(port)
     try:
         wait_for_port(port, server)
         import boto3
@@ -68,3 +79,25 @@ def moto_server(buckets: tuple[str, ...] = ("hades",)):
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def serve(port: int) -> None:
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import run_simple
+
+    os.environ.setdefault("MOTO_PORT", str(port))
+    app, writes = DomainDispatcherApplication(create_backend_app), threading.Lock()
+
+    def one_write_at_a_time(environ, start_response):
+        if environ["REQUEST_METHOD"] in ("PUT", "POST", "DELETE"):
+            with writes:  # the condition's check and the write as one step, as S3 makes them
+                return list(app(environ, start_response))
+        return app(environ, start_response)
+
+    run_simple("127.0.0.1", port, one_write_at_a_time, threaded=True, request_handler=MotoRequestHandler)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True, help="the port on 127.0.0.1 to serve S3 on")
+    serve(parser.parse_args().port)
