@@ -55,7 +55,8 @@ report: demo demo-loop
 		$$(for k in 1 2; do m=out/demo-loop/round-00$$k/detector/model; test -d $$m && echo --detector round$$k=$$m; done) \
 		--split all --min-round 2 --analyses out/analyses/analyses.json --output out/report
 
-# Two pytest workers, a test file each at a time (module fixtures stay shared within a file): most tests
+# Two pytest workers, a test file each at a time (module fixtures stay shared within a file; the files of
+# tests/serve go to one worker together, for the app they share: tests/conftest.py): most tests
 # wait on Ray's start-up, actors and subprocesses more than they compute, so two halve the wall time on
 # two cores. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2

@@ -46,6 +46,27 @@ S3_ENV = {
 os.environ.update(S3_ENV)
 
 
+# Packages whose test files share a costly package-scoped fixture (tests/serve: the served app, ~25 s to
+# start): under ``--dist loadfile`` (the Makefile's) all their files go to one worker, as one unit.
+ONE_WORKER_PACKAGES = ("tests/serve/",)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without it
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with ONE_WORKER_PACKAGES as units (xdist_group marks do not take under pytest 9:
+    xdist 3.8 renames ``item._nodeid``, which pytest 9 no longer reads)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileOrPackageScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return next((p for p in ONE_WORKER_PACKAGES if file.startswith(p)), file)
+
+    return FileOrPackageScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     import torch
 
@@ -111,6 +132,19 @@ def s3():
     yield dict(S3_ENV)
     os.killpg(server.pid, signal.SIGTERM)
     server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def generator(micro_home):
+    """The micro kit's GPT-2 and its tokenizer as the guard loads them, once per module."""
+    import torch
+
+    from hades_ray.guard.sampling import prepare_tokenizer
+    from hades_ray.models.registry import load_causal_lm
+
+    torch.set_num_threads(1)
+    tokenizer, model = load_causal_lm("local:gpt2", "cpu")
+    return prepare_tokenizer(tokenizer), model
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """``hades-ray serve``'s application on loopback for the tests and the benchmark that call it over HTTP:
-started on a free port, and loaded by concurrent clients."""
+started on a free port, and loaded by concurrent clients. ``TOKEN`` and ``SETTINGS`` are the app the
+package's HTTP tests share (tests/serve/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from contextlib import contextmanager
 import httpx
 
 from tests.loopback import free_port
+
+TOKEN = "s3cret-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+MAX_CHARS, MAX_TEXTS, MAX_BYTES = 400, 4, 4096
+# Blank spaCy pipelines for the other languages (English keeps its own): the language tests share the app.
+SETTINGS = [f"score.max_chars={MAX_CHARS}", "score.words=all", "serve.num_cpus=0.5"]
+SETTINGS += ["spacy_model=blank", "languages.en.spacy_model=auto"]
+SETTINGS += [f"serve.max_texts_per_request={MAX_TEXTS}", f"serve.max_request_bytes={MAX_BYTES}"]
 
 
 @contextmanager

@@ -1,8 +1,8 @@
 """``hades-ray serve``'s application on loopback, through a real HTTP client: the bytes ``hades-ray score``
 writes, words as a text streams in, a 4xx with a one-line reason for every bad request, the bearer
 token, an inert ``<script>`` in the heatmap page, a short load test, and a text in another language (the
-bytes ``score --language`` writes, a 422 for an unknown one, an Arabic page right to left). One app for the
-module."""
+bytes ``score --language`` writes, a 422 for an unknown one, an Arabic page right to left). One app, the
+package's (tests/serve/conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,27 +15,8 @@ import pytest
 from hades_ray.cli import main
 from tests.score.test_languages import SAMPLES
 from tests.score.test_score import TEXTS, _Elements
-from tests.detectors import detector_folder
 from tests.serve import running
-
-TOKEN = "s3cret-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-MAX_CHARS, MAX_TEXTS, MAX_BYTES = 400, 4, 4096
-# Blank spaCy pipelines for the other languages (English keeps its own): the language tests share the app.
-SETTINGS = [f"score.max_chars={MAX_CHARS}", "score.words=all", "serve.num_cpus=0.5"]
-SETTINGS += ["spacy_model=blank", "languages.en.spacy_model=auto"]
-SETTINGS += [f"serve.max_texts_per_request={MAX_TEXTS}", f"serve.max_request_bytes={MAX_BYTES}"]
-
-
-@pytest.fixture(scope="module")
-def detector(micro_home, tmp_path_factory):
-    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 160)
-
-
-@pytest.fixture(scope="module")
-def url(detector, ray_local):
-    with running.served(detector, SETTINGS, TOKEN, "hades") as url:
-        yield url
+from tests.serve.running import AUTH, MAX_BYTES, MAX_CHARS, MAX_TEXTS, SETTINGS, TOKEN
 
 
 @pytest.fixture(scope="module")

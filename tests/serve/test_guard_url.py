@@ -1,12 +1,12 @@
 """``hades-ray generate --guard http://HOST:PORT``: the guard asks a detector served by ``hades-ray serve``
-(the real application, on loopback, with a bearer token) and makes the interventions the same detector
-makes in-process; a wrong token or an unreachable server is a one-line error."""
+(the real application, on loopback, with a bearer token: the package's, tests/serve/conftest.py) and
+makes the interventions the same detector makes in-process; a wrong token or an unreachable server is a
+one-line error."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
 
 from hades_ray.cli import main
 from hades_ray.guard.loop import GuardSettings, guarded_generate
@@ -14,24 +14,8 @@ from hades_ray.guard.sampling import Sampling
 from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH
 from tests.guard.test_guard import PROMPTS, _prompts_file, _read
 from tests.loopback import free_port
-from tests.detectors import detector_folder
-from tests.serve.running import served
-
-pytest.importorskip("hades_ray.serve.app", reason="the served detector (hades-ray serve) is not on this branch")
-
-TOKEN = "guard-token"
+from tests.serve.running import TOKEN
 KEYS = ("token_position", "attempt", "rejected", "replacement", "replacement_flagged")
-
-
-@pytest.fixture(scope="module")
-def detector(micro_home, tmp_path_factory):
-    return detector_folder(tmp_path_factory.mktemp("det") / "gpt2", str(micro_home / "models" / "gpt2"), "online", 16)
-
-
-@pytest.fixture(scope="module")
-def url(detector, ray_local):
-    with served(detector, ["score.words=all", "serve.num_cpus=0.5"], TOKEN, "hades-guard") as url:
-        yield url
 
 
 def _median(judge, model, tokenizer, sampling) -> float:
