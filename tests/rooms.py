@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import hades_ray
+from tests import source_trees
 
 ROOT = Path(hades_ray.__file__).parent
 REPO = ROOT.parent
@@ -18,8 +19,7 @@ JOBS = REPO / "jobs"
 
 
 def _trees(root: Path):
-    for path in sorted(root.rglob("*.py")):
-        yield path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return source_trees.trees(root)
 
 
 def _where(path: Path, node: ast.AST) -> str:
@@ -35,9 +35,9 @@ def entity_alias_literals() -> list[str]:
     kept where the language's own entity labels do not reach."""
     return [
         _where(path, node)
-        for path, tree in _trees(ROOT)
+        for path, _tree in _trees(ROOT)
         if _package(path) != "text"
-        for node in ast.walk(tree)
+        for node in source_trees.nodes(path)
         if isinstance(node, ast.Constant) and node.value in ("PER", "LOC", "MISC")
     ]
 
@@ -48,8 +48,8 @@ TAG_ATTRIBUTES = {"ents", "ent_type_", "ent_iob_", "label_"}
 def span_taggers() -> list[str]:
     """Modules that read spaCy's entity annotations themselves (``doc.ents``, ``token.ent_type_``...)."""
     found = set()
-    for path, tree in _trees(ROOT):
-        if any(isinstance(n, ast.Attribute) and n.attr in TAG_ATTRIBUTES for n in ast.walk(tree)):
+    for path, _tree in _trees(ROOT):
+        if any(isinstance(n, ast.Attribute) and n.attr in TAG_ATTRIBUTES for n in source_trees.nodes(path)):
             found.add(str(path.relative_to(REPO)))
     return sorted(found)
 
@@ -70,8 +70,8 @@ def imports_between(first: str, second: str) -> list[str]:
 def _flag_calls(root: Path):
     """Each flag declaration: ``add_argument("--x", ...)``, and ``add_key_flag(parser, "section.key")``
     (cli_common's flag for a config key)."""
-    for path, tree in _trees(root):
-        for node in ast.walk(tree):
+    for path, _tree in _trees(root):
+        for node in source_trees.nodes(path):
             if not isinstance(node, ast.Call) or not node.args:
                 continue
             name = getattr(node.func, "attr", getattr(node.func, "id", ""))
@@ -112,7 +112,7 @@ def undocumented_packages() -> list[str]:
     return [
         str(p.relative_to(REPO))
         for p in sorted(ROOT.rglob("__init__.py"))
-        if not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))
+        if not ast.get_docstring(source_trees.parsed(p))
     ]
 
 
@@ -120,9 +120,7 @@ def jobs_writes() -> list[str]:
     """Writes, renames and locks in jobs/ that do not go through hades_ray/pipeline (tests/test_writes.py)."""
     from tests.test_writes import writes_in
 
-    return [
-        w for p in sorted(JOBS.glob("*.py")) for w in writes_in(p.read_text(encoding="utf-8"), str(p.relative_to(REPO)))
-    ]
+    return [w for p in sorted(JOBS.glob("*.py")) for w in writes_in(p, str(p.relative_to(REPO)))]
 
 
 def lines(root: Path) -> int:

@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 import hades_ray
+from tests import source_trees
 from hades_ray.cli import build_parser
 from hades_ray.config import default_config, key_field
 
@@ -64,9 +65,8 @@ def test_a_config_key_is_declared_in_one_place():
     assert not (ROOT / "config_bounds.py").exists()  # the table of ranges that stood beside the fields
     keys = set(_config_keys(default_config()))
     tables, rules = [], []
-    for path in ROOT.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in source_trees.nodes(path):
             # A table from key names to what they allow (a range, choices or a help line): a second declaration.
             if isinstance(node, ast.Dict):
                 named = [k.value for k in node.keys if isinstance(k, ast.Constant) and k.value in keys]

@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 import hades_ray
+from tests import source_trees
 from hades_ray.config import RESOLVED_NAME, HadesConfig, load_config, recorded_language
 from hades_ray.text.languages import DEFAULT_LANGUAGE, LANGUAGES, language, language_of
 from hades_ray.text.stopwords import reads_as, stop_words
@@ -30,15 +31,15 @@ NAMES = ("language", "lang")
 def _outside_text():
     for path in sorted(ROOT.rglob("*.py")):
         if TEXT not in path.parents:
-            yield path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+            yield path, source_trees.nodes(path)
 
 
 def english_literals() -> list[str]:
     """Every ``"en"`` literal outside text/ (a comparison, a default or a fallback: there is no other use)."""
     return [
         f"{path.relative_to(ROOT.parent)}:{node.lineno}"
-        for path, tree in _outside_text()
-        for node in ast.walk(tree)
+        for path, nodes in _outside_text()
+        for node in nodes
         if isinstance(node, ast.Constant) and node.value == DEFAULT_LANGUAGE.name
     ]
 
@@ -47,8 +48,8 @@ def defaulted_language_parameters() -> list[str]:
     """Parameters and dataclass fields named ``language``/``lang`` outside text/ whose default is a string
     (``None``, "not given: the detector's", stays allowed)."""
     found = []
-    for path, tree in _outside_text():
-        for node in ast.walk(tree):
+    for path, nodes in _outside_text():
+        for node in nodes:
             pairs = []
             if isinstance(node, ast.arguments):
                 positional = [*node.posonlyargs, *node.args]

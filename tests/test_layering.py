@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 import hades_ray
 from hades_ray.floors import FLOORS, floor_of, unit_of
+from tests import source_trees
 
 ROOT = Path(hades_ray.__file__).parent
 
@@ -44,9 +46,11 @@ def _absolute(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
 
 def _imports_of(path: Path, modules: set[str]) -> list[Import]:
     importer, is_package = _module_name(path), path.name == "__init__.py"
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        where = f"{path.relative_to(ROOT.parent)}:{getattr(node, 'lineno', 0)}"
+    found, file = [], path.relative_to(ROOT.parent)
+    for node in source_trees.nodes(path):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        where = f"{file}:{node.lineno}"
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("hades_ray."):
@@ -65,6 +69,7 @@ def _imports_of(path: Path, modules: set[str]) -> list[Import]:
     return found
 
 
+@cache
 def _package_graph() -> tuple[set[str], list[Import]]:
     paths = sorted(ROOT.rglob("*.py"))
     modules = {_module_name(p) for p in paths}
@@ -161,7 +166,7 @@ PACKAGES = sorted(p.parent.name for p in ROOT.glob("*/__init__.py"))
 def test_every_package_says_what_it_holds_and_what_it_must_not_import(package):
     """The package's docstring: what it holds, then ``Must not import:`` naming exactly the packages on the
     floors above its own (the floors themselves are written once, in floors.py; this keeps the line true)."""
-    doc = ast.get_docstring(ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(source_trees.parsed(ROOT / package / "__init__.py")) or ""
     assert len(doc.split("\n\n")[0]) > 40, f"hades_ray/{package}/__init__.py: say in a line or two what it holds"
     rule = doc.partition("Must not import:")[2].split("(")[0].split("nor any")[0]
     named = {word.strip(" ,.\n") for word in rule.replace("\n", " ").split(",")} - {"any cli.py", ""}

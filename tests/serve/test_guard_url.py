@@ -15,6 +15,7 @@ from hades_ray.text.languages import DEFAULT_LANGUAGE as ENGLISH
 from tests.guard.test_guard import PROMPTS, _prompts_file, _read
 from tests.loopback import free_port
 from tests.serve.running import TOKEN
+
 KEYS = ("token_position", "attempt", "rejected", "replacement", "replacement_flagged")
 
 
