@@ -18,10 +18,6 @@ REPO = ROOT.parent
 JOBS = REPO / "jobs"
 
 
-def _trees(root: Path):
-    return source_trees.trees(root)
-
-
 def _where(path: Path, node: ast.AST) -> str:
     return f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}"
 
@@ -35,7 +31,7 @@ def entity_alias_literals() -> list[str]:
     kept where the language's own entity labels do not reach."""
     return [
         _where(path, node)
-        for path, _tree in _trees(ROOT)
+        for path in source_trees.files(ROOT)
         if _package(path) != "text"
         for node in source_trees.nodes(path)
         if isinstance(node, ast.Constant) and node.value in ("PER", "LOC", "MISC")
@@ -48,7 +44,7 @@ TAG_ATTRIBUTES = {"ents", "ent_type_", "ent_iob_", "label_"}
 def span_taggers() -> list[str]:
     """Modules that read spaCy's entity annotations themselves (``doc.ents``, ``token.ent_type_``...)."""
     found = set()
-    for path, _tree in _trees(ROOT):
+    for path in source_trees.files(ROOT):
         if any(isinstance(n, ast.Attribute) and n.attr in TAG_ATTRIBUTES for n in source_trees.nodes(path)):
             found.add(str(path.relative_to(REPO)))
     return sorted(found)
@@ -70,7 +66,7 @@ def imports_between(first: str, second: str) -> list[str]:
 def _flag_calls(root: Path):
     """Each flag declaration: ``add_argument("--x", ...)``, and ``add_key_flag(parser, "section.key")``
     (cli_common's flag for a config key)."""
-    for path, _tree in _trees(root):
+    for path in source_trees.files(root):
         for node in source_trees.nodes(path):
             if not isinstance(node, ast.Call) or not node.args:
                 continue

@@ -21,6 +21,6 @@ def nodes(path: Path) -> tuple[ast.AST, ...]:
     return tuple(ast.walk(parsed(path)))
 
 
-def trees(root: Path) -> list[tuple[Path, ast.Module]]:
-    """(path, tree) of every ``.py`` file under ``root``, sorted by path."""
-    return [(path, parsed(path)) for path in sorted(root.rglob("*.py"))]
+def files(root: Path) -> list[Path]:
+    """Every ``.py`` file under ``root``, sorted by path (the order the checks list what they find in)."""
+    return sorted(root.rglob("*.py"))

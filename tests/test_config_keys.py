@@ -65,7 +65,7 @@ def test_a_config_key_is_declared_in_one_place():
     assert not (ROOT / "config_bounds.py").exists()  # the table of ranges that stood beside the fields
     keys = set(_config_keys(default_config()))
     tables, rules = [], []
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in source_trees.files(ROOT):
         for node in source_trees.nodes(path):
             # A table from key names to what they allow (a range, choices or a help line): a second declaration.
             if isinstance(node, ast.Dict):

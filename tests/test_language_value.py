@@ -29,7 +29,7 @@ NAMES = ("language", "lang")
 
 
 def _outside_text():
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in source_trees.files(ROOT):
         if TEXT not in path.parents:
             yield path, source_trees.nodes(path)
 

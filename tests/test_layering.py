@@ -71,7 +71,7 @@ def _imports_of(path: Path, modules: set[str]) -> list[Import]:
 
 @cache
 def _package_graph() -> tuple[set[str], list[Import]]:
-    paths = sorted(ROOT.rglob("*.py"))
+    paths = source_trees.files(ROOT)
     modules = {_module_name(p) for p in paths}
     return modules, [i for p in paths for i in _imports_of(p, modules)]
 
