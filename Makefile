@@ -20,7 +20,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 
-.PHONY: install models demo demo-loop device-check report test test-cluster test-slow chaos golden-diff lint bench ray-head submit-perturb clean
+.PHONY: install models demo demo-loop device-check report test test-fresh test-cluster test-slow chaos golden-diff lint bench ray-head submit-perturb clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -69,7 +69,13 @@ TEST_WORKERS ?= 2
 # "Tests and benchmarks" lists them). make test keeps store errors (tests/pipeline/test_chaos.py), and
 # `make chaos` the whole campaign.
 test: install
-	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) --durations=25 -m "not cluster and not slow" tests
+	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) --durations=25 -m "not cluster and not slow and not fresh_process" tests
+
+# Marker fresh_process: the checks that start a Python process of their own to test its environment (the
+# kit's scores under forced AVX2 kernels, Ray's token auth when init_ray starts a cluster): ~15 s each on
+# two cores, nearly all of it the child's imports and Ray's start. CI runs them after make test (.ci/run).
+test-fresh: install
+	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) -m "fresh_process and not slow" tests
 
 test-cluster: install
 	$(PY) -m pytest -q -p no:cacheprovider -m cluster tests

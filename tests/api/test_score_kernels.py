@@ -44,8 +44,9 @@ AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE
 @pytest.mark.parametrize(
     "kernels,executor",
     [
-        (AVX2, "local"),
-        # This CPU's own kernels (make test-slow): make test keeps the forced-AVX2 case above and
+        # A process of its own whose cost is its imports (make test-fresh, run by CI after make test).
+        pytest.param(AVX2, "local", marks=pytest.mark.fresh_process),
+        # This CPU's own kernels (make test-slow): make test-fresh keeps the forced-AVX2 case above and make test
         # tests/api/test_score.py's in-process bit-for-bit records.
         pytest.param({}, "local", marks=pytest.mark.slow),
         # A Ray cluster started in a child process: a minute or more on two cores (make test-slow).

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.fresh_process]  # make test-fresh, which CI runs after make test
 
 
 def _env(home: Path, **extra) -> dict:
