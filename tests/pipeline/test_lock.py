@@ -20,9 +20,25 @@ pytest.importorskip("moto")
 CONTENDERS, TRIALS = 6, 8
 
 
-def dead_holder_lock(path: str, age_s: float = 0.0) -> None:
+def dead_holder_lock(path: str) -> None:
     body = {"host": "node-7", "pid": 4242, "token": "dead", "since": time.time() - 100, "lease_s": 1.0}
     storage.write(path, json.dumps(body))
+
+
+@pytest.fixture(scope="module")
+def leases_ran_out(s3) -> OutputLock:
+    """The outputs whose leases run out, all set up before one wait past their 1 s leases by the store's clock
+    (seconds resolution): a dead holder's lock per takeover trial and for the renewal test, and a driver
+    stalled past its lease (a long GC pause, a network partition), which this returns."""
+    for k in range(TRIALS):
+        dead_holder_lock(f"s3://hades/lock-takeover/trial-{k:03d}/_lock.json")
+    dead_holder_lock("s3://hades/lock-lease/a/_lock.json")
+    stalled = OutputLock("s3://hades/lock-lost", lease_s=1.0)
+    stalled.acquire()
+    stalled._lease._stop.set()
+    stalled._lease._thread.join()
+    time.sleep(2.5)
+    return stalled
 
 
 def test_of_drivers_started_at_once_exactly_one_holds_the_output_each_time(s3):
@@ -33,20 +49,15 @@ def test_of_drivers_started_at_once_exactly_one_holds_the_output_each_time(s3):
             assert f"pid {winners[0]['pid']} on " in refused["error"]  # the holder named
 
 
-def test_a_lock_whose_lease_ran_out_is_taken_over_by_exactly_one_of_several_takers(s3):
-    for k in range(TRIALS):
-        dead_holder_lock(f"s3://hades/lock-takeover/trial-{k:03d}/_lock.json")
-    time.sleep(2.5)  # past the dead holder's 1 s lease by the store's clock (seconds resolution)
+def test_a_lock_whose_lease_ran_out_is_taken_over_by_exactly_one_of_several_takers(s3, leases_ran_out):
     for trial in race("s3://hades/lock-takeover", CONTENDERS, TRIALS, s3):
         winners = [r for r in trial if r["got"]]
         assert len(winners) == 1, trial
         assert all(f"pid {winners[0]['pid']} on " in r["error"] for r in trial if not r["got"])
 
 
-def test_a_taken_over_lock_is_logged_with_its_holder_and_a_renewed_lease_is_kept(s3, caplog):
+def test_a_taken_over_lock_is_logged_with_its_holder_and_a_renewed_lease_is_kept(s3, leases_ran_out, caplog):
     path = "s3://hades/lock-lease/a/_lock.json"
-    dead_holder_lock(path)
-    time.sleep(2.5)
     with caplog.at_level(logging.WARNING), OutputLock("s3://hades/lock-lease/a", lease_s=1.5) as held:
         assert held.locked
         assert "taking over" in caplog.text and "pid 4242 on node-7" in caplog.text
@@ -57,12 +68,8 @@ def test_a_taken_over_lock_is_logged_with_its_holder_and_a_renewed_lease_is_kept
     assert objects.get_tagged(path) is None  # released
 
 
-def test_a_run_whose_lease_was_taken_over_is_told_to_stop_and_leaves_the_new_lock(s3):
-    first = OutputLock("s3://hades/lock-lost", lease_s=1.0)
-    first.acquire()
-    first._lease._stop.set()  # a driver stalled past its lease (a long GC pause, a network partition)
-    first._lease._thread.join()
-    time.sleep(2.5)
+def test_a_run_whose_lease_was_taken_over_is_told_to_stop_and_leaves_the_new_lock(s3, leases_ran_out):
+    first = leases_ran_out  # stalled past its lease
     second = OutputLock("s3://hades/lock-lost", lease_s=60)
     second.acquire()
     assert not first._lease.renew()
