@@ -46,5 +46,7 @@ def labelled_instances(
     else:
         return [], ""
     if len(instances) > limit:
+        # Said beside the labels, so a reader sees the section's n is a sample, not what was dropped.
+        source += f"; a seeded sample of {limit} of its {len(instances)} (--feature-limit)"
         instances = random.Random(seed).sample(instances, limit)
     return instances, source

@@ -315,3 +315,14 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
 
     with pytest.raises(ReportInputError, match="expected a JSON object"):
         pool_section(pool)
+
+
+def test_a_sample_of_the_labelled_instances_says_it_is_one(tmp_path):
+    from hades_ray.report.labelled import labelled_instances
+
+    dataset = make_dataset(tmp_path / "dataset")  # 12 instances
+    instances, source = labelled_instances(None, dataset, seed=0, limit=5)
+    assert len(instances) == 5 and "a seeded sample of 5 of its 12 (--feature-limit)" in source
+    assert labelled_instances(None, dataset, seed=0, limit=5)[0] == instances  # the same seed, the same sample
+    whole, source = labelled_instances(None, dataset, seed=0, limit=300)
+    assert len(whole) == 12 and "seeded sample" not in source
