@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hades_ray.models.fixed_rows import fill_rows
+from hades_ray.models.fixed_rows import fill_rows, mlm_logits_at
 from hades_ray.perturb.packing import Packing, body_rows, head_rows, model_positions, packing_of
 from hades_ray.perturb.settings import ReplaceConfig
 from hades_ray.text.words import is_word
@@ -112,19 +112,6 @@ def vocabulary_bans(
         at_start = anywhere | stop
         by_kind = torch.stack([at_start, anywhere, anywhere])
     return VocabularyBans(anywhere, continuation, punctuation, clitic, by_kind, whole_words)
-
-
-def _mlm_logits_at(
-    model, input_ids: torch.Tensor, attention: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, at_least: int
-) -> torch.Tensor:
-    """Logits at one position per row: the vocabulary projection runs only at the filled positions,
-    on at least ``at_least`` rows (hades_ray/models/fixed_rows.py says why)."""
-    head = next((getattr(model, name) for name in ("cls", "lm_head") if hasattr(model, name)), None)
-    if head is None:
-        return model(input_ids=input_ids, attention_mask=attention).logits[rows, cols]
-    hidden = model.base_model(input_ids=input_ids, attention_mask=attention)[0][rows, cols]
-    filled, real = fill_rows({"hidden": hidden}, at_least)
-    return head(filled["hidden"])[:real]
 
 
 def choose_tokens(logits: torch.Tensor, uniforms: np.ndarray, config: ReplaceConfig) -> torch.Tensor:
@@ -246,7 +233,7 @@ def fill_masks(
         attention = (torch.arange(span).unsqueeze(0) < lengths[rows].unsqueeze(1)).long()
         batch, _ = fill_rows({"ids": ids[rows, :span], "mask": attention}, body_rows(len(rows), packing, span))
         started = time.perf_counter()
-        logits = _mlm_logits_at(
+        logits = mlm_logits_at(
             model,
             batch["ids"].to(device),
             batch["mask"].to(device),
