@@ -70,13 +70,16 @@ def mlm_topk_hit_rate(model, tokenizer, cases, ks=(1, 10), batch_size: int = 32)
     (``top1``, ``top10``), with ``n``."""
     import torch
 
+    from hades_ray.models.fixed_rows import MIN_HEAD_ROWS, mlm_logits_at
+
     hits: dict[int, list] = {k: [] for k in ks}
     for start in range(0, len(cases), batch_size):
         rows = cases[start : start + batch_size]
         ids, mask = _padded([row_ids for row_ids, _, _ in rows], tokenizer.pad_token_id)
-        with torch.no_grad():
-            logits = model(input_ids=ids, attention_mask=mask).logits
-        at_mask = logits[torch.arange(len(rows)), torch.tensor([p for _, p, _ in rows])].float().numpy()
+        positions = torch.tensor([p for _, p, _ in rows])
+        with torch.no_grad():  # the vocabulary projection at the masked word only, not at every token
+            at_mask = mlm_logits_at(model, ids, mask, torch.arange(len(rows)), positions, MIN_HEAD_ROWS)
+        at_mask = at_mask.float().numpy()
         for k in ks:
             hits[k].append(topk_hits(at_mask, np.array([t for _, _, t in rows]), k))
     rates = {f"top{k}": round(float(np.concatenate(h).mean()), 4) if h else None for k, h in hits.items()}
@@ -140,16 +143,19 @@ def nll_sums(
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     # Cut to the context below, after the leading token (verbose=False: not the over-length warning).
     rows = [([bos] + ids)[:max_length] for ids in tokenizer(texts, verbose=False)["input_ids"]]
-    sums, counts = [], []
+    # Batches of similar lengths (then back in the texts' order): little of each forward is padding.
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    sums, counts = np.zeros(len(rows)), np.zeros(len(rows))
     for start in range(0, len(rows), batch_size):
-        ids, mask = _padded(rows[start : start + batch_size], 0)
+        chosen = order[start : start + batch_size]
+        ids, mask = _padded([rows[i] for i in chosen], 0)
         with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
         nll = next_token_nll(logits, ids[:, 1:])
         scored = mask[:, 1:].double()
-        sums.append((nll.double() * scored).sum(1).numpy())
-        counts.append(scored.sum(1).numpy())
-    return (np.concatenate(sums), np.concatenate(counts)) if sums else (np.zeros(0), np.zeros(0))
+        sums[chosen] = (nll.double() * scored).sum(1).numpy()
+        counts[chosen] = scored.sum(1).numpy()
+    return sums, counts
 
 
 def perplexities(model, tokenizer, texts: list[str], max_length: int | None = None, batch_size: int = 16) -> np.ndarray:
