@@ -339,7 +339,9 @@ def test_a_changed_kit_config_is_refused_or_rebuilt_never_kept(tmp_path, micro_e
         build.build_models(("gpt2",), home=tmp_path, config=config, evaluate=False)
 
 
-def test_the_masked_lm_keeps_its_pretrained_embeddings_and_starts_its_bias_at_unigram_frequencies(micro_encoder):
+def test_the_masked_lm_keeps_its_pretrained_embeddings_starts_its_bias_at_unigram_frequencies_and_drops_nothing(
+    micro_encoder,
+):
     import torch
     from transformers import AutoModel
 
@@ -352,7 +354,9 @@ def test_the_masked_lm_keeps_its_pretrained_embeddings_and_starts_its_bias_at_un
     torch.manual_seed(0)
     tokenizer, model = init_masked_lm(config.encoder_path)
     chunks = encode_chunks(TEXTS, tokenizer, config.max_length)
+    assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {0.1}  # the encoder's own
     warm_start(model, chunks, config)
+    assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {config.dropout} == {0.0}
     bias = model.cls.predictions.bias.detach().clone()
     seen = {i for ids, _ in chunks for i in ids}
     frequent, unseen = chunks[0][0][1], min(set(range(len(tokenizer))) - seen)
