@@ -38,7 +38,8 @@ class MlmTrainConfig:
     dropout: float = 0.0
     unigram_bias: bool = True  # start the output bias at the training text's log unigram frequencies
     # The fresh head learns 10x faster than the pretrained encoder, which only needs nudging.
-    # 220 steps: ~1.0 s each on 2 quiet cores (measured), under 4 of the build's 10 minutes.
+    # 220 steps: 1.0-1.2 s each on 2 quiet cores (measured: a Xeon with AMX, an AMD EPYC), under 5 of the
+    # build's 10 minutes.
     limits: TrainLimits = field(
         default_factory=lambda: TrainLimits(
             max_steps=220,
