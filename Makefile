@@ -60,6 +60,7 @@ report: demo demo-loop
 # wait on Ray's start-up, actors and subprocesses more than they compute, so two halve the wall time on
 # two cores. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
+PYTEST_WORKERS = $(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 # The cluster scenarios (a job through `ray job submit` to a head that demands the token, a node lost
 # mid-job, the paper preset's 4-GPU pools; tests marked `cluster`) each start a cluster of their own and
 # take minutes on two cores: `make test-cluster` runs them (`pytest tests` runs everything). Marker `slow`:
@@ -69,19 +70,19 @@ TEST_WORKERS ?= 2
 # "Tests and benchmarks" lists them). make test keeps store errors (tests/pipeline/test_chaos.py), and
 # `make chaos` the whole campaign.
 test: install
-	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) --durations=25 -m "not cluster and not slow and not fresh_process" tests
+	$(PYTEST_WORKERS) --durations=25 -m "not cluster and not slow and not fresh_process" tests
 
 # Marker fresh_process: the checks that start a Python process of their own to test its environment (the
 # kit's scores under forced AVX2 kernels, Ray's token auth when init_ray starts a cluster): ~15 s each on
 # two cores, nearly all of it the child's imports and Ray's start. CI runs them after make test (.ci/run).
 test-fresh: install
-	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) -m "fresh_process and not slow" tests
+	$(PYTEST_WORKERS) -m fresh_process tests
 
 test-cluster: install
 	$(PY) -m pytest -q -p no:cacheprovider -m cluster tests
 
 test-slow: install
-	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) -m slow tests
+	$(PYTEST_WORKERS) -m slow tests
 
 # The whole fault campaign (make test keeps a seeded slice, tests/pipeline/test_chaos.py): seeded runs of the
 # perturbation job under store errors, a store outage, a full disk (a tmpfs: root only), killed drivers,
